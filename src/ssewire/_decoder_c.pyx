@@ -1,0 +1,411 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled decoder twin.
+
+Same behaviour as ``_decoder_py.py``, byte for byte; differential tests keep it so.
+Lines are found with ``memchr`` over the raw chunk; a line is never carried whole:
+its field name is resolved as soon as it is known, and from then on its value bytes go
+straight to where they belong (the data buffer, a small value buffer, or nowhere for
+comments and unknown fields). So every byte is copied at most once before decoding,
+whatever the chunking, and an endless ignored line costs no memory.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr, memcmp, memcpy
+
+from ._errors import EventTooLarge, SSEError
+from ._events import Event
+from ._shared import (
+    DEFAULT_MAX_EVENT_SIZE,
+    DEFAULT_MAX_LINE_SIZE,
+    as_bytes,
+    check_limit,
+    parse_retry,
+    strip_bom,
+)
+
+cdef object _Event = Event
+cdef object _tuple_new = tuple.__new__
+
+# A data buffer that grew past this is released after its event, so one huge event
+# does not pin its memory for the life of a long stream.
+cdef Py_ssize_t _KEEP_CAPACITY = 1 << 20
+
+
+cdef enum Mode:
+    START    # nothing of the line seen yet
+    NAME     # reading the field name (only names of at most 5 bytes can matter)
+    DATA     # value bytes go to the data buffer
+    VALUE    # value bytes of event / id / retry go to the value buffer
+    COMMENT  # comment bytes go to the value buffer (only when on_comment is set)
+    IGNORE   # unknown field, unobserved comment, or the rest of a dropped line
+
+
+cdef enum Field:
+    F_EVENT
+    F_ID
+    F_RETRY
+
+
+cdef struct Buffer:
+    char* ptr
+    Py_ssize_t len
+    Py_ssize_t cap
+
+
+cdef int _append(Buffer* buf, const char* p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t need = buf.len + n
+    cdef Py_ssize_t cap
+    cdef char* grown
+    if need > buf.cap:
+        cap = buf.cap * 2
+        if cap < need:
+            cap = need
+        if cap < 256:
+            cap = 256
+        grown = <char*>PyMem_Realloc(buf.ptr, cap)
+        if grown == NULL:
+            raise MemoryError()
+        buf.ptr = grown
+        buf.cap = cap
+    memcpy(buf.ptr + buf.len, p, n)
+    buf.len = need
+    return 0
+
+
+cdef inline void _release(Buffer* buf):
+    PyMem_Free(buf.ptr)
+    buf.ptr = NULL
+    buf.len = 0
+    buf.cap = 0
+
+
+cdef inline str _decode(const char* p, Py_ssize_t n):
+    return PyUnicode_DecodeUTF8(p, n, "replace")
+
+
+cdef class CDecoder:
+    """Incremental WHATWG event-stream decoder: bytes in, :class:`Event` s out."""
+
+    cdef Buffer _data
+    cdef Buffer _value
+    cdef char _name[8]
+    cdef Py_ssize_t _name_len
+    cdef Mode _mode
+    cdef Field _field
+    cdef bint _strip_space    # the next value byte is dropped if it is a space
+    cdef bint _line_comment   # the current line starts with ':'
+    cdef Py_ssize_t _line_len
+    cdef bint _at_start       # the BOM is still undecided
+    cdef bytes _bom
+    cdef bint _skip_lf        # the last chunk ended with CR
+    cdef bint _skipping       # dropping an oversized event until its blank line
+    cdef bint _closed
+    cdef Py_ssize_t _block    # bytes of non-comment lines since the last blank line
+    cdef Py_ssize_t _discarded
+    cdef Py_ssize_t _max_event
+    cdef Py_ssize_t _max_line
+    cdef str _type
+    cdef str _id_buf
+    cdef str _last_id
+    cdef object _retry
+    cdef object _event_retry
+    cdef object _on_comment
+    cdef object _error
+
+    def __cinit__(self):
+        self._data.ptr = NULL
+        self._data.len = self._data.cap = 0
+        self._value.ptr = NULL
+        self._value.len = self._value.cap = 0
+
+    def __init__(
+        self,
+        *,
+        max_event_size=DEFAULT_MAX_EVENT_SIZE,
+        max_line_size=DEFAULT_MAX_LINE_SIZE,
+        on_comment=None,
+    ):
+        self._max_event = check_limit("max_event_size", max_event_size)
+        self._max_line = check_limit("max_line_size", max_line_size)
+        if on_comment is not None and not callable(on_comment):
+            raise TypeError("on_comment must be callable or None")
+        self._on_comment = on_comment
+        self._mode = START
+        self._name_len = 0
+        self._line_len = 0
+        self._line_comment = False
+        self._strip_space = False
+        self._at_start = True
+        self._bom = b""
+        self._skip_lf = False
+        self._skipping = False
+        self._closed = False
+        self._block = 0
+        self._discarded = 0
+        self._type = ""
+        self._id_buf = ""
+        self._last_id = ""
+        self._retry = None
+        self._event_retry = None
+        self._error = None
+        self._data.len = 0
+        self._value.len = 0
+
+    def __dealloc__(self):
+        _release(&self._data)
+        _release(&self._value)
+
+    @property
+    def last_event_id(self):
+        return self._last_id
+
+    @property
+    def retry(self):
+        return self._retry
+
+    @property
+    def discarded(self):
+        """Bytes of the unterminated event that ``close()`` dropped (0: clean end)."""
+        return self._discarded
+
+    def feed(self, data):
+        cdef bytes chunk
+        cdef list events
+        if type(data) is bytes:
+            chunk = <bytes>data
+        else:
+            chunk = as_bytes(data)
+        if self._closed:
+            raise SSEError("feed() after close(): this stream has ended")
+        if self._at_start:
+            body, self._bom = strip_bom(self._bom, chunk)
+            if body is None:
+                return []
+            self._at_start = False
+            chunk = body
+        events = []
+        self._process(PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk), events)
+        error = self._error
+        if error is not None:
+            self._error = None
+            error.events = events
+            raise error
+        return events
+
+    def close(self):
+        """End of stream. An unterminated event is dropped and counted in ``discarded``."""
+        cdef Py_ssize_t block
+        if self._closed:
+            return []
+        self._closed = True
+        block = self._block + PyBytes_GET_SIZE(self._bom)
+        if self._line_len and not self._line_comment:
+            block += self._line_len
+        self._discarded = block
+        _release(&self._data)
+        _release(&self._value)
+        return []
+
+    # -- scanning --------------------------------------------------------------------
+
+    cdef int _process(self, const char* p, Py_ssize_t n, list events) except -1:
+        cdef const char* end = p + n
+        cdef const char* cr
+        cdef const char* lf
+        cdef const char* eol
+        if n == 0:
+            return 0
+        if self._skip_lf:
+            self._skip_lf = False
+            if p[0] == b'\n':
+                p += 1
+                if p == end:
+                    return 0
+        # `cr` is the next CR at or after p (or end): an LF is searched only up to it,
+        # so every byte is scanned at most twice, whatever mix of CR / LF / CRLF.
+        cr = <const char*>memchr(p, b'\r', end - p)
+        if cr == NULL:
+            cr = end
+        while True:
+            lf = <const char*>memchr(p, b'\n', cr - p)
+            if lf != NULL:
+                eol = lf
+            elif cr < end:
+                eol = cr
+            else:
+                self._segment(p, end - p)
+                self._chunk_end()
+                return 0
+            if eol > p:
+                self._segment(p, eol - p)
+            self._line_end(events)
+            if eol == cr:
+                if cr + 1 < end:
+                    if cr[1] == b'\n':
+                        eol = cr + 1
+                else:
+                    self._skip_lf = True
+                p = eol + 1
+                cr = <const char*>memchr(p, b'\r', end - p) if p < end else NULL
+                if cr == NULL:
+                    cr = end
+            else:
+                p = eol + 1
+            if p >= end:
+                return 0
+
+    cdef int _segment(self, const char* p, Py_ssize_t n) except -1:
+        """Take ``n > 0`` bytes of the current line (no line end among them)."""
+        cdef const char* colon
+        cdef Py_ssize_t k
+        if self._line_len == 0:
+            self._line_comment = p[0] == b':'
+        self._line_len += n
+        if self._skipping:
+            return 0
+        if 0 <= self._max_line < self._line_len:
+            self._fail("max_line_size", self._max_line, self._line_len)
+            return 0
+        if self._mode == START:
+            if p[0] == b':':
+                if self._on_comment is None:
+                    self._mode = IGNORE
+                    return 0
+                self._mode = COMMENT
+                self._value.len = 0
+                self._strip_space = True
+                p += 1
+                n -= 1
+            elif n >= 5 and memcmp(p, b"data:", 5) == 0:
+                self._mode = DATA
+                self._strip_space = True
+                p += 5
+                n -= 5
+            else:
+                self._mode = NAME
+                self._name_len = 0
+        if self._mode == NAME:
+            colon = <const char*>memchr(p, b':', n)
+            k = colon - p if colon != NULL else n
+            if self._name_len + k > 5:
+                self._mode = IGNORE
+                return 0
+            memcpy(self._name + self._name_len, p, k)
+            self._name_len += k
+            if colon == NULL:
+                return 0
+            self._resolve_name()
+            p = colon + 1
+            n -= k + 1
+        if n == 0 or self._mode == IGNORE:
+            return 0
+        if self._strip_space:
+            self._strip_space = False
+            if p[0] == b' ':
+                p += 1
+                n -= 1
+        if self._mode == DATA:
+            _append(&self._data, p, n)
+        else:
+            _append(&self._value, p, n)
+        return 0
+
+    cdef int _chunk_end(self) except -1:
+        """The chunk ended inside a line: check the event limit on a partial data value."""
+        if self._mode == DATA and not self._skipping and 0 <= self._max_event < self._data.len:
+            self._fail("max_event_size", self._max_event, self._data.len)
+        return 0
+
+    cdef int _resolve_name(self) except -1:
+        cdef Py_ssize_t n = self._name_len
+        self._strip_space = True
+        self._value.len = 0
+        if n == 4 and memcmp(self._name, b"data", 4) == 0:
+            self._mode = DATA
+        elif n == 5 and memcmp(self._name, b"event", 5) == 0:
+            self._mode = VALUE
+            self._field = F_EVENT
+        elif n == 2 and memcmp(self._name, b"id", 2) == 0:
+            self._mode = VALUE
+            self._field = F_ID
+        elif n == 5 and memcmp(self._name, b"retry", 5) == 0:
+            self._mode = VALUE
+            self._field = F_RETRY
+        else:
+            self._mode = IGNORE
+        return 0
+
+    # -- line ends -------------------------------------------------------------------
+
+    cdef int _line_end(self, list events) except -1:
+        cdef Py_ssize_t n = self._line_len
+        cdef Mode mode = self._mode
+        self._line_len = 0
+        self._mode = START
+        if n == 0:
+            if self._skipping:
+                self._skipping = False
+                self._block = 0
+                return 0
+            return self._dispatch(events)
+        if not self._line_comment:
+            self._block += n
+        if self._skipping:
+            return 0
+        if mode == NAME:  # a line without a colon: the whole line is the name
+            self._resolve_name()
+            mode = self._mode
+            self._mode = START
+        if mode == DATA:
+            _append(&self._data, b"\n", 1)
+            if 0 <= self._max_event < self._data.len:
+                self._fail("max_event_size", self._max_event, self._data.len)
+        elif mode == VALUE:
+            self._apply_value()
+        elif mode == COMMENT:
+            self._on_comment(_decode(self._value.ptr, self._value.len))
+        return 0
+
+    cdef int _apply_value(self) except -1:
+        cdef const char* p = self._value.ptr
+        cdef Py_ssize_t n = self._value.len
+        if self._field == F_EVENT:
+            self._type = _decode(p, n)
+        elif self._field == F_ID:
+            if n == 0 or memchr(p, 0, n) == NULL:
+                self._id_buf = _decode(p, n)
+        else:
+            retry = parse_retry(PyBytes_FromStringAndSize(p, n))
+            if retry is not None:
+                self._retry = self._event_retry = retry
+        return 0
+
+    cdef int _dispatch(self, list events) except -1:
+        self._last_id = self._id_buf
+        self._block = 0
+        if self._data.len:
+            data = _decode(self._data.ptr, self._data.len - 1)
+            events.append(_tuple_new(
+                _Event, (self._type or "message", data, self._last_id, self._event_retry)
+            ))
+            self._data.len = 0
+            if self._data.cap > _KEEP_CAPACITY:
+                _release(&self._data)
+        self._type = ""
+        self._event_retry = None
+        return 0
+
+    cdef int _fail(self, str limit, Py_ssize_t max_size, Py_ssize_t size) except -1:
+        """Drop the current event; resume at the next blank line."""
+        if self._error is None:
+            self._error = EventTooLarge(limit, max_size, size)
+        self._skipping = True
+        self._mode = IGNORE
+        _release(&self._data)
+        self._value.len = 0
+        self._type = ""
+        self._id_buf = self._last_id
+        self._event_retry = None
+        return 0

@@ -1,0 +1,41 @@
+"""The one parser for ssewire's two switches, used by the build backend and at import.
+
+``SSEWIRE_NO_EXTENSIONS``      build a pure wheel / import the pure-Python twin.
+``SSEWIRE_REQUIRE_EXTENSIONS`` a failed compile or a missing extension is an error.
+
+This module imports nothing from ssewire so that ``_build/backend.py`` can load it by
+path before the package is built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+NO_EXTENSIONS = "SSEWIRE_NO_EXTENSIONS"
+REQUIRE_EXTENSIONS = "SSEWIRE_REQUIRE_EXTENSIONS"
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Read one switch; an unrecognised value is an error, never a guess."""
+    raw = (os.environ if environ is None else environ).get(name, "")
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off")
+
+
+def extension_mode(environ: Mapping[str, str] | None = None) -> str:
+    """Return ``"off"``, ``"optional"`` or ``"required"`` for the compiled twin."""
+    disabled = flag(NO_EXTENSIONS, environ)
+    required = flag(REQUIRE_EXTENSIONS, environ)
+    if disabled and required:
+        raise ValueError(f"{NO_EXTENSIONS} and {REQUIRE_EXTENSIONS} are both set; choose one")
+    if disabled:
+        return "off"
+    return "required" if required else "optional"

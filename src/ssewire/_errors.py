@@ -1,0 +1,38 @@
+"""Exceptions of the core. Defined once; both twins raise these very classes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._events import Event
+
+
+class SSEError(Exception):
+    """Base class of every error ssewire raises about an event stream."""
+
+
+class EventTooLarge(SSEError):
+    """A line or an event exceeded a configured limit.
+
+    The decoder has already dropped the rest of that event and resumes at the next
+    blank line. ``events`` holds every event the same ``feed()`` call completed (before
+    and after the oversized one), so catching this loses nothing.
+    """
+
+    limit: str
+    max_size: int
+    size: int
+    events: list[Event]
+
+    def __init__(self, limit: str, max_size: int, size: int, events: list[Event] | None = None):
+        self.limit = limit
+        self.max_size = max_size
+        self.size = size
+        self.events = [] if events is None else events
+        super().__init__(
+            f"{limit}={max_size} exceeded: reached {size} bytes; the event was dropped"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.limit, self.max_size, self.size, self.events))
