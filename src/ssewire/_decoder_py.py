@@ -107,12 +107,14 @@ class PyDecoder:
                 return []
             self._at_start = False
             data = body
-        if self._skip_lf:
-            self._skip_lf = False
-            if data[:1] == b"\n":
-                data = data[1:]
         if not data:
             return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[0] == 0x0A:
+                data = data[1:]
+                if not data:
+                    return []
         self._skip_lf = data[-1] == 0x0D
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")

@@ -1,0 +1,88 @@
+"""The ``ssewire decode`` command, run as a user would: in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ssewire
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stream.sse"
+
+
+def ssewire_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ssewire", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def expected_lines(stream: bytes) -> list[dict[str, str]]:
+    decoder = ssewire.PyDecoder()
+    events = decoder.feed(stream) + decoder.close()
+    return [{"type": ev.type, "data": ev.data, "id": ev.id} for ev in events]
+
+
+def parse(stdout: bytes) -> list[dict[str, str]]:
+    # split on LF only: the data may hold U+2028, which str.splitlines() would split on
+    return [json.loads(line) for line in stdout.decode("utf-8").split("\n")[:-1]]
+
+
+@pytest.mark.parametrize("chunk_size", ["1", "7", "65536"])
+def test_decode_example_file(chunk_size):
+    result = ssewire_cli("decode", str(EXAMPLE), "--chunk-size", chunk_size)
+    assert result.returncode == 0, result.stderr
+    lines = parse(result.stdout)
+    assert lines == expected_lines(EXAMPLE.read_bytes())
+    assert [line["id"] for line in lines] == ["1", "2", "3", "4"]
+    assert json.loads(lines[-1]["data"])["result"]["content"][0]["text"] == "done é😀"
+
+
+def test_decode_stdin_is_the_default():
+    result = ssewire_cli("decode", stdin=b"data: a\r\n\r\nevent: e\rdata: b\r\r")
+    assert result.returncode == 0
+    assert parse(result.stdout) == [
+        {"type": "message", "data": "a", "id": ""},
+        {"type": "e", "data": "b", "id": ""},
+    ]
+
+
+def test_torn_stream_exits_1_after_printing_complete_events():
+    result = ssewire_cli("decode", "-", stdin=b"data: a\n\ndata: torn")
+    assert result.returncode == 1
+    assert parse(result.stdout) == [{"type": "message", "data": "a", "id": ""}]
+    assert b"ended inside an event (10 bytes" in result.stderr
+
+
+def test_oversized_event_is_reported_and_later_events_kept():
+    result = ssewire_cli("decode", "--max-event-size", "4", stdin=b"data: big!\n\ndata: ok\n\n")
+    assert result.returncode == 1
+    assert parse(result.stdout) == [{"type": "message", "data": "ok", "id": ""}]
+    assert b"max_event_size=4" in result.stderr
+
+
+@pytest.mark.parametrize("target", ["missing.sse", "."])
+def test_unreadable_input_exits_2_with_one_line(tmp_path, target):
+    result = ssewire_cli("decode", str(tmp_path / target))
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert len(result.stderr.decode().strip().splitlines()) == 1
+    assert result.stderr.startswith(b"ssewire decode: cannot read")
+
+
+def test_bad_usage_exits_2():
+    assert ssewire_cli("decode", "--chunk-size", "0").returncode == 2
+    assert ssewire_cli().returncode == 2
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).with_name("ssewire")
+    result = subprocess.run([str(script), "decode", str(EXAMPLE)], capture_output=True, timeout=60)
+    assert result.returncode == 0
+    assert parse(result.stdout) == expected_lines(EXAMPLE.read_bytes())

@@ -1,0 +1,241 @@
+"""Promptness, limits, bad input and end of stream, on both twins."""
+
+from __future__ import annotations
+
+import pytest
+
+import ssewire
+from ssewire import Event, EventTooLarge, SSEError
+
+M = "message"
+
+
+# -- promptness: an event comes out of the feed() that delivers its last line end -------
+
+
+@pytest.mark.parametrize(
+    "chunks, ready_at",
+    [
+        ([b"data: x\n", b"\n"], 1),
+        ([b"data: x\r", b"\r"], 1),
+        ([b"data: x\r\n", b"\r"], 1),
+        ([b"data: x\r\n\r", b"\n", b"data: y\n"], 0),
+        ([b"data: x", b"\n", b"\r", b"\n"], 2),
+        ([b"data: x\n\r", b"\n"], 0),
+        ([b"data: x\r", b"\n", b"\r"], 2),
+        ([b"\xef\xbb\xbfdata: x\n\n"], 0),
+        ([b"\xef", b"\xbb", b"\xbfdata: x\n", b"\n"], 3),
+    ],
+)
+def test_event_is_returned_by_the_feed_that_ends_it(decoder_cls, chunks, ready_at):
+    decoder = decoder_cls()
+    got = [decoder.feed(chunk) for chunk in chunks]
+    assert got[ready_at] == [Event(M, "x")]
+    assert sum(len(events) for events in got) == 1
+    assert decoder.close() == []
+
+
+def test_cr_at_chunk_end_then_lf_makes_no_extra_blank_line(decoder_cls):
+    decoder = decoder_cls()
+    # If the LF after a chunk-final CR were taken as a second line end, the blank line
+    # would dispatch "a" early and "b" would become its own event.
+    assert decoder.feed(b"data: a\r") == []
+    assert decoder.feed(b"\ndata: b\r") == []
+    assert decoder.feed(b"\n\r") == [Event(M, "a\nb")]
+    assert decoder.feed(b"\n") == []
+
+
+def test_lf_is_skipped_only_right_after_a_cr(decoder_cls):
+    decoder = decoder_cls()
+    assert decoder.feed(b"data: a\r") == []
+    assert decoder.feed(b"") == []  # an empty chunk does not cancel the pending LF skip
+    assert decoder.feed(b"\n") == []
+    assert decoder.feed(b"\n") == [Event(M, "a")]
+
+
+# -- limits ----------------------------------------------------------------------
+
+
+def _feed_expecting_limit(decoder, chunk):
+    with pytest.raises(EventTooLarge) as info:
+        decoder.feed(chunk)
+    return info.value
+
+
+def test_event_limit_drops_only_that_event(decoder_cls):
+    decoder = decoder_cls(max_event_size=10)
+    stream = b"data: ok\n\nid: 1\ndata: 0123456789\ndata: more\n\ndata: after\n\n"
+    error = _feed_expecting_limit(decoder, stream)
+    assert (error.limit, error.max_size, error.size) == ("max_event_size", 10, 11)
+    assert "max_event_size=10" in str(error) and "11" in str(error)
+    assert isinstance(error, SSEError)
+    # events before and after the oversized one, from the same feed(), are kept
+    assert error.events == [Event(M, "ok"), Event(M, "after")]
+    # the dropped block's id is not applied
+    assert decoder.last_event_id == ""
+    assert decoder.feed(b"data: next\n\n") == [Event(M, "next")]
+
+
+def test_event_limit_counts_data_lines_with_their_lf(decoder_cls):
+    stream = b"data: ab\ndata: c\n\n"  # "ab\n" + "c\n" = 5 bytes
+    assert decoder_cls(max_event_size=5).feed(stream) == [Event(M, "ab\nc")]
+    error = _feed_expecting_limit(decoder_cls(max_event_size=4), stream)
+    assert (error.size, error.events) == (5, [])
+
+
+def test_event_limit_is_checked_on_a_partial_data_line(decoder_cls):
+    decoder = decoder_cls(max_event_size=100)
+    assert decoder.feed(b"data: " + b"x" * 100) == []
+    error = _feed_expecting_limit(decoder, b"x")
+    assert error.size == 101 and error.events == []
+    # the rest of the line and of the event is dropped without being stored
+    for _ in range(50):
+        assert decoder.feed(b"y" * 1000) == []
+    assert decoder.feed(b"\ndata: still dropped\n\ndata: fine\n\n") == [Event(M, "fine")]
+
+
+def test_line_limit_applies_to_every_kind_of_line(decoder_cls):
+    for line in (b": " + b"c" * 20, b"x" * 22, b"event: " + b"e" * 15, b"data: " + b"d" * 16):
+        decoder = decoder_cls(max_line_size=21, max_event_size=None)
+        error = _feed_expecting_limit(decoder, b"data: a\n" + line + b"\ndata: b\n\ndata: c\n\n")
+        assert (error.limit, error.max_size, error.size) == ("max_line_size", 21, 22)
+        assert error.events == [Event(M, "c")]
+
+
+def test_line_limit_on_an_endless_line(decoder_cls):
+    decoder = decoder_cls(max_line_size=1000)
+    assert decoder.feed(b": keep" + b"-" * 900) == []
+    error = _feed_expecting_limit(decoder, b"-" * 200)
+    assert error.size == 1106
+    for _ in range(100):  # the endless comment goes on; nothing is kept, nothing raised
+        assert decoder.feed(b"-" * 10_000) == []
+    assert decoder.feed(b"\n\ndata: back\n\n") == [Event(M, "back")]
+
+
+def test_limits_equal_to_the_size_are_allowed(decoder_cls):
+    decoder = decoder_cls(max_event_size=4, max_line_size=9)
+    assert decoder.feed(b"data: abc\n\n") == [Event(M, "abc")]
+
+
+def test_only_the_first_limit_error_of_a_feed_is_raised(decoder_cls):
+    decoder = decoder_cls(max_event_size=3)
+    error = _feed_expecting_limit(decoder, b"data: long\n\ndata: ok\n\ndata: longer\n\n")
+    assert error.size == 5
+    assert error.events == [Event(M, "ok")]
+
+
+def test_unbounded_limits(decoder_cls):
+    decoder = decoder_cls(max_event_size=None, max_line_size=None)
+    big = b"z" * (3 * 1024 * 1024)
+    assert decoder.feed(b"data: " + big + b"\n\n") == [Event(M, big.decode())]
+
+
+def test_default_limits_are_64_mib(decoder_cls):
+    decoder = decoder_cls()
+    limit = 64 * 1024 * 1024
+    decoder.feed(b"data: ")
+    chunk = b"x" * (1024 * 1024)
+    for _ in range(63):
+        assert decoder.feed(chunk) == []
+    error = _feed_expecting_limit(decoder, chunk)  # the line is now 6 bytes over
+    assert (error.limit, error.max_size, error.size) == ("max_line_size", limit, limit + 6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"max_event_size": -1}, ValueError),
+        ({"max_line_size": -5}, ValueError),
+        ({"max_event_size": 1.5}, TypeError),
+        ({"max_line_size": True}, TypeError),
+        ({"max_event_size": "10"}, TypeError),
+        ({"on_comment": 3}, TypeError),
+    ],
+)
+def test_bad_options_are_rejected(decoder_cls, kwargs, exc):
+    with pytest.raises(exc):
+        decoder_cls(**kwargs)
+
+
+def test_options_are_keyword_only(decoder_cls):
+    with pytest.raises(TypeError):
+        decoder_cls(10)
+
+
+# -- comments ----------------------------------------------------------------------
+
+
+def test_comments_are_observable_in_order(decoder_cls):
+    seen = []
+    decoder = decoder_cls(on_comment=seen.append)
+    stream = b": ping\r\n:\n:no-space\n:  two\ndata: x\n: \xff\n\n"
+    for i in range(len(stream)):
+        decoder.feed(stream[i : i + 1])
+    assert seen == ["ping", "", "no-space", " two", "\ufffd"]
+
+
+# -- bad input and end of stream -----------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["data: x\n\n", 5, None, [b"data"]])
+def test_feed_rejects_non_bytes(decoder_cls, bad):
+    with pytest.raises(TypeError, match="bytes"):
+        decoder_cls().feed(bad)
+
+
+def test_feed_accepts_bytes_like(decoder_cls):
+    stream = b"data: x\n\n"
+    for chunk in (bytearray(stream), memoryview(stream), memoryview(b"-" + stream)[1:]):
+        assert decoder_cls().feed(chunk) == [Event(M, "x")]
+    strided = memoryview(b"dxa t a :   x \n \n ")[::2]
+    assert decoder_cls().feed(strided) == [Event(M, "x")]
+
+
+def test_feed_after_close_raises(decoder_cls):
+    decoder = decoder_cls()
+    decoder.feed(b"data: x\n\n")
+    assert decoder.close() == []
+    assert decoder.close() == []
+    with pytest.raises(SSEError, match="close"):
+        decoder.feed(b"data: y\n\n")
+
+
+def test_close_tells_clean_end_from_torn_event(decoder_cls):
+    clean = decoder_cls()
+    clean.feed(b"data: a\n\n: keep-alive\n")
+    clean.close()
+    assert clean.discarded == 0
+    torn = decoder_cls()
+    assert torn.feed(b"data: a\n\ndata: partial json {\"x\":") == [Event(M, "a")]
+    torn.close()
+    assert torn.discarded == len(b'data: partial json {"x":')
+
+
+def test_close_with_an_undecided_bom(decoder_cls):
+    decoder = decoder_cls()
+    assert decoder.feed(b"\xef\xbb") == []
+    decoder.close()
+    assert decoder.discarded == 2
+
+
+def test_decoding_never_raises_on_random_bytes(decoder_cls):
+    import random
+
+    rng = random.Random(1234)
+    for _ in range(200):
+        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(200)))
+        decoder = decoder_cls()
+        events = decoder.feed(blob) + decoder.feed(b"\n\n")
+        assert all(isinstance(ev.data, str) for ev in events)
+        decoder.close()
+
+
+def test_twins_raise_the_same_error(decoder_cls):
+    def error_from(cls):
+        with pytest.raises(EventTooLarge) as info:
+            cls(max_event_size=1).feed(b"data: xx\n\n")
+        return info.value
+
+    error = error_from(decoder_cls)
+    assert type(error) is EventTooLarge
+    assert str(error) == str(error_from(ssewire.PyDecoder))

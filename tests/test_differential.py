@@ -1,0 +1,131 @@
+"""Differential property tests: random streams x random chunkings.
+
+Both twins must agree with each other, byte for byte, and (without limits) with the
+whole-stream reference in ``reference.py``.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ssewire import EventTooLarge
+
+from .conftest import twin
+from .reference import read_stream
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+EOL = st.sampled_from([b"\n", b"\r", b"\r\n"])
+TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("ab z:0 9") + ["\x00", "\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "é", "😀", "\ufeff"]
+    ),
+    max_size=12,
+)
+INVALID = st.sampled_from([b"\xff", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf0\x9f\x98"])
+
+
+@st.composite
+def values(draw) -> bytes:
+    raw = draw(TEXT).encode()
+    if draw(st.integers(0, 5)) == 0:
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(INVALID) + raw[at:]
+    if draw(st.integers(0, 15)) == 0:
+        raw = raw * draw(st.integers(50, 400))  # a long line
+    return raw
+
+
+NAMES = st.sampled_from(
+    [b"data", b"data", b"data", b"event", b"id", b"retry", b"Data", b"dat", b"datax", b" data", b"foo", b""]
+)
+RETRY = st.one_of(st.integers(0, 10**12).map(lambda n: str(n).encode()), values())
+
+
+@st.composite
+def lines(draw) -> bytes:
+    kind = draw(st.integers(0, 9))
+    if kind <= 1:
+        return b""  # blank line
+    if kind == 2:
+        return b":" + draw(values())  # comment
+    name = draw(NAMES)
+    value = draw(RETRY) if name == b"retry" else draw(values())
+    sep = draw(st.sampled_from([b": ", b":", b":  ", b""]))
+    return name + (sep + value if sep else b"")
+
+
+@st.composite
+def streams(draw) -> bytes:
+    parts = [draw(st.sampled_from([b"", b"", b"\xef\xbb\xbf", b"\xef\xbb\xbf\xef\xbb\xbf", b"\xef\xbb"]))]
+    for line in draw(st.lists(lines(), max_size=25)):
+        parts.append(line + draw(EOL))
+    if draw(st.booleans()):
+        parts.append(draw(lines()))  # end inside a line
+    return b"".join(parts)
+
+
+@st.composite
+def chunkings(draw, stream: bytes) -> list[bytes]:
+    if len(stream) > 1 and draw(st.integers(0, 6)) == 0:
+        return [stream[i : i + 1] for i in range(len(stream))]
+    cuts = sorted(draw(st.sets(st.integers(0, len(stream)), max_size=12)))
+    edges = [0, *cuts, len(stream)]
+    return [stream[a:b] for a, b in zip(edges, edges[1:])]
+
+
+@st.composite
+def stream_and_chunks(draw):
+    stream = draw(streams())
+    return stream, draw(chunkings(stream))
+
+
+def run(cls, chunks, **options):
+    """Feed everything; record events (also those carried by errors) and each error."""
+    decoder = cls(**options)
+    events, errors = [], []
+    for index, chunk in enumerate(chunks):
+        try:
+            events.extend(decoder.feed(chunk))
+        except EventTooLarge as error:
+            events.extend(error.events)
+            errors.append((index, error.limit, error.max_size, error.size))
+    events.extend(decoder.close())
+    return events, errors, decoder.last_event_id, decoder.retry, decoder.discarded
+
+
+@SETTINGS
+@given(stream_and_chunks())
+def test_twins_match_the_reference(case):
+    stream, chunks = case
+    expected = read_stream(stream)
+    expected_state = (expected.events, [], expected.last_event_id, expected.retry, expected.discarded)
+    assert run(twin("py"), chunks) == expected_state
+    assert run(twin("c"), chunks) == expected_state
+
+
+LIMIT = st.one_of(st.none(), st.integers(0, 300))
+
+
+@SETTINGS
+@given(stream_and_chunks(), LIMIT, LIMIT)
+def test_twins_agree_under_limits(case, max_event_size, max_line_size):
+    stream, chunks = case
+    options = {"max_event_size": max_event_size, "max_line_size": max_line_size}
+    py = run(twin("py"), chunks, **options)
+    assert run(twin("c"), chunks, **options) == py
+    # Which events are dropped does not depend on the chunking (only when it is noticed).
+    assert run(twin("py"), [stream], **options)[0] == py[0]
+
+
+@SETTINGS
+@given(stream_and_chunks())
+def test_comment_callbacks_agree(case):
+    stream, chunks = case
+    seen: dict[str, list[str]] = {"py": [], "c": []}
+    for name, log in seen.items():
+        decoder = twin(name)(on_comment=log.append)
+        for chunk in chunks:
+            decoder.feed(chunk)
+    assert seen["c"] == seen["py"]
