@@ -25,8 +25,41 @@ from ._shared import (
     strip_bom,
 )
 
-cdef object _Event = Event
-cdef object _tuple_new = tuple.__new__
+cdef extern from *:
+    """
+    /* Build an Event (a tuple subclass) from its four fields. Filling a freshly
+       allocated tuple subclass is what CPython's own tuple_subtype_new does up to 3.13;
+       from 3.14 on tuples cache their hash, so there we go through tp_new itself. */
+    static PyObject *ssewire_new_event(PyTypeObject *tp, PyObject *a, PyObject *b,
+                                       PyObject *c, PyObject *d) {
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION)
+        PyObject *op = tp->tp_alloc(tp, 4);
+        if (op == NULL) return NULL;
+        Py_INCREF(a); PyTuple_SET_ITEM(op, 0, a);
+        Py_INCREF(b); PyTuple_SET_ITEM(op, 1, b);
+        Py_INCREF(c); PyTuple_SET_ITEM(op, 2, c);
+        Py_INCREF(d); PyTuple_SET_ITEM(op, 3, d);
+        /* Its fields are str / int / None: it can never be part of a cycle, so the
+           collector need not walk the millions of events a stream yields. */
+        PyObject_GC_UnTrack(op);
+        return op;
+    #else
+        PyObject *fields = PyTuple_Pack(4, a, b, c, d);
+        if (fields == NULL) return NULL;
+        PyObject *args = PyTuple_Pack(1, fields);
+        Py_DECREF(fields);
+        if (args == NULL) return NULL;
+        PyObject *op = PyTuple_Type.tp_new(tp, args, NULL);
+        Py_DECREF(args);
+        return op;
+    #endif
+    }
+    """
+    object ssewire_new_event(type tp, object a, object b, object c, object d)
+
+
+cdef type _Event = Event
+
 
 # A data buffer that grew past this is released after its event, so one huge event
 # does not pin its memory for the life of a long stream.
@@ -106,7 +139,7 @@ cdef class CDecoder:
     cdef Py_ssize_t _discarded
     cdef Py_ssize_t _max_event
     cdef Py_ssize_t _max_line
-    cdef str _type
+    cdef str _type            # the event type to dispatch ("message" unless set)
     cdef str _id_buf
     cdef str _last_id
     cdef object _retry
@@ -144,7 +177,7 @@ cdef class CDecoder:
         self._closed = False
         self._block = 0
         self._discarded = 0
-        self._type = ""
+        self._type = "message"
         self._id_buf = ""
         self._last_id = ""
         self._retry = None
@@ -372,7 +405,7 @@ cdef class CDecoder:
         cdef const char* p = self._value.ptr
         cdef Py_ssize_t n = self._value.len
         if self._field == F_EVENT:
-            self._type = _decode(p, n)
+            self._type = _decode(p, n) if n else "message"
         elif self._field == F_ID:
             if n == 0 or memchr(p, 0, n) == NULL:
                 self._id_buf = _decode(p, n)
@@ -387,13 +420,13 @@ cdef class CDecoder:
         self._block = 0
         if self._data.len:
             data = _decode(self._data.ptr, self._data.len - 1)
-            events.append(_tuple_new(
-                _Event, (self._type or "message", data, self._last_id, self._event_retry)
+            events.append(ssewire_new_event(
+                _Event, self._type, data, self._last_id, self._event_retry
             ))
             self._data.len = 0
             if self._data.cap > _KEEP_CAPACITY:
                 _release(&self._data)
-        self._type = ""
+        self._type = "message"
         self._event_retry = None
         return 0
 
@@ -405,7 +438,7 @@ cdef class CDecoder:
         self._mode = IGNORE
         _release(&self._data)
         self._value.len = 0
-        self._type = ""
+        self._type = "message"
         self._id_buf = self._last_id
         self._event_retry = None
         return 0
