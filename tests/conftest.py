@@ -8,10 +8,18 @@ tests instead of dropping them. Only a pure install (built or imported with
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 import ssewire
 from ssewire import _env
+
+# SSEWIRE_HYPOTHESIS_PROFILE=long runs the property tests 100x longer (for fuzzing sessions).
+settings.register_profile("default", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", parent=settings.get_profile("default"), max_examples=30_000)
+settings.load_profile(os.environ.get("SSEWIRE_HYPOTHESIS_PROFILE", "default"))
 
 _CLASSES = {"py": ssewire.PyDecoder, "c": ssewire.CDecoder}
 TWINS = [name for name, cls in _CLASSES.items() if cls is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]

@@ -6,15 +6,13 @@ whole-stream reference in ``reference.py``.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ssewire import EventTooLarge
 
 from .conftest import TWINS, twin
 from .reference import read_stream
-
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 EOL = st.sampled_from([b"\n", b"\r", b"\r\n"])
 TEXT = st.text(
@@ -95,7 +93,6 @@ def run(cls, chunks, **options):
     return events, errors, decoder.last_event_id, decoder.retry, decoder.discarded
 
 
-@SETTINGS
 @given(stream_and_chunks())
 def test_twins_match_the_reference(case):
     stream, chunks = case
@@ -108,7 +105,6 @@ def test_twins_match_the_reference(case):
 LIMIT = st.one_of(st.none(), st.integers(0, 300))
 
 
-@SETTINGS
 @given(stream_and_chunks(), LIMIT, LIMIT)
 def test_twins_agree_under_limits(case, max_event_size, max_line_size):
     stream, chunks = case
@@ -120,7 +116,6 @@ def test_twins_agree_under_limits(case, max_event_size, max_line_size):
         assert run(twin(name), [stream], **options)[0] == py[0], name
 
 
-@SETTINGS
 @given(stream_and_chunks())
 def test_comment_callbacks_agree_with_the_stream(case):
     stream, chunks = case

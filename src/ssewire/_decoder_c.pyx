@@ -92,9 +92,9 @@ cdef int _append(Buffer* buf, const char* p, Py_ssize_t n) except -1:
     cdef Py_ssize_t cap
     cdef char* grown
     if need > buf.cap:
-        cap = buf.cap * 2
-        if cap < need:
-            cap = need
+        # Grow by a quarter: amortised linear still, and the unused slack of a 64 MiB
+        # event is 16 MiB rather than up to 64 (measured: no slower than doubling).
+        cap = need + (need >> 2)
         if cap < 256:
             cap = 256
         grown = <char*>PyMem_Realloc(buf.ptr, cap)
