@@ -1,0 +1,51 @@
+"""Shared pieces of the benchmark suite: the ``measure`` fixture and the summary.
+
+Every timed benchmark goes through ``measure``, which tags it (workload, contender,
+bytes, events) and keeps its timing, so the end of the run can print the same ratio
+tables that ``render.py`` writes to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import report  # noqa: E402
+
+@pytest.fixture
+def measure(benchmark):
+    def run(function, argument, **info):
+        benchmark.extra_info.update(info)
+        result = benchmark(function, argument)
+        if benchmark.stats is not None:  # None under --benchmark-disable
+            stats = benchmark.stats.stats
+            report.RECORDS.append({**info, "min": stats.min, "median": stats.median})
+        return result
+
+    return run
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    import ssewire
+
+    machine_info["ssewire"] = {"version": ssewire.__version__, "implementation": ssewire.IMPLEMENTATION}
+    machine_info["platform_detail"] = platform.platform()
+    packages = {}
+    for name in ("httpx-sse", "httpx2", "sseclient-py", "orjson", "Cython"):
+        try:
+            packages[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            packages[name] = "not installed"
+    machine_info["packages"] = packages
+
+
+def pytest_terminal_summary(terminalreporter):
+    if report.RECORDS:
+        terminalreporter.write_sep("=", "ssewire benchmark summary (min of rounds)")
+        terminalreporter.write(report.tables(report.RECORDS) + "\n")

@@ -1,0 +1,119 @@
+"""Turn benchmark records into the tables the suite prints and docs/benchmarks.md shows.
+
+A record is one timed benchmark: ``extra_info`` set by the bench test plus its timing
+(``min``, seconds; the least noisy estimate on a shared machine). The terminal summary
+and ``render.py`` both call :func:`tables`, so the page matches what a rerun prints.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+Record = dict  # {"kind", "workload", "title", "contender", "ours", "bytes", "events", "min", ...}
+
+# What this run measured, filled by bench/conftest.py and printed at its end.
+RECORDS: list[Record] = []
+
+
+def records_from_json(data: dict) -> list[Record]:
+    """Records from a ``--benchmark-json`` file."""
+    out = []
+    for bench in data.get("benchmarks", []):
+        info = bench.get("extra_info") or {}
+        if "kind" in info:
+            out.append({**info, "min": bench["stats"]["min"], "median": bench["stats"]["median"]})
+    return out
+
+
+def _by(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for record in records:
+        if record["kind"] == kind:
+            groups[record["workload"]].append(record)
+    return dict(sorted(groups.items()))
+
+
+def throughput_rows(records: Iterable[Record]) -> list[list[str]]:
+    rows = []
+    for workload, group in _by(records, "throughput").items():
+        peers = [r["min"] for r in group if not r["ours"]]
+        best_peer = min(peers) if peers else None
+        for r in sorted(group, key=lambda r: r["min"]):
+            ratio = f"{best_peer / r['min']:.1f}x" if best_peer else "n/a"
+            rows.append(
+                [
+                    workload,
+                    r["contender"],
+                    f"{r['bytes'] / r['min'] / 1e6:,.0f}",
+                    f"{r['events'] / r['min']:,.0f}",
+                    ratio,
+                ]
+            )
+    return rows
+
+
+def end_to_end_rows(records: Iterable[Record]) -> list[list[str]]:
+    rows = []
+    for workload, group in _by(records, "e2e").items():
+        base = [r["min"] for r in group if r.get("baseline")]
+        for r in sorted(group, key=lambda r: r["min"]):
+            ratio = f"{r['min'] / base[0]:.2f}x" if base else "n/a"
+            rows.append([workload, r["contender"], f"{r['bytes'] / r['min'] / 1e6:,.0f}", ratio])
+    return rows
+
+
+def growth_rows(records: Iterable[Record]) -> list[list[str]]:
+    rows = []
+    for contender, group in _by_contender(records, "growth").items():
+        group.sort(key=lambda r: r["bytes"])
+        first = group[0]
+        for r in group:
+            rows.append(
+                [
+                    contender,
+                    r["workload"],
+                    f"{r['min'] * 1e3:,.2f}",
+                    f"{r['min'] / first['min']:.1f}x (bytes {r['bytes'] / first['bytes']:.0f}x)",
+                ]
+            )
+    return rows
+
+
+def memory_rows(records: Iterable[Record]) -> list[list[str]]:
+    return [
+        [r["contender"], r["workload"], f"{r['peak'] / 2**20:,.1f}", f"{r['peak'] / r['event_size']:.2f}x"]
+        for r in records
+        if r["kind"] == "memory"
+    ]
+
+
+def _by_contender(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for record in records:
+        if record["kind"] == kind:
+            groups[record["contender"]].append(record)
+    return groups
+
+
+TABLES = (
+    ("Throughput (ratio = fastest peer's time / this decoder's time)", ["workload", "decoder", "MB/s", "events/s", "vs fastest peer"], throughput_rows),
+    ("End to end: decode + orjson.loads (ratio = time / orjson.loads alone)", ["workload", "pipeline", "MB/s", "vs orjson alone"], end_to_end_rows),
+    ("Growth: one event fed in 1 KiB chunks (linear = time grows like bytes)", ["decoder", "event", "ms", "growth"], growth_rows),
+    ("Peak memory decoding one event (tracemalloc)", ["decoder", "event", "peak MiB", "peak / event size"], memory_rows),
+)
+
+
+def markdown(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def tables(records: list[Record]) -> str:
+    parts = []
+    for title, headers, build in TABLES:
+        rows = build(records)
+        if rows:
+            parts.append(f"### {title}\n\n{markdown(headers, rows)}\n")
+    return "\n".join(parts)
