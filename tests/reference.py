@@ -20,6 +20,7 @@ class Reading:
     last_event_id: str = ""
     retry: int | None = None
     discarded: int = 0  # bytes of non-comment lines after the last blank line
+    comments: int = 0  # complete comment lines
 
 
 def read_stream(stream: bytes) -> Reading:
@@ -41,6 +42,7 @@ def read_stream(stream: bytes) -> Reading:
             data, event_type, event_retry = [], "", None
             continue
         if line.startswith(":"):
+            out.comments += 1
             continue
         name, colon, value = line.partition(":")
         if colon and value.startswith(" "):

@@ -7,6 +7,8 @@ import pytest
 import ssewire
 from ssewire import Event, EventTooLarge, SSEError
 
+from .conftest import TWINS, twin
+
 M = "message"
 
 
@@ -149,7 +151,7 @@ def test_default_limits_are_64_mib(decoder_cls):
         ({"max_event_size": 1.5}, TypeError),
         ({"max_line_size": True}, TypeError),
         ({"max_event_size": "10"}, TypeError),
-        ({"on_comment": 3}, TypeError),
+        ({"max_event_size": 2**63}, ValueError),
     ],
 )
 def test_bad_options_are_rejected(decoder_cls, kwargs, exc):
@@ -165,13 +167,20 @@ def test_options_are_keyword_only(decoder_cls):
 # -- comments ----------------------------------------------------------------------
 
 
-def test_comments_are_observable_in_order(decoder_cls):
-    seen = []
-    decoder = decoder_cls(on_comment=seen.append)
-    stream = b": ping\r\n:\n:no-space\n:  two\ndata: x\n: \xff\n\n"
+def test_comment_lines_are_counted(decoder_cls):
+    decoder = decoder_cls()
+    stream = b": ping\r\n:\n:no-space\ndata: x\n: \xff\n\n: partial"
     for i in range(len(stream)):
         decoder.feed(stream[i : i + 1])
-    assert seen == ["ping", "", "no-space", " two", "\ufffd"]
+    assert decoder.comments == 4  # the unterminated last line is not a line yet
+    assert decoder.feed(b"\n") == [] and decoder.comments == 5
+
+
+def test_comments_in_a_dropped_event_are_not_counted(decoder_cls):
+    decoder = decoder_cls(max_event_size=2)
+    with pytest.raises(EventTooLarge):
+        decoder.feed(b": a\ndata: big\n: b\n\n: c\n")
+    assert decoder.comments == 2
 
 
 # -- bad input and end of stream -----------------------------------------------------
@@ -228,6 +237,16 @@ def test_decoding_never_raises_on_random_bytes(decoder_cls):
         events = decoder.feed(blob) + decoder.feed(b"\n\n")
         assert all(isinstance(ev.data, str) for ev in events)
         decoder.close()
+
+
+@pytest.mark.skipif("c" not in TWINS, reason="pure install: no compiled twin to check")
+def test_compiled_decoder_made_without_init_is_safe():
+    # C-level state must never be left unset (it once read a size off None here).
+    cls = twin("c")
+    decoder = cls.__new__(cls)
+    assert decoder.feed(b"data: x\n\n") == [Event(M, "x")]
+    decoder.close()
+    assert decoder.discarded == 0
 
 
 def test_twins_raise_the_same_error(decoder_cls):

@@ -90,14 +90,21 @@ def run(cls, chunks, **options):
             events.extend(error.events)
             errors.append((index, error.limit, error.max_size, error.size))
     events.extend(decoder.close())
-    return events, errors, decoder.last_event_id, decoder.retry, decoder.discarded
+    return events, errors, decoder.last_event_id, decoder.retry, decoder.discarded, decoder.comments
 
 
 @given(stream_and_chunks())
 def test_twins_match_the_reference(case):
     stream, chunks = case
     expected = read_stream(stream)
-    expected_state = (expected.events, [], expected.last_event_id, expected.retry, expected.discarded)
+    expected_state = (
+        expected.events,
+        [],
+        expected.last_event_id,
+        expected.retry,
+        expected.discarded,
+        expected.comments,
+    )
     for name in TWINS:
         assert run(twin(name), chunks) == expected_state, name
 
@@ -114,26 +121,3 @@ def test_twins_agree_under_limits(case, max_event_size, max_line_size):
         assert run(twin(name), chunks, **options) == py, name
         # Which events are dropped does not depend on the chunking (only when it shows).
         assert run(twin(name), [stream], **options)[0] == py[0], name
-
-
-@given(stream_and_chunks())
-def test_comment_callbacks_agree_with_the_stream(case):
-    stream, chunks = case
-    expected = _comments(stream)
-    for name in TWINS:
-        seen: list[str] = []
-        decoder = twin(name)(on_comment=seen.append)
-        for chunk in chunks:
-            decoder.feed(chunk)
-        assert seen == expected, name
-
-
-def _comments(stream: bytes) -> list[str]:
-    """Comment texts read from the whole stream (complete lines only)."""
-    import re
-
-    if stream.startswith(b"\xef\xbb\xbf"):
-        stream = stream[3:]
-    *lines, _partial = re.split(rb"\r\n|\r|\n", stream)
-    texts = [line[1:] for line in lines if line.startswith(b":")]
-    return [(t[1:] if t.startswith(b" ") else t).decode("utf-8", "replace") for t in texts]

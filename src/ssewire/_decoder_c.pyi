@@ -1,5 +1,3 @@
-from collections.abc import Callable
-
 from ._events import Event
 
 class CDecoder:
@@ -8,12 +6,13 @@ class CDecoder:
         *,
         max_event_size: int | None = ...,
         max_line_size: int | None = ...,
-        on_comment: Callable[[str], object] | None = ...,
     ) -> None: ...
     @property
     def last_event_id(self) -> str: ...
     @property
     def retry(self) -> int | None: ...
+    @property
+    def comments(self) -> int: ...
     @property
     def discarded(self) -> int: ...
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]: ...

@@ -71,8 +71,7 @@ cdef enum Mode:
     NAME     # reading the field name (only names of at most 5 bytes can matter)
     DATA     # value bytes go to the data buffer
     VALUE    # value bytes of event / id / retry go to the value buffer
-    COMMENT  # comment bytes go to the value buffer (only when on_comment is set)
-    IGNORE   # unknown field, unobserved comment, or the rest of a dropped line
+    IGNORE   # a comment, an unknown field, or the rest of a dropped line
 
 
 cdef enum Field:
@@ -136,6 +135,7 @@ cdef class CDecoder:
     cdef bint _skipping       # dropping an oversized event until its blank line
     cdef bint _closed
     cdef Py_ssize_t _block    # bytes of non-comment lines since the last blank line
+    cdef Py_ssize_t _comments
     cdef Py_ssize_t _discarded
     cdef Py_ssize_t _max_event
     cdef Py_ssize_t _max_line
@@ -144,7 +144,6 @@ cdef class CDecoder:
     cdef str _last_id
     cdef object _retry
     cdef object _event_retry
-    cdef object _on_comment
     cdef object _error
 
     def __cinit__(self):
@@ -153,38 +152,28 @@ cdef class CDecoder:
         self._value.ptr = NULL
         self._value.len = self._value.cap = 0
 
-    def __init__(
-        self,
-        *,
-        max_event_size=DEFAULT_MAX_EVENT_SIZE,
-        max_line_size=DEFAULT_MAX_LINE_SIZE,
-        on_comment=None,
-    ):
-        self._max_event = check_limit("max_event_size", max_event_size)
-        self._max_line = check_limit("max_line_size", max_line_size)
-        if on_comment is not None and not callable(on_comment):
-            raise TypeError("on_comment must be callable or None")
-        self._on_comment = on_comment
+    def __cinit__(self, *args, **kwargs):
+        # The whole state is set here, so even CDecoder.__new__(CDecoder) is usable.
+        self._max_event = DEFAULT_MAX_EVENT_SIZE
+        self._max_line = DEFAULT_MAX_LINE_SIZE
         self._mode = START
-        self._name_len = 0
-        self._line_len = 0
-        self._line_comment = False
-        self._strip_space = False
         self._at_start = True
         self._bom = b""
-        self._skip_lf = False
-        self._skipping = False
-        self._closed = False
-        self._block = 0
-        self._discarded = 0
         self._type = "message"
         self._id_buf = ""
         self._last_id = ""
         self._retry = None
         self._event_retry = None
         self._error = None
-        self._data.len = 0
-        self._value.len = 0
+
+    def __init__(
+        self,
+        *,
+        max_event_size=DEFAULT_MAX_EVENT_SIZE,
+        max_line_size=DEFAULT_MAX_LINE_SIZE,
+    ):
+        self._max_event = check_limit("max_event_size", max_event_size)
+        self._max_line = check_limit("max_line_size", max_line_size)
 
     def __dealloc__(self):
         _release(&self._data)
@@ -197,6 +186,11 @@ cdef class CDecoder:
     @property
     def retry(self):
         return self._retry
+
+    @property
+    def comments(self):
+        """Comment lines seen so far (keep-alives, for liveness checks)."""
+        return self._comments
 
     @property
     def discarded(self):
@@ -303,14 +297,8 @@ cdef class CDecoder:
             return 0
         if self._mode == START:
             if p[0] == b':':
-                if self._on_comment is None:
-                    self._mode = IGNORE
-                    return 0
-                self._mode = COMMENT
-                self._value.len = 0
-                self._strip_space = True
-                p += 1
-                n -= 1
+                self._mode = IGNORE
+                return 0
             elif n >= 5 and memcmp(p, b"data:", 5) == 0:
                 self._mode = DATA
                 self._strip_space = True
@@ -387,6 +375,9 @@ cdef class CDecoder:
             self._block += n
         if self._skipping:
             return 0
+        if self._line_comment:
+            self._comments += 1
+            return 0
         if mode == NAME:  # a line without a colon: the whole line is the name
             self._resolve_name()
             mode = self._mode
@@ -397,8 +388,8 @@ cdef class CDecoder:
                 self._fail("max_event_size", self._max_event, self._data.len)
         elif mode == VALUE:
             self._apply_value()
-        elif mode == COMMENT:
-            self._on_comment(_decode(self._value.ptr, self._value.len))
+            if self._value.cap > _KEEP_CAPACITY:
+                _release(&self._value)
         return 0
 
     cdef int _apply_value(self) except -1:

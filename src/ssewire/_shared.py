@@ -6,6 +6,8 @@ values); the per-line work stays inside each twin.
 
 from __future__ import annotations
 
+import sys
+
 BOM = b"\xef\xbb\xbf"
 
 # A retry value is converted exactly up to this many significant digits; longer ones
@@ -66,6 +68,6 @@ def check_limit(name: str, value: object) -> int:
         return -1
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0 or None, got {value}")
+    if not 0 <= value <= sys.maxsize:
+        raise ValueError(f"{name} must be between 0 and {sys.maxsize}, or None; got {value}")
     return value
