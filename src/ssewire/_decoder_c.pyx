@@ -256,7 +256,10 @@ cdef class CDecoder:
         if cr == NULL:
             cr = end
         while True:
-            lf = <const char*>memchr(p, b'\n', cr - p)
+            if p[0] == b'\n':  # a blank line, or the LF of a CRLF-free stream's line end
+                lf = p
+            else:
+                lf = <const char*>memchr(p, b'\n', cr - p)
             if lf != NULL:
                 eol = lf
             elif cr < end:
