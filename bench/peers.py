@@ -171,6 +171,8 @@ def contenders() -> list[Contender]:
     return [
         Contender("ssewire CDecoder", True, _ssewire(ssewire.CDecoder), "compiled twin not built"),
         Contender("ssewire PyDecoder", True, _ssewire(ssewire.PyDecoder)),
+        Contender("ssewire CRawDecoder", True, _ssewire(ssewire.CRawDecoder), "compiled twin not built"),
+        Contender("ssewire PyRawDecoder", True, _ssewire(ssewire.PyRawDecoder)),
         _optional("httpx-sse", _httpx_sse),
         _optional("httpx2 SSE", _httpx2),
         _optional("sseclient-py", _sseclient),

@@ -48,7 +48,9 @@ def _httpx_sse_then_orjson(chunks):
 def _pipelines():
     yield "orjson.loads alone", _orjson_alone, True
     if ssewire.CDecoder is not None:
+        yield "ssewire CRawDecoder + orjson", _ssewire_then_orjson(ssewire.CRawDecoder), False
         yield "ssewire CDecoder + orjson", _ssewire_then_orjson(ssewire.CDecoder), False
+    yield "ssewire PyRawDecoder + orjson", _ssewire_then_orjson(ssewire.PyRawDecoder), False
     yield "ssewire PyDecoder + orjson", _ssewire_then_orjson(ssewire.PyDecoder), False
     if any(c.name == "httpx-sse" and c.run for c in contenders()):
         yield "httpx-sse + orjson", _httpx_sse_then_orjson, False

@@ -22,11 +22,12 @@ settings.register_profile("long", parent=settings.get_profile("default"), max_ex
 settings.load_profile(os.environ.get("SSEWIRE_HYPOTHESIS_PROFILE", "default"))
 
 _CLASSES = {"py": ssewire.PyDecoder, "c": ssewire.CDecoder}
+_RAW_CLASSES = {"py": ssewire.PyRawDecoder, "c": ssewire.CRawDecoder}
 TWINS = [name for name, cls in _CLASSES.items() if cls is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]
 
 
-def twin(name: str) -> type:
-    cls = _CLASSES[name]
+def twin(name: str, raw: bool = False) -> type:
+    cls = (_RAW_CLASSES if raw else _CLASSES)[name]
     if cls is None:
         pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.CDecoder is None (extension not built)")
     return cls
@@ -35,6 +36,11 @@ def twin(name: str) -> type:
 @pytest.fixture(params=TWINS, ids=lambda name: f"{name}-twin")
 def decoder_cls(request: pytest.FixtureRequest) -> type:
     return twin(request.param)
+
+
+@pytest.fixture(params=TWINS, ids=lambda name: f"{name}-raw-twin")
+def raw_decoder_cls(request: pytest.FixtureRequest) -> type:
+    return twin(request.param, raw=True)
 
 
 def feed_chunks(decoder, chunks):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import ssewire
-from ssewire import Event, EventTooLarge, SSEError
+from ssewire import Event, EventTooLarge, RawEvent, SSEError
 
-from .conftest import TWINS, twin
+from .conftest import TWINS, feed_chunks, splits, twin
 
 M = "message"
 
@@ -258,3 +258,25 @@ def test_twins_raise_the_same_error(decoder_cls):
     error = error_from(decoder_cls)
     assert type(error) is EventTooLarge
     assert str(error) == str(error_from(ssewire.PyDecoder))
+
+
+# -- raw data ------------------------------------------------------------------------
+
+
+def test_raw_decoder_keeps_data_bytes(raw_decoder_cls):
+    stream = b"\xef\xbb\xbfid: 1\r\ndata: {\"a\":\r\ndata:  \xff\xfe}\r\n\r\nevent: e\rdata\r\r"
+    for how, chunks in splits(stream):
+        decoder = raw_decoder_cls()
+        assert feed_chunks(decoder, chunks) == [
+            RawEvent("message", b'{"a":\n \xff\xfe}', "1"),
+            RawEvent("e", b"", "1"),
+        ], how
+        assert decoder.last_event_id == "1"
+
+
+def test_raw_decoder_limits_and_errors_match_the_text_decoder(raw_decoder_cls):
+    decoder = raw_decoder_cls(max_event_size=3)
+    with pytest.raises(EventTooLarge) as info:
+        decoder.feed(b"data: long\n\ndata: ok\n\n")
+    assert (info.value.size, info.value.events) == (5, [RawEvent("message", b"ok")])
+    assert type(info.value.events[0]) is RawEvent

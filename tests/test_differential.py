@@ -121,3 +121,16 @@ def test_twins_agree_under_limits(case, max_event_size, max_line_size):
         assert run(twin(name), chunks, **options) == py, name
         # Which events are dropped does not depend on the chunking (only when it shows).
         assert run(twin(name), [stream], **options)[0] == py[0], name
+
+
+
+@given(stream_and_chunks(), LIMIT, LIMIT)
+def test_raw_twins_keep_the_bytes_of_the_same_events(case, max_event_size, max_line_size):
+    _stream, chunks = case
+    options = {"max_event_size": max_event_size, "max_line_size": max_line_size}
+    text = run(twin("py"), chunks, **options)
+    for name in TWINS:
+        raw = run(twin(name, raw=True), chunks, **options)
+        assert raw[1:] == text[1:], name  # errors and stream state are the same
+        assert [(e.type, e.data.decode("utf-8", "replace"), e.id, e.retry) for e in raw[0]] == text[0]
+        assert all(type(e.data) is bytes for e in raw[0])

@@ -17,7 +17,8 @@ BUILT = importlib.util.find_spec("ssewire._decoder_c") is not None or _env.flag(
 
 PROBE = (
     "import ssewire; "
-    "print(ssewire.IMPLEMENTATION, ssewire.Decoder.__name__, ssewire.CDecoder is None)"
+    "print(ssewire.IMPLEMENTATION, ssewire.Decoder.__name__, ssewire.RawDecoder.__name__, "
+    "ssewire.CDecoder is None, ssewire.CRawDecoder is None)"
 )
 
 
@@ -36,13 +37,13 @@ def _import_with(**env: str) -> subprocess.CompletedProcess[str]:
 def test_no_extensions_selects_the_pure_twin(value):
     result = _import_with(SSEWIRE_NO_EXTENSIONS=value)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["python", "PyDecoder", "True"]
+    assert result.stdout.split() == ["python", "PyDecoder", "PyRawDecoder", "True", "True"]
 
 
 def test_default_selects_the_compiled_twin_when_built():
     result = _import_with()
     assert result.returncode == 0, result.stderr
-    expected = ["cython", "CDecoder", "False"] if BUILT else ["python", "PyDecoder", "True"]
+    expected = ["cython", "CDecoder", "CRawDecoder", "False", "False"] if BUILT else ["python", "PyDecoder", "PyRawDecoder", "True", "True"]
     assert result.stdout.split() == expected
 
 
@@ -52,7 +53,7 @@ def test_require_extensions_imports_the_compiled_twin_or_fails():
         assert result.returncode != 0 and "_decoder_c" in result.stderr
     else:
         assert result.returncode == 0, result.stderr
-        assert result.stdout.split() == ["cython", "CDecoder", "False"]
+        assert result.stdout.split() == ["cython", "CDecoder", "CRawDecoder", "False", "False"]
 
 
 def test_contradictory_or_unclear_switches_fail_loudly():

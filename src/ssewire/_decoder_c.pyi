@@ -1,4 +1,4 @@
-from ._events import Event
+from ._events import Event, RawEvent
 
 class CDecoder:
     def __init__(
@@ -17,3 +17,7 @@ class CDecoder:
     def discarded(self) -> int: ...
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]: ...
     def close(self) -> list[Event]: ...
+
+class CRawDecoder(CDecoder):
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RawEvent]: ...  # type: ignore[override]
+    def close(self) -> list[RawEvent]: ...  # type: ignore[override]

@@ -15,7 +15,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memchr, memcmp, memcpy
 
 from ._errors import EventTooLarge, SSEError
-from ._events import Event
+from ._events import Event, RawEvent
 from ._shared import (
     DEFAULT_MAX_EVENT_SIZE,
     DEFAULT_MAX_LINE_SIZE,
@@ -59,6 +59,7 @@ cdef extern from *:
 
 
 cdef type _Event = Event
+cdef type _RawEvent = RawEvent
 
 
 # A data buffer that grew past this is released after its event, so one huge event
@@ -120,7 +121,7 @@ cdef inline str _decode(const char* p, Py_ssize_t n):
 cdef class CDecoder:
     """Incremental WHATWG event-stream decoder: bytes in, :class:`Event` s out."""
 
-    cdef Buffer _data
+    cdef Buffer _data         # (the object starts zero-filled: both buffers empty)
     cdef Buffer _value
     cdef char _name[8]
     cdef Py_ssize_t _name_len
@@ -145,12 +146,7 @@ cdef class CDecoder:
     cdef object _retry
     cdef object _event_retry
     cdef object _error
-
-    def __cinit__(self):
-        self._data.ptr = NULL
-        self._data.len = self._data.cap = 0
-        self._value.ptr = NULL
-        self._value.len = self._value.cap = 0
+    cdef bint _raw            # CRawDecoder: leave the data as bytes
 
     def __cinit__(self, *args, **kwargs):
         # The whole state is set here, so even CDecoder.__new__(CDecoder) is usable.
@@ -413,13 +409,25 @@ cdef class CDecoder:
         self._last_id = self._id_buf
         self._block = 0
         if self._data.len:
-            data = _decode(self._data.ptr, self._data.len - 1)
-            events.append(ssewire_new_event(
-                _Event, self._type, data, self._last_id, self._event_retry
-            ))
-            self._data.len = 0
-            if self._data.cap > _KEEP_CAPACITY:
+            if self._raw:
+                events.append(ssewire_new_event(
+                    _RawEvent,
+                    self._type,
+                    PyBytes_FromStringAndSize(self._data.ptr, self._data.len - 1),
+                    self._last_id,
+                    self._event_retry,
+                ))
+            else:
+                events.append(ssewire_new_event(
+                    _Event,
+                    self._type,
+                    _decode(self._data.ptr, self._data.len - 1),
+                    self._last_id,
+                    self._event_retry,
+                ))
+            if self._data.cap > _KEEP_CAPACITY and self._data.len < self._data.cap >> 2:
                 _release(&self._data)
+            self._data.len = 0
         self._type = "message"
         self._event_retry = None
         return 0
@@ -436,3 +444,10 @@ cdef class CDecoder:
         self._id_buf = self._last_id
         self._event_retry = None
         return 0
+
+
+cdef class CRawDecoder(CDecoder):
+    """:class:`CDecoder` emitting :class:`RawEvent` s: the data stays undecoded bytes."""
+
+    def __cinit__(self, *args, **kwargs):
+        self._raw = True

@@ -9,8 +9,10 @@ field, at the field's end (data: once per event).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._errors import EventTooLarge, SSEError
-from ._events import Event
+from ._events import Event, RawEvent
 from ._shared import (
     DEFAULT_MAX_EVENT_SIZE,
     DEFAULT_MAX_LINE_SIZE,
@@ -26,6 +28,8 @@ _COLON = 0x3A
 
 class PyDecoder:
     """Incremental WHATWG event-stream decoder: bytes in, :class:`Event` s out."""
+
+    _raw = False  # PyRawDecoder: leave the data as bytes
 
     __slots__ = (
         "_max_event",
@@ -159,7 +163,7 @@ class PyDecoder:
     def _lines(self, lines: list[bytes | bytearray], events: list[Event]) -> None:
         # The hot loop: state lives in locals and is written back at the end (and around
         # the rare _fail), which roughly halves the cost per line.
-        max_line, max_event = self._max_line, self._max_event
+        max_line, max_event, raw = self._max_line, self._max_event, self._raw
         data, block, skipping = self._data, self._block, self._skipping
         type_, id_buf, last_id, retry = self._type, self._id_buf, self._last_id, self._event_retry
         for line in lines:
@@ -172,7 +176,10 @@ class PyDecoder:
             if not line:  # blank line: dispatch
                 last_id, block = id_buf, 0
                 if data is not None:
-                    events.append(_new_event(Event, (type_, data.decode("utf-8", "replace"), last_id, retry)))
+                    if raw:
+                        events.append(_new_event(RawEvent, (type_, bytes(data), last_id, retry)))
+                    else:
+                        events.append(_new_event(Event, (type_, data.decode("utf-8", "replace"), last_id, retry)))
                     data = None
                 type_, retry = "message", None
                 continue
@@ -263,3 +270,16 @@ class PyDecoder:
         self._type = "message"
         self._id_buf = self._last_id
         self._event_retry = None
+
+
+class PyRawDecoder(PyDecoder):
+    """:class:`PyDecoder` emitting :class:`RawEvent` s: the data stays undecoded bytes."""
+
+    __slots__ = ()
+    _raw = True
+
+    if TYPE_CHECKING:
+
+        def feed(self, data: bytes | bytearray | memoryview) -> list[RawEvent]: ...  # type: ignore[override]
+
+        def close(self) -> list[RawEvent]: ...  # type: ignore[override]

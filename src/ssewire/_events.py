@@ -20,3 +20,16 @@ class Event(NamedTuple):
     """The stream's last event ID at dispatch (it persists across events)."""
     retry: int | None = None
     """A valid ``retry`` value seen in this event's block, else ``None``."""
+
+
+class RawEvent(NamedTuple):
+    """An event whose data is the raw UTF-8 bytes, as :class:`ssewire.RawDecoder` emits.
+
+    Same parsing as :class:`Event`; only ``data`` is left undecoded (invalid UTF-8 kept as
+    is), so a JSON parser such as ``orjson.loads`` can take it without a str round trip.
+    """
+
+    type: str
+    data: bytes
+    id: str = ""
+    retry: int | None = None
