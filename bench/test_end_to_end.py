@@ -30,6 +30,16 @@ def _ssewire_then_orjson(cls):
     return run
 
 
+def _message_decoder(chunks):
+    from ssewire.jsonrpc import Message, MessageDecoder
+
+    decoder, n = MessageDecoder(max_event_size=None), 0
+    for chunk in chunks:
+        for item in decoder.feed(chunk):
+            n += type(item) is Message
+    return n
+
+
 def _httpx_sse_then_orjson(chunks):
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
@@ -47,6 +57,7 @@ def _httpx_sse_then_orjson(chunks):
 
 def _pipelines():
     yield "orjson.loads alone", _orjson_alone, True
+    yield "ssewire.jsonrpc MessageDecoder", _message_decoder, False
     if ssewire.CDecoder is not None:
         yield "ssewire CRawDecoder + orjson", _ssewire_then_orjson(ssewire.CRawDecoder), False
         yield "ssewire CDecoder + orjson", _ssewire_then_orjson(ssewire.CDecoder), False

@@ -1,7 +1,8 @@
 """The ``ssewire`` command line. Thin: argument parsing and I/O around the library.
 
 Exit codes: 0 clean, 1 the stream had a problem worth a look (an event dropped by a
-size limit, or the stream ended inside an event), 2 unreadable input or bad usage.
+size limit, an invalid JSON-RPC message with --jsonrpc, or the stream ended inside an
+event), 2 unreadable input or bad usage.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="feed the decoder at most N bytes at a time (default 65536)",
     )
+    decode.add_argument(
+        "--jsonrpc",
+        action="store_true",
+        help="parse each event as a JSON-RPC message: one line per message "
+        "(kind, id, method, size) and per invalid item; exit 1 if any was invalid",
+    )
     for option, what in (("--max-event-size", "event's data"), ("--max-line-size", "line")):
         decode.add_argument(
             option,
@@ -62,24 +69,52 @@ def _open(path: str) -> BinaryIO:
     return open(path, "rb")  # noqa: SIM115 - closed by the caller
 
 
+def _event_line(event) -> dict:
+    return {"type": event.type, "data": event.data, "id": event.id}
+
+
+def _item_line(item) -> dict:
+    from .jsonrpc import InvalidMessage, Message, Priming, TornTail
+
+    if isinstance(item, Message):
+        return {"kind": item.kind, "id": item.id, "method": item.method, "size": item.size, "event_id": item.event_id}
+    if isinstance(item, InvalidMessage):
+        return {"kind": "invalid", "reason": item.reason, "event_id": item.event_id, "size": item.size, "excerpt": item.excerpt}
+    if isinstance(item, Priming):
+        return {"kind": "priming", "event_id": item.event_id}
+    if isinstance(item, TornTail):
+        return {"kind": "torn", "discarded": item.discarded}
+    return {"kind": "event", "type": item.type, "event_id": item.id, "size": len(item.data)}
+
+
 def _decode(args: argparse.Namespace) -> int:
     try:
         source = _open(args.file)
     except OSError as exc:
         print(f"ssewire decode: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT
-    out = sys.stdout.buffer
     limits = {
         name: value
         for name, value in (("max_event_size", args.max_event_size), ("max_line_size", args.max_line_size))
         if value is not None
     }
-    decoder = Decoder(**limits)
-    status = EXIT_OK
+    if args.jsonrpc:
+        from .jsonrpc import InvalidMessage, MessageDecoder, TornTail
 
-    def emit(events) -> None:
-        for event in events:
-            line = json.dumps({"type": event.type, "data": event.data, "id": event.id}, ensure_ascii=False)
+        decoder = MessageDecoder(**limits)
+        describe = _item_line
+    else:
+        decoder = Decoder(**limits)
+        describe = _event_line
+    out = sys.stdout.buffer
+    problems = 0
+
+    def emit(items) -> None:
+        nonlocal problems
+        for item in items:
+            if args.jsonrpc and isinstance(item, (InvalidMessage, TornTail)):
+                problems += 1
+            line = json.dumps(describe(item), ensure_ascii=False)
             out.write(line.encode("utf-8") + b"\n")
         out.flush()
 
@@ -94,19 +129,19 @@ def _decode(args: argparse.Namespace) -> int:
                 break
             try:
                 emit(decoder.feed(chunk))
-            except EventTooLarge as error:
+            except EventTooLarge as error:  # the core decoder only: events are on the error
                 emit(error.events)
                 print(f"ssewire decode: {error}", file=sys.stderr)
-                status = EXIT_FINDINGS
+                problems += 1
     emit(decoder.close())
-    if decoder.discarded:
+    if not args.jsonrpc and decoder.discarded:
         print(
             f"ssewire decode: the stream ended inside an event "
             f"({decoder.discarded} bytes not dispatched)",
             file=sys.stderr,
         )
-        status = EXIT_FINDINGS
-    return status
+        problems += 1
+    return EXIT_FINDINGS if problems else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

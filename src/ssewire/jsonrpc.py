@@ -1,0 +1,229 @@
+"""Message-granular JSON-RPC over SSE: one complete event, one checked message.
+
+A message is parsed only from the data of a complete event (the core never dispatches a
+partial one), and that data reaches ``orjson.loads`` as bytes, with no str round trip.
+Anything wrong with one message becomes an :class:`InvalidMessage` value and the stream
+goes on; a stream that ends inside an event ends with a :class:`TornTail`.
+
+    decoder = MessageDecoder()
+    for chunk in body_chunks:
+        for item in decoder.feed(chunk):
+            if isinstance(item, Message): ...
+    decoder.close()   # may return [TornTail(...)]
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple, Union
+
+import orjson
+
+from . import RawDecoder, RawEvent
+from ._errors import EventTooLarge
+from ._shared import DEFAULT_MAX_EVENT_SIZE, DEFAULT_MAX_LINE_SIZE
+
+__all__ = [
+    "InvalidMessage",
+    "Item",
+    "Message",
+    "MessageDecoder",
+    "Priming",
+    "TornTail",
+    "classify",
+]
+
+REQUEST = "request"
+NOTIFICATION = "notification"
+RESPONSE = "response"
+ERROR = "error"
+BATCH = "batch"
+
+
+class Message(NamedTuple):
+    """One valid JSON-RPC message (or batch) and the SSE event it came from."""
+
+    kind: str  # "request" | "notification" | "response" | "error" | "batch"
+    payload: Any  # what orjson.loads returned
+    id: str | int | None  # the JSON-RPC id (None for notifications and batches)
+    method: str | None  # requests and notifications
+    event_type: str
+    event_id: str  # the SSE last event ID at dispatch
+    size: int  # bytes of the event's data
+
+
+class InvalidMessage(NamedTuple):
+    """An event whose data is not a valid JSON-RPC message; the stream goes on."""
+
+    reason: str
+    event_id: str
+    size: int
+    excerpt: str  # the start of the data, secrets redacted
+
+
+class Priming(NamedTuple):
+    """An event with an ID and empty data: MCP's resumption priming event, not a message."""
+
+    event_id: str
+
+
+class TornTail(NamedTuple):
+    """The stream ended inside an event: ``discarded`` bytes were never dispatched."""
+
+    discarded: int
+
+
+Item = Union[Message, InvalidMessage, Priming, RawEvent, TornTail]
+
+_MESSAGE_TYPE = "message"
+_EXCERPT = 80
+
+
+def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | int | None, str | None]:
+    """Check a parsed JSON-RPC 2.0 envelope; return ``(kind, id, method)``.
+
+    Raises ``ValueError`` naming the first rule broken.
+    """
+    if isinstance(payload, list):
+        if not allow_batches:
+            raise ValueError("batch: JSON-RPC batches are not allowed here")
+        if not payload:
+            raise ValueError("batch: an empty batch is invalid")
+        for index, member in enumerate(payload):
+            if isinstance(member, list):
+                raise ValueError(f"batch[{index}]: nested batch")
+            try:
+                classify(member)
+            except ValueError as exc:
+                raise ValueError(f"batch[{index}]: {exc}") from None
+        return BATCH, None, None
+    if not isinstance(payload, dict):
+        raise ValueError(f"envelope: expected a JSON object, got {type(payload).__name__}")
+    if payload.get("jsonrpc") != "2.0":
+        raise ValueError('envelope: "jsonrpc" must be "2.0"')
+    has_id = "id" in payload
+    ident = payload.get("id")
+    if "method" in payload:
+        method = payload["method"]
+        if not isinstance(method, str):
+            raise ValueError('request: "method" must be a string')
+        if "result" in payload or "error" in payload:
+            raise ValueError('request: has "method" and also "result" or "error"')
+        params = payload.get("params")
+        if "params" in payload and not isinstance(params, (dict, list)):
+            raise ValueError('request: "params" must be an object or an array')
+        if not has_id:
+            return NOTIFICATION, None, method
+        _check_id(ident, "request")
+        return REQUEST, ident, method
+    has_result, has_error = "result" in payload, "error" in payload
+    if has_result == has_error:
+        raise ValueError('response: needs exactly one of "result" and "error"')
+    if has_result:
+        if not has_id:
+            raise ValueError('response: missing "id"')
+        _check_id(ident, "response")
+        return RESPONSE, ident, None
+    error = payload["error"]
+    if not isinstance(error, dict):
+        raise ValueError('error response: "error" must be an object')
+    code = error.get("code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise ValueError('error response: "error.code" must be an integer')
+    if not isinstance(error.get("message"), str):
+        raise ValueError('error response: "error.message" must be a string')
+    if ident is not None:  # JSON-RPC allows null when the request id was unreadable
+        _check_id(ident, "error response")
+    return ERROR, ident, None
+
+
+def _check_id(ident: Any, where: str) -> None:
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        raise ValueError(f'{where}: "id" must be a string or an integer, not {_json_type(ident)}')
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, float):
+        return "a number with a fraction or exponent"
+    return type(value).__name__
+
+
+_SECRET_VALUE = re.compile(
+    rb'("(?:[^"]*(?:token|secret|password|passwd|authorization|api[_-]?key|cookie|session)[^"]*)"\s*:\s*)"[^"]*"?',
+    re.IGNORECASE,
+)
+_LONG_RUN = re.compile(rb"[A-Za-z0-9+/=_\-.]{32,}")
+
+
+def excerpt(data: bytes) -> str:
+    """The start of ``data`` for a report: secret-looking values and long tokens masked."""
+    head = data[: _EXCERPT * 2]
+    head = _SECRET_VALUE.sub(rb'\1"<redacted>"', head)
+    head = _LONG_RUN.sub(b"<redacted>", head)
+    text = head.decode("utf-8", "replace")
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "\u2026"
+
+
+class MessageDecoder:
+    """Sans-IO: SSE bytes in, :data:`Item` s out (``feed`` / ``close``, like the core).
+
+    ``allow_batches`` admits JSON arrays of messages (MCP 2025-03-26 only). The size
+    limits are the core's; an oversized event becomes an :class:`InvalidMessage`.
+    ``decoder`` picks the core twin (a ``RawDecoder`` class), for tests and benchmarks.
+    """
+
+    __slots__ = ("_core", "_allow_batches")
+
+    def __init__(
+        self,
+        *,
+        allow_batches: bool = False,
+        max_event_size: int | None = DEFAULT_MAX_EVENT_SIZE,
+        max_line_size: int | None = DEFAULT_MAX_LINE_SIZE,
+        decoder: type = RawDecoder,
+    ) -> None:
+        self._core = decoder(max_event_size=max_event_size, max_line_size=max_line_size)
+        self._allow_batches = allow_batches
+
+    @property
+    def last_event_id(self) -> str:
+        return self._core.last_event_id
+
+    @property
+    def retry(self) -> int | None:
+        return self._core.retry
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Item]:
+        try:
+            events = self._core.feed(data)
+        except EventTooLarge as error:
+            # The dropped event's position among this chunk's events is not known: it is
+            # reported first. Its id was dropped with it, so event_id is empty.
+            dropped = InvalidMessage(f"too large: {error}", "", error.size, "")
+            return [dropped, *(self._item(event) for event in error.events)]
+        return [self._item(event) for event in events]
+
+    def close(self) -> list[Item]:
+        self._core.close()
+        discarded = self._core.discarded
+        return [TornTail(discarded)] if discarded else []
+
+    def _item(self, event: RawEvent) -> Item:
+        if event.type != _MESSAGE_TYPE:
+            return event
+        data = event.data
+        if not data:
+            return Priming(event.id)
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            return InvalidMessage(f"invalid JSON: {exc}", event.id, len(data), excerpt(data))
+        try:
+            kind, ident, method = classify(payload, allow_batches=self._allow_batches)
+        except ValueError as exc:
+            return InvalidMessage(str(exc), event.id, len(data), excerpt(data))
+        return Message(kind, payload, ident, method, event.type, event.id, len(data))
