@@ -280,3 +280,49 @@ def test_raw_decoder_limits_and_errors_match_the_text_decoder(raw_decoder_cls):
         decoder.feed(b"data: long\n\ndata: ok\n\n")
     assert (info.value.size, info.value.events) == (5, [RawEvent("message", b"ok")])
     assert type(info.value.events[0]) is RawEvent
+
+
+# -- multi-megabyte events: buffers grown, kept and released across MiB boundaries -----
+
+BLOCK = 1 << 20
+
+
+def _big_events():
+    """Events whose data cross 1 MiB boundaries in every awkward way."""
+    yield b"data: " + b"a" * (BLOCK - 1) + b"\n\n"  # data + LF fill exactly one block
+    yield b"data: " + b"b" * BLOCK + b"\n\n"  # the final LF starts the second block
+    yield b"data: " + b"c" * (3 * BLOCK + 5) + b"\n\n"
+    line = b"d" * (BLOCK // 2 - 1)
+    yield b"".join(b"data: " + line + b"\n" for _ in range(5)) + b"\n"  # LFs on boundaries
+    # a multi-byte character straddling a block boundary, and an invalid byte after it
+    yield b"data: " + b"e" * (BLOCK - 2) + "€".encode() + b"\xff" + b"f" * BLOCK + b"\n\n"
+    yield b"event: big\nid: 9\ndata: " + "é".encode() * BLOCK + b"\ndata: tail\n\n"
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_multi_megabyte_events_match_the_pure_twin(decoder_cls, raw_decoder_cls, index):
+    stream = list(_big_events())[index] + b"data: after\n\n"
+    expected = ssewire.PyDecoder(max_event_size=None).feed(stream)
+    for size in (len(stream), 65536, 999_983):
+        chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+        events = feed_chunks(decoder_cls(max_event_size=None), chunks)
+        assert events == expected, size
+        raw = feed_chunks(raw_decoder_cls(max_event_size=None), chunks)
+        assert [e.data.decode("utf-8", "replace") for e in raw] == [e.data for e in expected]
+
+
+@pytest.mark.parametrize("limit", [2 * BLOCK - 1, 2 * BLOCK, 2 * BLOCK + 7])
+def test_event_limit_on_multi_megabyte_events_matches_the_pure_twin(decoder_cls, limit):
+    from .test_differential import run
+
+    stream = (
+        b"data: " + b"x" * (limit - 1) + b"\n\n"  # exactly at the limit
+        + b"data: " + b"y" * (BLOCK + 3) + b"\ndata: " + b"y" * (BLOCK + 10) + b"\n\n"  # over it
+        + b"data: z\n\n"
+    )
+    chunks = [stream[i : i + 300_007] for i in range(0, len(stream), 300_007)]
+    expected = run(ssewire.PyDecoder, chunks, max_event_size=limit)
+    assert run(decoder_cls, chunks, max_event_size=limit) == expected
+    events, errors = expected[:2]
+    assert [len(e.data) for e in events] == [limit - 1, 1]
+    assert [error[1] for error in errors] == ["max_event_size"]
