@@ -16,7 +16,7 @@ import report  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = (
     "pip install '.[bench]' && python -m pytest bench --benchmark-only "
-    "--benchmark-min-rounds=3 --benchmark-json=bench/results.json && "
+    "--benchmark-min-rounds=5 --benchmark-json=bench/results.json && "
     "python bench/render.py bench/results.json"
 )
 

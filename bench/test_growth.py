@@ -56,3 +56,40 @@ def test_peak_memory_of_one_64_mib_event(benchmark, name, cls):
     benchmark.extra_info.update(info)
     benchmark.pedantic(lambda: None, rounds=1)  # keeps the figure in the saved JSON
     report.RECORDS.append({**info, "min": 0.0, "median": 0.0})
+
+
+def test_peak_memory_of_one_64_mib_message(benchmark):
+    """The traced peak while one 64 MiB JSON-RPC result is decoded and parsed."""
+    import orjson
+
+    from ssewire.jsonrpc import Message, MessageDecoder
+    from workloads import tool_result
+
+    size = 64 * MIB
+    stream = b"data: " + tool_result(1, size) + b"\n\n"
+    chunks = [stream[i : i + MIB] for i in range(0, len(stream), MIB)]
+    decoder = MessageDecoder(max_event_size=None, max_line_size=None)
+    tracemalloc.start()
+    try:
+        items = [item for chunk in chunks for item in decoder.feed(chunk)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(items) == 1 and type(items[0]) is Message
+    del items
+    payload = stream[6:-2]
+    tracemalloc.start()
+    try:
+        orjson.loads(payload)  # the same document parsed alone: orjson's own working memory
+        _, orjson_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    info = {"kind": "memory", "workload": "64 MiB", "event_size": size}
+    rows = [
+        {**info, "contender": "ssewire.jsonrpc MessageDecoder", "peak": peak},
+        {**info, "contender": "orjson.loads alone (same JSON)", "peak": orjson_peak},
+    ]
+    benchmark.extra_info.update(rows[0])
+    benchmark.extra_info["orjson_alone_peak"] = orjson_peak
+    benchmark.pedantic(lambda: None, rounds=1)
+    report.RECORDS.extend({**row, "min": 0.0, "median": 0.0} for row in rows)
