@@ -252,7 +252,7 @@ cdef class CDecoder:
         if cr == NULL:
             cr = end
         while True:
-            if p[0] == b'\n':  # a blank line, or the LF of a CRLF-free stream's line end
+            if p[0] == b'\n':  # an empty line: no memchr call needed
                 lf = p
             else:
                 lf = <const char*>memchr(p, b'\n', cr - p)
