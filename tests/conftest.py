@@ -33,12 +33,12 @@ def twin(name: str, raw: bool = False) -> type:
     return cls
 
 
-@pytest.fixture(params=TWINS, ids=lambda name: f"{name}-twin")
+@pytest.fixture(scope="module", params=TWINS, ids=lambda name: f"{name}-twin")
 def decoder_cls(request: pytest.FixtureRequest) -> type:
     return twin(request.param)
 
 
-@pytest.fixture(params=TWINS, ids=lambda name: f"{name}-raw-twin")
+@pytest.fixture(scope="module", params=TWINS, ids=lambda name: f"{name}-raw-twin")
 def raw_decoder_cls(request: pytest.FixtureRequest) -> type:
     return twin(request.param, raw=True)
 

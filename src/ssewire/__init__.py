@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _env
 from ._decoder_py import PyDecoder, PyRawDecoder
+from ._encoder import encode_comment, encode_event
 from ._errors import EventTooLarge, SSEError
 from ._events import Event, RawEvent
 
@@ -24,6 +25,8 @@ __all__ = [
     "RawDecoder",
     "RawEvent",
     "SSEError",
+    "encode_comment",
+    "encode_event",
 ]
 __version__ = "0.1.0"
 
