@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import _env
 from ._decoder_py import PyDecoder, PyRawDecoder
 from ._encoder import encode_comment, encode_event
-from ._errors import EventTooLarge, SSEError
+from ._errors import EventTooLarge, SSEError, UnexpectedContentType
 from ._events import Event, RawEvent
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "RawDecoder",
     "RawEvent",
     "SSEError",
+    "UnexpectedContentType",
     "encode_comment",
     "encode_event",
 ]

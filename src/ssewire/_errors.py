@@ -36,3 +36,11 @@ class EventTooLarge(SSEError):
 
     def __reduce__(self):
         return (type(self), (self.limit, self.max_size, self.size, self.events))
+
+
+class UnexpectedContentType(SSEError):
+    """A response that should be an event stream is not ``text/event-stream``."""
+
+    def __init__(self, content_type: str):
+        self.content_type = content_type
+        super().__init__(f"expected a text/event-stream response, got Content-Type {content_type!r}")

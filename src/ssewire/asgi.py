@@ -1,0 +1,126 @@
+"""Serving events over ASGI: a response that streams an (async) iterator of events.
+
+    app = EventStreamResponse(events(), keepalive=15)   # an ASGI app, e.g. for uvicorn
+
+Items may be :class:`~ssewire.Event` / :class:`~ssewire.RawEvent` (written with
+:func:`~ssewire.encode_event`), ``str`` (one event's data) or ``bytes`` (already encoded,
+sent as is). After ``keepalive`` idle seconds a comment is sent so proxies keep the
+connection open (0 turns it off). When the client disconnects, the iterator is closed
+and the response ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from typing import Any
+
+from . import Event, RawEvent, encode_comment, encode_event
+
+__all__ = ["EventStreamResponse"]
+
+_HEADERS = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+)
+
+
+async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Any]:
+    if hasattr(items, "__aiter__"):
+        async for item in items:  # type: ignore[union-attr]
+            yield item
+    else:
+        for item in items:  # type: ignore[union-attr]
+            yield item
+
+
+class EventStreamResponse:
+    """An ASGI application sending ``events`` as ``text/event-stream``."""
+
+    def __init__(
+        self,
+        events: AsyncIterable[Any] | Iterable[Any],
+        *,
+        keepalive: float = 15.0,
+        keepalive_text: str = "keep-alive",
+        status: int = 200,
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        if keepalive < 0:
+            raise ValueError("keepalive must be >= 0 seconds (0 turns it off)")
+        self.events = events
+        self.keepalive = keepalive
+        self._ping = encode_comment(keepalive_text)
+        self.status = status
+        self.headers = [*_HEADERS, *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers)]
+        self._last_id = ""
+
+    def _encode(self, item: Any) -> bytes:
+        if isinstance(item, bytes):
+            return item
+        if isinstance(item, str):
+            return encode_event(item)
+        if isinstance(item, (Event, RawEvent)):
+            data = item.data.decode("utf-8", "replace") if isinstance(item.data, bytes) else item.data
+            ident = None if item.id == self._last_id else item.id  # the last event ID persists
+            self._last_id = item.id
+            event_type = None if item.type == "message" else item.type
+            return encode_event(data, event=event_type, id=ident, retry=item.retry)
+        raise TypeError(f"cannot send {type(item).__name__} as an event")
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise RuntimeError(f"EventStreamResponse serves http, not {scope['type']}")
+        await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
+        disconnected = asyncio.ensure_future(self._until_disconnect(receive))
+        iterator = _aiter(self.events)
+        pending: asyncio.Future[Any] = asyncio.ensure_future(iterator.__anext__())
+        open_ = True
+        try:
+            while True:
+                done, _ = await asyncio.wait(
+                    {pending, disconnected},
+                    timeout=self.keepalive or None,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if disconnected in done:
+                    open_ = False
+                    break
+                if pending in done:
+                    try:
+                        item = pending.result()
+                    except StopAsyncIteration:
+                        break
+                    body = self._encode(item)
+                    pending = asyncio.ensure_future(iterator.__anext__())
+                else:
+                    body = self._ping  # idle for `keepalive` seconds
+                if not await self._send(send, body, more=True):
+                    open_ = False
+                    break
+            if open_:
+                await self._send(send, b"", more=False)
+        finally:
+            for task in (pending, disconnected):
+                task.cancel()
+            await asyncio.gather(pending, disconnected, return_exceptions=True)
+            await iterator.aclose()
+            closer = getattr(self.events, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    @staticmethod
+    async def _until_disconnect(receive: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+
+    @staticmethod
+    async def _send(send: Any, body: bytes, *, more: bool) -> bool:
+        try:
+            await send({"type": "http.response.body", "body": body, "more_body": more})
+        except OSError:  # the peer went away between two events
+            return False
+        return True

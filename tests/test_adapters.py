@@ -1,0 +1,191 @@
+"""Adapters against real servers on 127.0.0.1, started and stopped by these tests:
+uvicorn serving ssewire.asgi (and an sse-starlette endpoint), read with httpx, httpx2
+and aiohttp, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import ssewire
+from ssewire import Event, UnexpectedContentType
+from ssewire.asgi import EventStreamResponse
+
+httpx = pytest.importorskip("httpx")
+aiohttp = pytest.importorskip("aiohttp")
+uvicorn = pytest.importorskip("uvicorn")
+
+from ssewire.aiohttp import aiter_sse as aiohttp_aiter_sse  # noqa: E402
+from ssewire.httpx import aconnect_sse, connect_sse, iter_sse  # noqa: E402
+
+TRICKY = [
+    Event("message", "hello"),
+    Event("update", "multi\nline", "1"),
+    Event("message", "\u2028 not a line end \x0b\x0c\u0085 \ufeff", "1"),
+    Event("message", "", ""),
+    Event("message", "x" * 300_000, "2", 1500),
+]
+# Raw bytes with a BOM split across writes, CR-only and CRLF line ends split across
+# writes, a multi-byte character split across writes, and a declared charset to ignore.
+RAW_BODY = [b"\xef\xbb", b"\xbfdata: a\r", b"\ndata: b\r\r", b"event: e\rdata: \xc3", b"\xa9\r\n\r", b"\n: bye\n"]
+RAW_EXPECTED = [Event("message", "a\nb"), Event("e", "\u00e9")]
+DISCONNECTED = threading.Event()
+
+
+async def _slow():
+    await asyncio.sleep(0.75)
+    yield Event("message", "late")
+
+
+async def _forever():
+    try:
+        for i in range(2000):  # bounded: 2000 x 10 ms
+            yield Event("message", str(i))
+            await asyncio.sleep(0.01)
+    finally:
+        DISCONNECTED.set()
+
+
+async def app(scope, receive, send):
+    path = scope["path"]
+    if path == "/events":
+        await EventStreamResponse(TRICKY, keepalive=0)(scope, receive, send)
+    elif path == "/raw":
+        headers = [(b"content-type", b"Text/Event-Stream; charset=latin-1")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for piece in RAW_BODY:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await asyncio.sleep(0.01)
+        await send({"type": "http.response.body", "body": b""})
+    elif path == "/accept":
+        accept = dict(scope["headers"]).get(b"accept", b"").decode()
+        await EventStreamResponse([accept], keepalive=0)(scope, receive, send)
+    elif path == "/slow":
+        await EventStreamResponse(_slow(), keepalive=0.2)(scope, receive, send)
+    elif path == "/forever":
+        await EventStreamResponse(_forever(), keepalive=0)(scope, receive, send)
+    elif path == "/starlette":
+        from sse_starlette.sse import EventSourceResponse
+
+        async def events():
+            for event in TRICKY:
+                yield {"data": event.data, "event": event.type, "id": event.id or None, "retry": event.retry}
+
+        await EventSourceResponse(events(), ping=1)(scope, receive, send)
+    else:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(15)
+
+
+def test_httpx_sync(base_url):
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/events") as source:
+        assert list(source.iter_sse()) == TRICKY
+        assert source.decoder.discarded == 0
+
+
+def test_httpx_async(base_url):
+    async def main():
+        async with httpx.AsyncClient(timeout=10) as client:
+            async with aconnect_sse(client, "GET", f"{base_url}/events") as source:
+                return [event async for event in source.aiter_sse()]
+
+    assert asyncio.run(main()) == TRICKY
+
+
+def test_httpx2_sync(base_url):
+    httpx2 = pytest.importorskip("httpx2")
+    with httpx2.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/events") as source:
+        assert list(source.iter_sse()) == TRICKY
+
+
+def test_aiohttp(base_url):
+    async def main():
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{base_url}/events", timeout=aiohttp.ClientTimeout(total=10)) as response:
+                return [event async for event in aiohttp_aiter_sse(response)]
+
+    assert asyncio.run(main()) == TRICKY
+
+
+def test_tricky_bytes_through_every_client(base_url):
+    with httpx.Client(timeout=10) as client, client.stream("GET", f"{base_url}/raw") as response:
+        assert list(iter_sse(response)) == RAW_EXPECTED
+
+    async def main():
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{base_url}/raw") as response:
+                return [event async for event in aiohttp_aiter_sse(response)]
+
+    assert asyncio.run(main()) == RAW_EXPECTED
+
+
+def test_sse_starlette_endpoint(base_url):
+    # sse-starlette writes CRLF and omits an empty id, so the last event ID persists there.
+    expected = [*TRICKY[:3], TRICKY[3]._replace(id="1"), TRICKY[4]]
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/starlette") as source:
+        assert list(source.iter_sse()) == expected
+
+
+def test_wrong_content_type_is_a_clear_error(base_url):
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/json") as source:
+        with pytest.raises(UnexpectedContentType, match="application/json"):
+            list(source.iter_sse())
+
+
+def test_accept_header_is_added_only_when_missing(base_url):
+    with httpx.Client(timeout=10) as client:
+        with connect_sse(client, "GET", f"{base_url}/accept") as source:
+            assert [e.data for e in source.iter_sse()] == ["text/event-stream"]
+        mcp = "application/json, text/event-stream"
+        with connect_sse(client, "GET", f"{base_url}/accept", headers={"accept": mcp}) as source:
+            assert [e.data for e in source.iter_sse()] == [mcp]
+
+
+def test_keepalive_comments_while_idle(base_url):
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/slow") as source:
+        assert [e.data for e in source.iter_sse()] == ["late"]
+        assert 2 <= source.decoder.comments <= 4  # 0.75 s idle, one ping per 0.2 s
+
+
+def test_client_disconnect_stops_the_stream(base_url):
+    DISCONNECTED.clear()
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/forever") as source:
+        for count, _event in enumerate(source.iter_sse(), 1):
+            if count == 3:
+                break
+    assert DISCONNECTED.wait(10), "the server kept streaming after the client left"
+
+
+def test_asgi_refuses_bad_items():
+    response = EventStreamResponse([object()], keepalive=0)
+    with pytest.raises(TypeError):
+        response._encode(object())
+    with pytest.raises(ValueError):
+        EventStreamResponse([], keepalive=-1)
+
+
+def test_importing_ssewire_does_not_import_clients():
+    import subprocess
+    import sys
+
+    code = "import sys, ssewire; print(any(m in sys.modules for m in ('httpx', 'aiohttp', 'uvicorn', 'starlette')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip() == "False"
+    assert ssewire.Decoder is not None
