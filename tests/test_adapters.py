@@ -35,6 +35,24 @@ RAW_EXPECTED = [Event("message", "a\nb"), Event("e", "\u00e9")]
 DISCONNECTED = threading.Event()
 
 
+def _chunk(text: str) -> bytes:
+    return (
+        b'{"id":"c1","object":"chat.completion.chunk","created":0,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"content":"' + text.encode() + b'"},"finish_reason":null}]}'
+    )
+
+
+# An OpenAI-style stream that is valid SSE but trips the SDKs' own decoder: a leading BOM
+# (their first field name becomes "\ufeffdata"), then an id and a keep-alive comment
+# block (their decoder emits an empty event for it, and .json() of "" raises).
+OPENAI_STREAM = (
+    b"\xef\xbb\xbfdata: " + _chunk("Hel") + b"\n\n"
+    + b"id: 1\ndata: " + _chunk("lo") + b"\n\n"
+    + b": keep-alive\n\n"
+    + b"data: [DONE]\n\n"
+)
+
+
 async def _slow():
     await asyncio.sleep(0.75)
     yield Event("message", "late")
@@ -67,6 +85,9 @@ async def app(scope, receive, send):
         await EventStreamResponse(_slow(), keepalive=0.2)(scope, receive, send)
     elif path == "/forever":
         await EventStreamResponse(_forever(), keepalive=0)(scope, receive, send)
+    elif path == "/v1/chat/completions":
+        await receive()  # the request body
+        await EventStreamResponse([OPENAI_STREAM], keepalive=0)(scope, receive, send)
     elif path == "/starlette":
         from sse_starlette.sse import EventSourceResponse
 
@@ -172,6 +193,39 @@ def test_client_disconnect_stops_the_stream(base_url):
             if count == 3:
                 break
     assert DISCONNECTED.wait(10), "the server kept streaming after the client left"
+
+
+def _openai_text(client_cls, base_url) -> str:
+    client = client_cls(base_url=f"{base_url}/v1", api_key="test-key-not-a-secret", max_retries=0)
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+    return "".join(chunk.choices[0].delta.content or "" for chunk in stream)
+
+
+def test_openai_sdk_decoder_hook(base_url):
+    openai = pytest.importorskip("openai")
+
+    class Client(openai.OpenAI):
+        def _make_sse_decoder(self):
+            return ssewire.SSEBytesDecoder()
+
+    assert _openai_text(Client, base_url) == "Hello"
+    # The SDK's own decoder mis-reads the same bytes (the point of the hook).
+    with pytest.raises(ValueError):  # json.JSONDecodeError on the empty keep-alive "event"
+        _openai_text(openai.OpenAI, base_url)
+
+
+def test_sse_bytes_decoder_events_have_the_sdk_shape():
+    async def chunks():
+        yield b'event: delta\nid: 4\nretry: 9\ndata: {"a": 1}\n\n'
+
+    async def collect():
+        return [event async for event in ssewire.SSEBytesDecoder().aiter_bytes(chunks())]
+
+    (event,) = asyncio.run(collect())
+    assert (event.event, event.data, event.id, event.retry, event.json()) == ("delta", '{"a": 1}', "4", 9, {"a": 1})
+    assert event == Event("delta", '{"a": 1}', "4", 9)
+    (sync_event,) = ssewire.SSEBytesDecoder().iter_bytes([b"\xef\xbb\xbfdata: x\n\n"])
+    assert sync_event.data == "x" and sync_event.event == "message"
 
 
 def test_asgi_refuses_bad_items():

@@ -24,6 +24,8 @@ __all__ = [
     "PyRawDecoder",
     "RawDecoder",
     "RawEvent",
+    "SDKEvent",
+    "SSEBytesDecoder",
     "SSEError",
     "UnexpectedContentType",
     "encode_comment",
@@ -49,3 +51,5 @@ CDecoder, CRawDecoder = _load_compiled()
 Decoder = PyDecoder if CDecoder is None else CDecoder
 RawDecoder = PyRawDecoder if CRawDecoder is None else CRawDecoder
 IMPLEMENTATION = "python" if CDecoder is None else "cython"
+
+from ._sdk import SDKEvent, SSEBytesDecoder  # noqa: E402  (needs Decoder, chosen above)
