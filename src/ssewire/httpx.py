@@ -19,7 +19,7 @@ from typing import Any
 from . import Decoder, Event
 from ._adapt import aevents_from, check_content_type, events_from, with_accept
 
-__all__ = ["EventSource", "aconnect_sse", "aiter_sse", "connect_sse", "iter_sse"]
+__all__ = ["EventSource", "aconnect_sse", "aiter_sse", "check_content_type", "connect_sse", "iter_sse"]
 
 
 def iter_sse(response: Any, **decoder_options: Any) -> Iterator[Event]:

@@ -1,0 +1,70 @@
+"""examples/gateway.py end to end: upstream and gateway both served by uvicorn on
+127.0.0.1, read through the gateway with httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ssewire import Event
+from ssewire.asgi import EventStreamResponse
+
+httpx = pytest.importorskip("httpx")
+uvicorn = pytest.importorskip("uvicorn")
+
+from ssewire.httpx import connect_sse  # noqa: E402
+
+GATEWAY = Path(__file__).resolve().parent.parent / "examples" / "gateway.py"
+SEEN_LAST_EVENT_ID: list[str] = []
+
+
+async def upstream_events():
+    yield Event("message", "one", "1")
+    yield b"data: " + b"x" * 5000 + b"\n\n"  # over the gateway's limit: dropped
+    await asyncio.sleep(0.7)  # silence: the gateway keeps the client alive
+    yield Event("update", "two\nlines", "2", 3000)
+
+
+async def upstream(scope, receive, send):
+    SEEN_LAST_EVENT_ID.append(dict(scope["headers"]).get(b"last-event-id", b"").decode())
+    await EventStreamResponse(upstream_events(), keepalive=0)(scope, receive, send)
+
+
+def serve(app):
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    return server, thread, f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+
+
+@pytest.fixture(scope="module")
+def gateway_url():
+    spec = importlib.util.spec_from_file_location("gateway_example", GATEWAY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    up, up_thread, up_url = serve(upstream)
+    gw, gw_thread, gw_url = serve(module.make_app(f"{up_url}/events", max_event_size=1000, keepalive=0.2))
+    yield gw_url
+    for server, thread in ((gw, gw_thread), (up, up_thread)):
+        server.should_exit = True
+        thread.join(15)
+
+
+def test_gateway_relays_events_unchanged_and_keeps_alive(gateway_url):
+    with httpx.Client(timeout=10) as client:
+        headers = {"Last-Event-ID": "0"}
+        with connect_sse(client, "GET", f"{gateway_url}/", headers=headers) as source:
+            events = list(source.iter_sse())
+            comments = source.decoder.comments
+    assert events == [Event("message", "one", "1"), Event("update", "two\nlines", "2", 3000)]
+    assert comments >= 2  # 0.7 s of upstream silence, keep-alive every 0.2 s
+    assert SEEN_LAST_EVENT_ID[-1] == "0"
