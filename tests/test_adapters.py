@@ -243,3 +243,68 @@ def test_importing_ssewire_does_not_import_clients():
     code = "import sys, ssewire; print(any(m in sys.modules for m in ('httpx', 'aiohttp', 'uvicorn', 'starlette')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip() == "False"
     assert ssewire.Decoder is not None
+
+
+# -- an aiohttp server, read by every client ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def aiohttp_url():
+    from aiohttp import web
+
+    async def stream(request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for piece in RAW_BODY:  # written piece by piece: BOM, CR and UTF-8 splits on the wire
+            await response.write(piece)
+            await asyncio.sleep(0.01)
+        await response.write(b"data: " + b"y" * 200_000 + b"\r\n\r\n")
+        return response
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    state = {}
+
+    async def start():
+        app = web.Application()
+        app.router.add_get("/stream", stream)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        state["runner"] = runner
+        state["port"] = site._server.sockets[0].getsockname()[1]
+        ready.set()
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(start(), loop)
+    assert ready.wait(15), "aiohttp server did not start"
+    yield f"http://127.0.0.1:{state['port']}/stream"
+    asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop).result(15)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(15)
+
+
+AIOHTTP_EXPECTED = [*RAW_EXPECTED, Event("message", "y" * 200_000)]
+
+
+def test_aiohttp_server_with_httpx_sync_and_async(aiohttp_url):
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", aiohttp_url) as source:
+        assert list(source.iter_sse()) == AIOHTTP_EXPECTED
+
+    async def main():
+        async with httpx.AsyncClient(timeout=10) as client:
+            async with aconnect_sse(client, "GET", aiohttp_url) as source:
+                return [event async for event in source.aiter_sse()]
+
+    assert asyncio.run(main()) == AIOHTTP_EXPECTED
+
+
+def test_aiohttp_server_with_aiohttp_client(aiohttp_url):
+    async def main():
+        async with aiohttp.ClientSession() as session:
+            async with session.get(aiohttp_url) as response:
+                return [event async for event in aiohttp_aiter_sse(response)]
+
+    assert asyncio.run(main()) == AIOHTTP_EXPECTED
