@@ -4,7 +4,8 @@ silent, and re-emit every event unchanged.
 
     UPSTREAM=http://127.0.0.1:8000/events uvicorn --factory examples.gateway:from_env --host 127.0.0.1 --port 8080
 
-An event over the limits is dropped (and logged) without ending the stream; a client's
+An event over the limits is dropped (and logged) without ending the stream; blocks that
+only set the last event ID or the reconnection time are passed on; a client's
 ``Last-Event-ID`` is passed upstream so resumption works through the relay.
 """
 
@@ -40,6 +41,7 @@ def make_app(
             async with client.stream("GET", upstream, headers=headers) as response:
                 check_content_type(response.headers.get("content-type"))
                 decoder = Decoder(max_event_size=max_event_size, max_line_size=max_line_size)
+                relayed_id, relayed_retry = "", None
                 async for chunk in response.aiter_bytes():
                     try:
                         events = decoder.feed(chunk)
@@ -48,6 +50,19 @@ def make_app(
                         events = error.events
                     for event in events:
                         yield event
+                        relayed_id = event.id
+                        relayed_retry = event.retry if event.retry is not None else relayed_retry
+                    # Blocks without data dispatch no event but still set the stream's last
+                    # event ID or reconnection time: pass that state on as such a block.
+                    state = ""
+                    if decoder.retry != relayed_retry:
+                        state += f"retry: {decoder.retry}\n"
+                        relayed_retry = decoder.retry
+                    if decoder.last_event_id != relayed_id:
+                        state += f"id: {decoder.last_event_id}\n"
+                        relayed_id = decoder.last_event_id
+                    if state:
+                        yield (state + "\n").encode("utf-8")
                 decoder.close()
                 if decoder.discarded:
                     log.warning("upstream ended inside an event (%d bytes)", decoder.discarded)

@@ -81,6 +81,17 @@ async def app(scope, receive, send):
     elif path == "/accept":
         accept = dict(scope["headers"]).get(b"accept", b"").decode()
         await EventStreamResponse([accept], keepalive=0)(scope, receive, send)
+    elif path == "/charset":
+        headers = [("Content-Type", "text/event-stream; charset=utf-8")]
+        await EventStreamResponse(["x"], keepalive=0, headers=headers)(scope, receive, send)
+    elif path == "/blocking":
+
+        def blocking():
+            for data in ("a", "b"):
+                time.sleep(0.35)
+                yield data
+
+        await EventStreamResponse(blocking(), keepalive=0.1)(scope, receive, send)
     elif path == "/slow":
         await EventStreamResponse(_slow(), keepalive=0.2)(scope, receive, send)
     elif path == "/forever":
@@ -180,6 +191,28 @@ def test_accept_header_is_added_only_when_missing(base_url):
             assert [e.data for e in source.iter_sse()] == [mcp]
 
 
+def test_accept_header_on_the_client_or_with_bytes_names_is_kept(base_url):
+    mcp = "application/json, text/event-stream"
+    with httpx.Client(timeout=10, headers={"Accept": mcp}) as client:
+        with connect_sse(client, "GET", f"{base_url}/accept") as source:
+            assert [e.data for e in source.iter_sse()] == [mcp]
+    with httpx.Client(timeout=10) as client:
+        with connect_sse(client, "GET", f"{base_url}/accept", headers=[(b"Accept", mcp.encode())]) as source:
+            assert [e.data for e in source.iter_sse()] == [mcp]
+
+
+def test_caller_headers_replace_the_defaults(base_url):
+    with httpx.Client(timeout=10) as client, client.stream("GET", f"{base_url}/charset") as response:
+        assert response.headers.get_list("content-type") == ["text/event-stream; charset=utf-8"]
+        assert list(iter_sse(response)) == [Event("message", "x")]
+
+
+def test_a_blocking_sync_iterator_does_not_stall_keepalives(base_url):
+    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/blocking") as source:
+        assert [e.data for e in source.iter_sse()] == ["a", "b"]
+        assert source.decoder.comments >= 2  # sent while the generator slept in its thread
+
+
 def test_keepalive_comments_while_idle(base_url):
     with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{base_url}/slow") as source:
         assert [e.data for e in source.iter_sse()] == ["late"]
@@ -225,7 +258,7 @@ def test_sse_bytes_decoder_events_have_the_sdk_shape():
     assert (event.event, event.data, event.id, event.retry, event.json()) == ("delta", '{"a": 1}', "4", 9, {"a": 1})
     assert event == Event("delta", '{"a": 1}', "4", 9)
     (sync_event,) = ssewire.SSEBytesDecoder().iter_bytes([b"\xef\xbb\xbfdata: x\n\n"])
-    assert sync_event.data == "x" and sync_event.event == "message"
+    assert sync_event.data == "x" and sync_event.event is None  # the default type, as the SDKs report it
 
 
 def test_asgi_refuses_bad_items():

@@ -113,6 +113,8 @@ def test_large_tool_result_under_any_split(messages, size_mib):
         (b'{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}', "exactly one of"),
         (b'{"jsonrpc":"2.0","id":1}', "exactly one of"),
         (b'{"jsonrpc":"2.0","result":1}', 'missing "id"'),
+        (b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"m"}}', 'missing "id"'),
+        (b'{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}', "not a 64-bit integer"),
         (b'{"jsonrpc":"2.0","id":1,"error":{"code":"1","message":"m"}}', '"error.code" must be an integer'),
         (b'{"jsonrpc":"2.0","id":1,"error":{"code":true,"message":"m"}}', '"error.code" must be an integer'),
         (b'{"jsonrpc":"2.0","id":1,"error":{"code":1}}', '"error.message" must be a string'),

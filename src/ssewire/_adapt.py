@@ -53,14 +53,21 @@ async def aevents_from(chunks: AsyncIterable[bytes], decoder: Any = None) -> Asy
         yield event
 
 
-def with_accept(headers: Any) -> Any:
-    """``headers`` plus ``Accept: text/event-stream`` only if the caller set no Accept.
+def with_accept(headers: Any, client_headers: Any = None) -> Any:
+    """``headers`` plus ``Accept: text/event-stream`` only if the caller set no Accept,
+    neither on this request nor on the client (beyond httpx's default ``*/*``).
 
     Never overwrites: MCP clients must send ``Accept: application/json, text/event-stream``.
     """
+    if client_headers is not None and client_headers.get("accept", "*/*") != "*/*":
+        return headers
     if headers is None:
         return {"Accept": EVENT_STREAM}
     items = list(headers.items()) if hasattr(headers, "items") else list(headers)
-    if any(str(name).lower() == "accept" for name, _ in items):
+    if any(_name(name) == "accept" for name, _ in items):
         return headers
     return [*items, ("Accept", EVENT_STREAM)]
+
+
+def _name(name: Any) -> str:
+    return (name.decode("latin-1") if isinstance(name, bytes) else str(name)).lower()

@@ -25,8 +25,9 @@ class SDKEvent(Event):
     __slots__ = ()
 
     @property
-    def event(self) -> str:
-        return self.type
+    def event(self) -> str | None:
+        """The event type, None for the default ``message`` (as the SDKs' decoder has it)."""
+        return None if self.type == "message" else self.type
 
     def json(self) -> Any:
         return json.loads(self.data)

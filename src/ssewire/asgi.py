@@ -3,10 +3,11 @@
     app = EventStreamResponse(events(), keepalive=15)   # an ASGI app, e.g. for uvicorn
 
 Items may be :class:`~ssewire.Event` / :class:`~ssewire.RawEvent` (written with
-:func:`~ssewire.encode_event`), ``str`` (one event's data) or ``bytes`` (already encoded,
-sent as is). After ``keepalive`` idle seconds a comment is sent so proxies keep the
-connection open (0 turns it off). When the client disconnects, the iterator is closed
-and the response ends.
+:func:`~ssewire.encode_event`; ``id`` is the last event ID, written when it changes),
+``str`` (one event's data) or ``bytes`` (already encoded, sent as is). A sync iterable is
+pulled in a worker thread. After ``keepalive`` idle seconds a comment is sent so proxies
+keep the connection open (0 turns it off). When the client disconnects, the iterator is
+closed and the response ends.
 """
 
 from __future__ import annotations
@@ -26,13 +27,27 @@ _HEADERS = (
 )
 
 
+_DONE = object()
+
+
 async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Any]:
+    """Items of an async iterable, or of a sync one pulled in a worker thread (so a slow
+    or blocking generator never stalls the event loop, keep-alives or disconnects)."""
     if hasattr(items, "__aiter__"):
         async for item in items:  # type: ignore[union-attr]
             yield item
-    else:
-        for item in items:  # type: ignore[union-attr]
+        return
+    iterator = iter(items)  # type: ignore[arg-type]
+    try:
+        while (item := await asyncio.to_thread(next, iterator, _DONE)) is not _DONE:
             yield item
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            try:
+                close()
+            except ValueError:  # still running in its thread: it ends with that item
+                pass
 
 
 class EventStreamResponse:
@@ -53,11 +68,14 @@ class EventStreamResponse:
         self.keepalive = keepalive
         self._ping = encode_comment(keepalive_text)
         self.status = status
-        self.headers = [*_HEADERS, *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers)]
-        self._last_id = ""
+        merged = dict(_HEADERS)  # a caller's header replaces the default of the same name
+        merged.update((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers)
+        self.headers = list(merged.items())
+        self._last_id: str | None = ""  # None: unknown, after raw bytes were sent
 
     def _encode(self, item: Any) -> bytes:
         if isinstance(item, bytes):
+            self._last_id = None  # they may have set an id: write the next event's id
             return item
         if isinstance(item, str):
             return encode_event(item)

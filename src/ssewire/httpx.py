@@ -52,13 +52,13 @@ class EventSource:
 
 @contextmanager
 def connect_sse(client: Any, method: str, url: Any, **kwargs: Any) -> Iterator[EventSource]:
-    kwargs["headers"] = with_accept(kwargs.get("headers"))
+    kwargs["headers"] = with_accept(kwargs.get("headers"), getattr(client, "headers", None))
     with client.stream(method, url, **kwargs) as response:
         yield EventSource(response)
 
 
 @asynccontextmanager
 async def aconnect_sse(client: Any, method: str, url: Any, **kwargs: Any) -> AsyncIterator[EventSource]:
-    kwargs["headers"] = with_accept(kwargs.get("headers"))
+    kwargs["headers"] = with_accept(kwargs.get("headers"), getattr(client, "headers", None))
     async with client.stream(method, url, **kwargs) as response:
         yield EventSource(response)

@@ -62,7 +62,8 @@ class InvalidMessage(NamedTuple):
 
 
 class Priming(NamedTuple):
-    """An event with an ID and empty data: MCP's resumption priming event, not a message."""
+    """An event with empty data: not a message (MCP primes resumable streams with one,
+    carrying an ID; ``event_id`` is the last event ID at dispatch, maybe empty)."""
 
     event_id: str
 
@@ -124,6 +125,8 @@ def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | i
             raise ValueError('response: missing "id"')
         _check_id(ident, "response")
         return RESPONSE, ident, None
+    if not has_id:
+        raise ValueError('error response: missing "id" (null when the request id was unreadable)')
     error = payload["error"]
     if not isinstance(error, dict):
         raise ValueError('error response: "error" must be an object')
@@ -147,8 +150,8 @@ def _json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, float):
-        return "a number with a fraction or exponent"
+    if isinstance(value, float):  # also an integer beyond 64 bits, which orjson reads as float
+        return "a number that is not a 64-bit integer"
     return type(value).__name__
 
 
