@@ -21,6 +21,8 @@ uvicorn = pytest.importorskip("uvicorn")
 from ssewire.aiohttp import aiter_sse as aiohttp_aiter_sse  # noqa: E402
 from ssewire.httpx import aconnect_sse, connect_sse, iter_sse  # noqa: E402
 
+from .servers import uvicorn_server  # noqa: E402
+
 TRICKY = [
     Event("message", "hello"),
     Event("update", "multi\nline", "1"),
@@ -114,17 +116,8 @@ async def app(scope, receive, send):
 
 @pytest.fixture(scope="module")
 def base_url():
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(15)
+    with uvicorn_server(app) as url:
+        yield url
 
 
 def test_httpx_sync(base_url):

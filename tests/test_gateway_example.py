@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,8 @@ httpx = pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
 from ssewire.httpx import connect_sse  # noqa: E402
+
+from .servers import uvicorn_server  # noqa: E402
 
 GATEWAY = Path(__file__).resolve().parent.parent / "examples" / "gateway.py"
 SEEN_LAST_EVENT_ID: list[str] = []
@@ -36,28 +36,15 @@ async def upstream(scope, receive, send):
     await EventStreamResponse(upstream_events(), keepalive=0)(scope, receive, send)
 
 
-def serve(app):
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    return server, thread, f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-
-
 @pytest.fixture(scope="module")
 def gateway_url():
     spec = importlib.util.spec_from_file_location("gateway_example", GATEWAY)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    up, up_thread, up_url = serve(upstream)
-    gw, gw_thread, gw_url = serve(module.make_app(f"{up_url}/events", max_event_size=1000, keepalive=0.2))
-    yield gw_url
-    for server, thread in ((gw, gw_thread), (up, up_thread)):
-        server.should_exit = True
-        thread.join(15)
+    with uvicorn_server(upstream) as up_url:
+        gateway = module.make_app(f"{up_url}/events", max_event_size=1000, keepalive=0.2)
+        with uvicorn_server(gateway) as gw_url:
+            yield gw_url
 
 
 def test_gateway_relays_events_unchanged_and_keeps_alive(gateway_url):
