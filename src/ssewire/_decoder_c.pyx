@@ -62,8 +62,9 @@ cdef type _Event = Event
 cdef type _RawEvent = RawEvent
 
 
-# A data buffer that grew past this is released after its event, so one huge event
-# does not pin its memory for the life of a long stream.
+# A buffer larger than this is not kept for long: the data buffer is released after an
+# event that used under a quarter of it (a stream of similar large events reuses it, one
+# huge event does not pin its memory), the value buffer after its line.
 cdef Py_ssize_t _KEEP_CAPACITY = 1 << 20
 
 
@@ -299,11 +300,16 @@ cdef class CDecoder:
         if value < p + n and value[0] == b' ':
             value += 1
         _append(&self._data, value, p + n - value)
-        _append(&self._data, b"\n", 1)
         self._block += n
+        self._end_data_line()
+        return True
+
+    cdef int _end_data_line(self) except -1:
+        """A data line ended: its LF joins the data, and the event limit is checked."""
+        _append(&self._data, b"\n", 1)
         if 0 <= self._max_event < self._data.len:
             self._fail("max_event_size", self._max_event, self._data.len)
-        return True
+        return 0
 
     cdef int _segment(self, const char* p, Py_ssize_t n) except -1:
         """Take ``n > 0`` bytes of the current line (no line end among them)."""
@@ -405,9 +411,7 @@ cdef class CDecoder:
             mode = self._mode
             self._mode = START
         if mode == DATA:
-            _append(&self._data, b"\n", 1)
-            if 0 <= self._max_event < self._data.len:
-                self._fail("max_event_size", self._max_event, self._data.len)
+            self._end_data_line()
         elif mode == VALUE:
             self._apply_value()
             if self._value.cap > _KEEP_CAPACITY:
@@ -433,21 +437,12 @@ cdef class CDecoder:
         self._block = 0
         if self._data.len:
             if self._raw:
-                events.append(ssewire_new_event(
-                    _RawEvent,
-                    self._type,
-                    PyBytes_FromStringAndSize(self._data.ptr, self._data.len - 1),
-                    self._last_id,
-                    self._event_retry,
-                ))
+                event_type = _RawEvent
+                data = PyBytes_FromStringAndSize(self._data.ptr, self._data.len - 1)
             else:
-                events.append(ssewire_new_event(
-                    _Event,
-                    self._type,
-                    _decode(self._data.ptr, self._data.len - 1),
-                    self._last_id,
-                    self._event_retry,
-                ))
+                event_type = _Event
+                data = _decode(self._data.ptr, self._data.len - 1)
+            events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
             if self._data.cap > _KEEP_CAPACITY and self._data.len < self._data.cap >> 2:
                 _release(&self._data)
             self._data.len = 0
