@@ -1,8 +1,8 @@
 """The ``ssewire`` command line. Thin: argument parsing and I/O around the library.
 
-Exit codes: 0 clean, 1 the stream had a problem worth a look (an event dropped by a
-size limit, an invalid JSON-RPC message with --jsonrpc, or the stream ended inside an
-event), 2 unreadable input or bad usage.
+Exit codes: 0 clean; 1 findings (decode: an event dropped by a size limit, an invalid
+JSON-RPC message with --jsonrpc, or the stream ended inside an event; validate: an
+error-level finding or a stale baseline entry); 2 unreadable input or bad usage.
 """
 
 from __future__ import annotations
@@ -60,6 +60,32 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="BYTES",
             help=f"drop (and report) any {what} over BYTES (default 64 MiB)",
         )
+    validate = commands.add_parser(
+        "validate",
+        help="check a recorded MCP Streamable HTTP transcript against a protocol revision",
+        description="Check an ssewire-transcript/1 file against one MCP revision. Exit 0: no "
+        "error-level finding (or all baselined); 1: findings or a stale baseline entry; 2: "
+        "unreadable or invalid input.",
+    )
+    validate.add_argument("file", help="the transcript (JSON), or - for stdin")
+    validate.add_argument(
+        "--profile",
+        metavar="P",
+        help="2025-03-26, 2025-06-18, 2025-11-25 or 2026-07-28 (default: the transcript's)",
+    )
+    validate.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    validate.add_argument("--baseline", metavar="FILE", help="expected findings (ssewire-baseline/1)")
+    validate.add_argument(
+        "--write-baseline", metavar="FILE", help="also write a baseline accepting every error and warning found"
+    )
+    redact = commands.add_parser(
+        "redact",
+        help="mask the credentials, session ids and event ids of a transcript",
+        description="Write a copy of a transcript with credentials masked and session / event "
+        "ids replaced consistently (session-A, event-1, ...).",
+    )
+    redact.add_argument("input", help="the transcript, or - for stdin")
+    redact.add_argument("output", help="where to write the redacted transcript, or - for stdout")
     return parser
 
 
@@ -144,10 +170,69 @@ def _decode(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if problems else EXIT_OK
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from .mcp import TranscriptError, UnknownProfile, load, validate
+    from .mcp.report import BaselineError, Outcome, baseline_document, load_baseline, to_json, to_junit, to_text
+
+    try:
+        transcript = load(args.file)
+        result = validate(transcript, args.profile)
+        baseline = load_baseline(args.baseline) if args.baseline else None
+    except (TranscriptError, UnknownProfile, BaselineError) as exc:
+        print(f"ssewire validate: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    outcome = Outcome.of(result, baseline)
+    source = "<stdin>" if args.file == "-" else args.file
+    exchanges = len(transcript.exchanges)
+    if args.format == "json":
+        text = json.dumps(to_json(outcome, exchanges), indent=2, ensure_ascii=False) + "\n"
+    elif args.format == "junit":
+        text = to_junit(outcome, source, [ex.id for ex in transcript.exchanges])
+    else:
+        text = to_text(outcome, source, exchanges)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if args.write_baseline:
+        try:
+            with open(args.write_baseline, "w", encoding="utf-8") as handle:
+                json.dump(baseline_document(result), handle, indent=2)
+                handle.write("\n")
+        except OSError as exc:
+            print(f"ssewire validate: cannot write {args.write_baseline}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_INPUT
+    return EXIT_OK if outcome.passed else EXIT_FINDINGS
+
+
+def _redact(args: argparse.Namespace) -> int:
+    from .mcp import TranscriptError
+    from .mcp.redact import redact
+    from .mcp.transcript import load_document
+
+    try:
+        redacted = redact(load_document(args.input))
+    except TranscriptError as exc:
+        print(f"ssewire redact: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    text = json.dumps(redacted, indent=2, ensure_ascii=False) + "\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        print(f"ssewire redact: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INPUT
+    return EXIT_OK
+
+
+_COMMANDS = {"decode": _decode, "validate": _validate, "redact": _redact}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _decode(args)
+        return _COMMANDS[args.command](args)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as the Python docs advise.
         devnull = os.open(os.devnull, os.O_WRONLY)

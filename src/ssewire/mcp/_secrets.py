@@ -1,0 +1,58 @@
+"""What counts as a credential in a transcript, shared by ``redact`` and ``validate``."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+from urllib.parse import parse_qsl, urlsplit
+
+MASK = "<redacted>"
+
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"})
+URL_PARAMS = frozenset(
+    {"access_token", "token", "api_key", "apikey", "key", "code", "client_secret", "password", "sig", "signature", "auth"}
+)
+# OAuth and similar fields inside JSON bodies.
+JSON_KEYS = frozenset(
+    {
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "client_secret",
+        "code_verifier",
+        "password",
+        "api_key",
+        "apikey",
+        "authorization",
+    }
+)
+
+
+def is_masked(value: str) -> bool:
+    """A value already masked, by ``ssewire redact`` or by hand (``<...>``, ``***``, empty)."""
+    lowered = value.strip().lower()
+    return not lowered or "redacted" in lowered or lowered.startswith("<") or "***" in lowered
+
+
+def url_credentials(url: str) -> list[str]:
+    """Names of the URL parts that carry an unmasked credential (never their values)."""
+    parts = urlsplit(url)
+    names = sorted(
+        {k for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() in URL_PARAMS and not is_masked(v)}
+    )
+    if parts.password and not is_masked(parts.password):
+        names.append("userinfo")
+    return names
+
+
+def json_credentials(value: Any, path: str = "") -> Iterator[str]:
+    """JSON-pointer paths of unmasked credential fields inside a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}/{key}"
+            if isinstance(key, str) and key.lower() in JSON_KEYS and isinstance(item, str) and not is_masked(item):
+                yield here
+            else:
+                yield from json_credentials(item, here)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from json_credentials(item, f"{path}/{index}")

@@ -1,0 +1,314 @@
+"""The transcript format ``ssewire-transcript/1``: strict loading into small value types.
+
+A transcript is JSON: the HTTP exchanges of one MCP client/server conversation, with SSE
+response bodies kept as the chunks that were observed, in order. Loading is strict, so
+that an input problem is never mistaken for a conformance finding: non-standard JSON
+(``NaN``, ``Infinity``), a duplicate key, a shape the format does not allow or a
+duplicate exchange id raise :class:`TranscriptError`. Keys starting with ``x-`` are
+extension points and are ignored. The schema is ``docs/transcript.schema.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+FORMAT = "ssewire-transcript/1"
+
+
+class TranscriptError(ValueError):
+    """The input is not a readable ``ssewire-transcript/1`` document."""
+
+
+class _Absent:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()  # a JSON body that was not given (``null`` is a body)
+
+
+class Headers:
+    """Header fields as recorded: names compare case-insensitively, spellings are kept."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: list[tuple[str, str]]) -> None:
+        self.fields = fields  # (name as spelled, value), in document order
+
+    def get(self, name: str) -> str | None:
+        """The first value of ``name`` (any spelling), or None."""
+        lower = name.lower()
+        for key, value in self.fields:
+            if key.lower() == lower:
+                return value
+        return None
+
+    def all(self, name: str) -> list[str]:
+        lower = name.lower()
+        return [value for key, value in self.fields if key.lower() == lower]
+
+    def spellings(self) -> dict[str, list[str]]:
+        """Lower-cased name -> the distinct spellings used for it."""
+        found: dict[str, list[str]] = {}
+        for key, _ in self.fields:
+            spelled = found.setdefault(key.lower(), [])
+            if key not in spelled:
+                spelled.append(key)
+        return found
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    url: str | None
+    headers: Headers
+    body: Any  # parsed JSON, or ABSENT
+    body_text: str | None  # a body that is not JSON, as text
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Headers
+    chunks: tuple[bytes, ...] | None  # the body as observed, or None
+    body: Any  # parsed JSON (an application/json body), or ABSENT
+    body_text: str | None
+    disconnected: bool
+
+    @property
+    def has_body(self) -> bool:
+        return bool(self.chunks and any(self.chunks)) or self.body is not ABSENT or bool(self.body_text)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    id: str
+    index: int  # position in the transcript
+    concurrent_group: str | None
+    idempotent: bool
+    request: Request
+    response: Response | None  # None: no response was observed
+
+    @property
+    def path(self) -> str:
+        return f"/exchanges/{self.index}"
+
+
+@dataclass(frozen=True)
+class Transcript:
+    profile: str | None
+    tuple: dict[str, Any] | None
+    exchanges: tuple[Exchange, ...]
+    redacted: bool
+
+
+def loads(text: str | bytes) -> Transcript:
+    """Parse and shape-check a transcript; raise :class:`TranscriptError` on bad input."""
+    return from_document(loads_document(text))
+
+
+def load(path: str) -> Transcript:
+    """:func:`loads` of a file (``-`` is standard input)."""
+    return from_document(load_document(path))
+
+
+def loads_document(text: str | bytes) -> Any:
+    """Strict JSON: no NaN / Infinity, no duplicate keys, UTF-8 only."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TranscriptError(f"not UTF-8 text: {exc}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except TranscriptError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise TranscriptError(f"not valid JSON: {exc}") from None
+
+
+def load_document(path: str) -> Any:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return loads_document(data)
+
+
+def from_document(document: Any) -> Transcript:
+    top = _object(document, "")
+    _keys(top, "", required={"format", "exchanges"}, optional={"profile", "tuple", "redacted"})
+    if top["format"] != FORMAT:
+        raise TranscriptError(f"/format: expected {FORMAT!r}, got {top['format']!r}")
+    profile = _optional(top, "profile", str, "")
+    tuple_ = top.get("tuple")
+    if tuple_ is not None:
+        _object(tuple_, "/tuple")
+    redacted = _optional(top, "redacted", bool, "") or False
+    raw_exchanges = top["exchanges"]
+    if not isinstance(raw_exchanges, list):
+        raise TranscriptError("/exchanges: expected an array")
+    exchanges = []
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_exchanges):
+        exchange = _exchange(raw, index)
+        if exchange.id in seen:
+            raise TranscriptError(f"/exchanges/{index}/id: duplicate exchange id {exchange.id!r}")
+        seen.add(exchange.id)
+        exchanges.append(exchange)
+    return Transcript(profile, tuple_, tuple(exchanges), redacted)
+
+
+def _exchange(raw: Any, index: int) -> Exchange:
+    where = f"/exchanges/{index}"
+    item = _object(raw, where)
+    _keys(item, where, required={"id", "request"}, optional={"concurrent_group", "idempotent", "response"})
+    ident = item["id"]
+    if not isinstance(ident, str) or not ident:
+        raise TranscriptError(f"{where}/id: expected a non-empty string")
+    group = _optional(item, "concurrent_group", str, where)
+    idempotent = _optional(item, "idempotent", bool, where) or False
+    request = _request(item["request"], f"{where}/request")
+    response = None if item.get("response") is None else _response(item["response"], f"{where}/response")
+    return Exchange(ident, index, group, idempotent, request, response)
+
+
+def _request(raw: Any, where: str) -> Request:
+    item = _object(raw, where)
+    _keys(item, where, required={"method"}, optional={"url", "headers", "body", "body_text"})
+    method = item["method"]
+    if not isinstance(method, str) or not method:
+        raise TranscriptError(f"{where}/method: expected a non-empty string")
+    if "body" in item and "body_text" in item:
+        raise TranscriptError(f"{where}: give either body or body_text, not both")
+    return Request(
+        method=method,
+        url=_optional(item, "url", str, where),
+        headers=_headers(item.get("headers", {}), f"{where}/headers"),
+        body=item.get("body", ABSENT),
+        body_text=_optional(item, "body_text", str, where),
+    )
+
+
+def _response(raw: Any, where: str) -> Response:
+    item = _object(raw, where)
+    _keys(
+        item,
+        where,
+        required={"status"},
+        optional={"headers", "chunks", "chunks_b64", "body", "body_text", "disconnected"},
+    )
+    status = item["status"]
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        raise TranscriptError(f"{where}/status: expected an integer HTTP status (100-599)")
+    bodies = [key for key in ("chunks", "chunks_b64", "body", "body_text") if key in item]
+    if len(bodies) > 1:
+        raise TranscriptError(f"{where}: give one of chunks, chunks_b64, body, body_text (got {', '.join(bodies)})")
+    chunks = None
+    if "chunks" in item:
+        chunks = tuple(_text_chunk(c, f"{where}/chunks/{i}") for i, c in enumerate(_array(item["chunks"], f"{where}/chunks")))
+    elif "chunks_b64" in item:
+        chunks = tuple(
+            _b64_chunk(c, f"{where}/chunks_b64/{i}") for i, c in enumerate(_array(item["chunks_b64"], f"{where}/chunks_b64"))
+        )
+    return Response(
+        status=status,
+        headers=_headers(item.get("headers", {}), f"{where}/headers"),
+        chunks=chunks,
+        body=item.get("body", ABSENT),
+        body_text=_optional(item, "body_text", str, where),
+        disconnected=_optional(item, "disconnected", bool, where) or False,
+    )
+
+
+def _headers(raw: Any, where: str) -> Headers:
+    item = _object(raw, where)
+    fields = []
+    for name, value in item.items():
+        if not name or any(c in name for c in " \t\r\n:"):
+            raise TranscriptError(f"{where}: {name!r} is not a header name")
+        values = value if isinstance(value, list) else [value]
+        for one in values:
+            if not isinstance(one, str):
+                raise TranscriptError(f"{where}/{name}: expected a string or an array of strings")
+            fields.append((name, one))
+    return Headers(fields)
+
+
+def _text_chunk(raw: Any, where: str) -> bytes:
+    if not isinstance(raw, str):
+        raise TranscriptError(f"{where}: expected a string")
+    try:
+        return raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TranscriptError(f"{where}: a lone surrogate; use chunks_b64 for such bytes") from None
+
+
+def _b64_chunk(raw: Any, where: str) -> bytes:
+    if not isinstance(raw, str):
+        raise TranscriptError(f"{where}: expected a base64 string")
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        raise TranscriptError(f"{where}: not valid base64") from None
+
+
+def _object(raw: Any, where: str) -> dict:
+    if not isinstance(raw, dict):
+        raise TranscriptError(f"{where or '/'}: expected an object")
+    return raw
+
+
+def _array(raw: Any, where: str) -> list:
+    if not isinstance(raw, list):
+        raise TranscriptError(f"{where}: expected an array")
+    return raw
+
+
+def _keys(item: dict, where: str, *, required: set[str], optional: set[str]) -> None:
+    for key in required:
+        if key not in item:
+            raise TranscriptError(f"{where or '/'}: missing {key!r}")
+    for key in item:
+        if key not in required and key not in optional and not key.startswith("x-"):
+            raise TranscriptError(f"{where}/{key}: not a field of {FORMAT} (extensions start with 'x-')")
+
+
+def _optional(item: dict, key: str, kind: type, where: str) -> Any:
+    value = item.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise TranscriptError(f"{where}/{key}: expected {_NAMES[kind]}")
+    return value
+
+
+_NAMES = {str: "a string", bool: "true or false", int: "an integer"}
+
+
+def _reject_constant(name: str) -> Any:
+    raise TranscriptError(f"not standard JSON: {name} is not allowed")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise TranscriptError(f"duplicate key {key!r} in one JSON object")
+        result[key] = value
+    return result
