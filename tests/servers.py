@@ -10,11 +10,12 @@ from typing import Any
 
 
 @contextmanager
-def uvicorn_server(app: Any) -> Iterator[str]:
+def uvicorn_server(app: Any, *, lifespan: str = "off") -> Iterator[str]:
     """Serve an ASGI app with uvicorn on a free 127.0.0.1 port; yield its base URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15

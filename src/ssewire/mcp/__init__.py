@@ -7,7 +7,7 @@
 
 from .findings import RULES, Finding
 from .profiles import PROFILES, Profile, UnknownProfile, resolve
-from .transcript import Transcript, TranscriptError, load, loads
+from .transcript import Transcript, TranscriptError, from_document, load, loads
 from .validate import Recovery, Result, validate
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "TranscriptError",
     "UnknownProfile",
     "load",
+    "from_document",
     "loads",
     "resolve",
     "validate",

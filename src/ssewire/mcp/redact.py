@@ -33,6 +33,13 @@ class _Names:
             self._names[value] = self._make(len(self._names))
         return self._names[value]
 
+    def session(self, value: str) -> str:
+        """A session id's stand-in; one that broke the visible-ASCII rule still breaks it."""
+        name = self(value)
+        if value and all(0x21 <= ord(c) <= 0x7E for c in value):
+            return name
+        return f"{name} (not visible ASCII)"
+
 
 def _session_name(n: int) -> str:
     letters = ""
@@ -80,7 +87,7 @@ def _headers(headers: dict, sessions: _Names, event_ids: _Names) -> dict:
         if lower in CREDENTIAL_HEADERS:
             mask = _mask_credential
         elif lower == "mcp-session-id":
-            mask = sessions
+            mask = sessions.session
         elif lower == "last-event-id":
             mask = event_ids
         else:

@@ -34,6 +34,10 @@ from .findings import DETECTED, ERROR, RULES, WARNING, Finding, requirement
 from .profiles import KNOWN_VERSIONS, Profile, resolve
 from .transcript import ABSENT, Exchange, Headers, Transcript
 
+# Fields that may appear once: a repeat (e.g. two Mcp-Method lines) makes the value ambiguous.
+SINGLE_VALUED = frozenset(
+    {"content-type", "last-event-id", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name"}
+)
 RESUME, REISSUE, DO_NOT_REPLAY = "resume-with-get", "reissue-with-fresh-id", "do-not-replay"
 
 JSON, SSE = "application/json", "text/event-stream"
@@ -166,7 +170,7 @@ class _Validator:
         for side, headers in sides:
             for lower, spelled in headers.spellings().items():
                 count = len(headers.all(lower))
-                if len(spelled) > 1 or count > 1:
+                if len(spelled) > 1 or (count > 1 and lower in SINGLE_VALUED):
                     self.add(
                         "duplicate_header",
                         ex,
@@ -188,7 +192,7 @@ class _Validator:
 
     def _post(self, ex: Exchange) -> None:
         profile, req, resp = self.profile, ex.request, ex.response
-        accept = req.headers.get("accept")
+        accept = ", ".join(req.headers.all("accept")) or None  # a list-valued field
         if accept is None or not (_accepts(accept, JSON) and _accepts(accept, SSE)):
             shown = "missing" if accept is None else repr(accept)
             self.add("invalid_post_accept", ex, "/request/headers/accept", f"POST Accept is {shown}: it must list both {JSON} and {SSE}")
@@ -379,7 +383,7 @@ class _Validator:
             if resp is not None and 200 <= resp.status < 300:
                 self._register_stream(ex, self._read_body(ex), None, root=ex.id)
             return
-        accept = req.headers.get("accept")
+        accept = ", ".join(req.headers.all("accept")) or None  # a list-valued field
         if accept is None or not _accepts(accept, SSE):
             shown = "missing" if accept is None else repr(accept)
             self.add("invalid_get_accept", ex, "/request/headers/accept", f"GET Accept is {shown}: it must list {SSE}")

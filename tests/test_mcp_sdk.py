@@ -1,0 +1,194 @@
+"""Transcripts recorded from the official MCP Python SDK server, checked finding by finding.
+
+The test starts the SDK's Streamable HTTP app with uvicorn on 127.0.0.1, drives it with
+raw httpx requests through :class:`ssewire.mcp.record.Recorder`, and validates what was
+on the wire. Every finding expected below is argued from the revision's text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from ssewire.mcp import from_document, validate
+from ssewire.mcp.record import Recorder
+
+from .servers import uvicorn_server
+
+from mcp.server.mcpserver import Context, MCPServer  # the official SDK: a [test] dependency
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+
+pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+
+BOTH = "application/json, text/event-stream"
+JSON_BODY = {"Content-Type": "application/json"}  # the SDK answers 400 to a POST without it
+CLIENT = {"name": "ssewire-tests", "version": "0"}
+
+
+class MemoryEventStore(EventStore):
+    """The SDK ships only the interface; resumption needs a store. Bounded by the test."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    async def store_event(self, stream_id, message):
+        event_id = f"{stream_id}-{len(self.events) + 1}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback: EventCallback):
+        ids = [event_id for event_id, _, _ in self.events]
+        if last_event_id not in ids:
+            return None
+        start = ids.index(last_event_id)
+        stream = self.events[start][1]
+        for event_id, stream_id, message in self.events[start + 1 :]:
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
+def sdk_app(event_store: EventStore | None):
+    server = MCPServer("ssewire-test-server", version="0", log_level="WARNING")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    @server.tool()
+    async def notify_echo(text: str, ctx: Context) -> str:
+        """Report progress and log, then return the text (so the answer is an SSE stream)."""
+        await ctx.report_progress(0.5, 1.0, "halfway")
+        await ctx.info("echoing")
+        return text
+
+    return server.streamable_http_app(streamable_http_path="/mcp", event_store=event_store)
+
+
+def call(ident: int, name: str, **extra: Any) -> dict:
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": name, "arguments": {"text": "hi"}, **extra}}
+
+
+def record_2025_11_25(base_url: str) -> dict:
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        rec = Recorder(client)
+        init = rec.exchange("POST", "/mcp", {"Accept": BOTH, **JSON_BODY}, {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT},
+        })
+        sid = init["response"]["headers"]["mcp-session-id"]
+        session = {"Accept": BOTH, **JSON_BODY, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        rec.exchange("POST", "/mcp", session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        rec.exchange("POST", "/mcp", session, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        rec.exchange("POST", "/mcp", session, call(3, "echo"))
+        streamed = rec.exchange("POST", "/mcp", session, call(4, "notify_echo", _meta={"progressToken": "p1"}))
+        priming = streamed["response"]["chunks"][0]
+        assert priming.startswith("id: ") and "data: \r\n\r\n" in priming, priming
+        priming_id = priming[4 : priming.index("\r\n")]
+        rec.exchange("POST", "/mcp", {**session, "Accept": "application/json"}, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
+        listen = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        rec.exchange("GET", "/mcp", listen, read_timeout=0.5)
+        rec.exchange("GET", "/mcp", {**listen, "Last-Event-ID": priming_id}, read_timeout=0.5)
+        rec.exchange("DELETE", "/mcp", {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+        rec.exchange("POST", "/mcp", session, {"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+        return rec.document("2025-11-25", client="httpx", server="mcp")
+
+
+def meta(version: str = "2026-07-28", **extra: Any) -> dict:
+    return {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        **extra,
+    }}
+
+
+def headers_2026(method: str, name: str | None = None, version: str = "2026-07-28") -> dict:
+    headers = {"Accept": BOTH, **JSON_BODY, "MCP-Protocol-Version": version, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    return headers
+
+
+def record_2026_07_28(base_url: str) -> dict:
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        rec = Recorder(client)
+        rec.exchange("POST", "/mcp", headers_2026("tools/list"), {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": meta()})
+        rec.exchange("POST", "/mcp", headers_2026("tools/call", "echo"), {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}, **meta()}})
+        rec.exchange("POST", "/mcp", headers_2026("tools/call", "notify_echo"), {
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "notify_echo", "arguments": {"text": "hi"}, **meta(progressToken="p1", **{"io.modelcontextprotocol/logLevel": "info"})},
+        })
+        rec.exchange("GET", "/mcp", {"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"}, read_timeout=0.5)
+        rec.exchange("DELETE", "/mcp", {"MCP-Protocol-Version": "2026-07-28"})
+        rec.exchange("POST", "/mcp", headers_2026("tools/list"), {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}, **meta()}})
+        rec.exchange("POST", "/mcp", headers_2026("tools/list", version="2099-01-01"), {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": meta("2099-01-01")})
+        return rec.document("2026-07-28", client="httpx", server="mcp")
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, dict]:
+    with uvicorn_server(sdk_app(MemoryEventStore()), lifespan="on") as url:
+        legacy = record_2025_11_25(url)
+    with uvicorn_server(sdk_app(None), lifespan="on") as url:
+        modern = record_2026_07_28(url)
+    return {"2025-11-25": legacy, "2026-07-28": modern}
+
+
+def findings(document: dict) -> list[tuple[str, str, str | None]]:
+    return [(f.level, f.code, f.exchange) for f in validate(from_document(document)).findings]
+
+
+def test_sdk_2025_11_25_session(recorded):
+    document = recorded["2025-11-25"]
+    statuses = [e["response"]["status"] for e in document["exchanges"]]
+    # initialize, initialized (202), list, echo, notify (SSE), bad Accept (406), GET,
+    # resumed GET, DELETE, after DELETE (404)
+    assert statuses == [200, 202, 200, 200, 200, 406, 200, 200, 200, 404]
+    result = validate(from_document(document))
+    assert [(f.level, f.code, f.exchange) for f in result.findings] == [
+        # e6 is ours: Accept without text/event-stream breaks "MUST ... listing both"
+        # (Sending Messages to the Server). The SDK's 406 is a convention, not a finding.
+        ("error", "invalid_post_accept", "e6"),
+    ]
+    # Both GET streams were closed by the recorder: the resumed one has an event id (resume);
+    # the standalone one had none, and a GET carries no request to re-issue.
+    assert [(r.exchange, r.action) for r in result.recovery] == [("e7", "do-not-replay"), ("e8", "resume-with-get")]
+
+
+def test_sdk_2025_11_25_resumption_replays_only_after_the_cursor(recorded):
+    exchanges = recorded["2025-11-25"]["exchanges"]
+    streamed, resumed = exchanges[4], exchanges[7]
+    assert "Last-Event-ID" in resumed["request"]["headers"] or "last-event-id" in resumed["request"]["headers"]
+    original = "".join(streamed["response"]["chunks"])
+    replay = "".join(resumed["response"]["chunks"])
+    # the server replays the events after the priming event, with their original ids
+    assert '"id":4' in original and '"id":4' in replay
+
+
+def test_sdk_2026_07_28_session(recorded):
+    document = recorded["2026-07-28"]
+    statuses = [e["response"]["status"] for e in document["exchanges"]]
+    assert statuses == [200, 200, 200, 405, 405, 400, 400]
+    result = validate(from_document(document))
+    assert [(f.level, f.code, f.exchange) for f in result.findings] == [
+        # GET and DELETE do not exist in 2026-07-28; the server's 405 is right (Backward
+        # Compatibility: SHOULD), the client's attempt is a warning.
+        ("warning", "get_removed_in_profile", "e4"),
+        ("warning", "delete_removed_in_profile", "e5"),
+        # e6 is ours: Mcp-Method says tools/list for a tools/call body, and Mcp-Name is
+        # missing (Standard Request Headers: MUST). The server's 400 / -32020 is right.
+        ("error", "method_header_mismatch", "e6"),
+        ("error", "name_header_mismatch", "e6"),
+        # e7: header and _meta agree on an unsupported version: the client broke nothing,
+        # and the server's 400 / -32022 is what the revision requires.
+    ]
+    assert result.recovery == []
+
+
+def test_sdk_2026_07_28_streams_without_event_ids(recorded):
+    streamed = recorded["2026-07-28"]["exchanges"][2]["response"]
+    assert streamed["headers"]["content-type"].startswith("text/event-stream")
+    assert not any("\nid:" in chunk or chunk.startswith("id:") for chunk in streamed["chunks"])
