@@ -85,7 +85,7 @@ RULES: dict[str, Rule] = {
         "send responses on the POST stream of their request; the GET stream carries requests and notifications"),
     "name_header_mismatch": R(ERROR, "MUST", "Standard Request Headers",
         "send Mcp-Name equal to params.name (tools/call, prompts/get) or params.uri (resources/read)"),
-    "header_mismatch_not_rejected": R(ERROR, "MUST", "Server Validation of Standard Headers",
+    "header_mismatch_not_rejected": R(ERROR, "MUST", "Server Validation",
         "answer a request whose MCP headers are missing or disagree with the body with 400 and error -32020"),
     "unsupported_version_not_rejected": R(ERROR, "MUST", "Protocol Version Header",
         "answer an unsupported MCP-Protocol-Version with 400 (2026-07-28: error -32022)"),
@@ -125,8 +125,19 @@ class Finding:
         }
 
 
-def requirement(code: str, spec_page: str) -> str:
+# 2026-07-28 split the transport page and renamed its sections.
+SECTIONS_2026 = {
+    "Sending Messages to the Server": "Sending Messages",
+    "Multiple Connections": "Sending Messages",
+    "Protocol Version Header": "Request Metadata > Protocol Version Header",
+    "Backward Compatibility": "Backward Compatibility > Earlier Streamable HTTP Revisions",
+}
+
+
+def requirement(code: str, spec_page: str, modern: bool = False) -> str:
+    """Where the rule is written: ``"<page>, <section>: <KEYWORD>"`` or ``"convention"``."""
     rule = RULES[code]
+    section = SECTIONS_2026.get(rule.section, rule.section) if modern else rule.section
     if rule.keyword == "convention":
-        return "convention" if not rule.section else f"convention ({spec_page}, {rule.section})"
-    return f"{spec_page}, {rule.section}: {rule.keyword}"
+        return "convention" if not section else f"convention ({spec_page}, {section})"
+    return f"{spec_page}, {section}: {rule.keyword}"

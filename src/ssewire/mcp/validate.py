@@ -135,7 +135,7 @@ class _Validator:
                 code=code,
                 level=level or rule.level,
                 status=DETECTED,
-                requirement=requirement(code, self.page),
+                requirement=requirement(code, self.page, self.profile.request_headers),
                 exchange=exchange.id if exchange else None,
                 path=(exchange.path if exchange else "") + path,
                 message=message,

@@ -1,0 +1,40 @@
+"""The documented contract matches the code: every code in docs/validator.md, and the
+JSON Schema accepts what the loader accepts and refuses what it refuses."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import jsonschema
+import pytest
+
+from ssewire.mcp import RULES
+
+from .mcp_cases import BASES, CASES
+from .test_mcp_validate import BAD_DOCUMENTS
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+SCHEMA = jsonschema.Draft202012Validator(json.loads((DOCS / "transcript.schema.json").read_text()))
+
+
+def test_every_code_is_documented_with_its_level():
+    rows = dict(re.findall(r"^\| `([a-z_0-9]+)` \| ([a-z]+)", (DOCS / "validator.md").read_text(), re.MULTILINE))
+    assert set(rows) == set(RULES)
+    assert {code: rows[code] for code in RULES} == {code: rule.level for code, rule in RULES.items()}
+
+
+@pytest.mark.parametrize("document", [base() for base in BASES.values()] + [case.invalid() for case in CASES])
+def test_schema_accepts_every_fixture(document):
+    SCHEMA.validate(document)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [d for name, d in BAD_DOCUMENTS.items() if name not in ("duplicate exchange ids", "bad base64")],
+    ids=[name for name in BAD_DOCUMENTS if name not in ("duplicate exchange ids", "bad base64")],
+)
+def test_schema_refuses_what_the_loader_refuses(document):
+    # (unique ids and base64 content are beyond JSON Schema; the loader checks them)
+    assert not SCHEMA.is_valid(document)
