@@ -260,12 +260,12 @@ def _every_request_header(name: str, value: str):
     return fault
 
 
-def _cut_last_chunk(ident: str):
-    """The connection dropped inside the last event."""
+def _cut_last_chunk(ident: str, *, disconnected: bool):
+    """The body ends inside its last event: the server ended it there, or the connection dropped."""
     def fault(document: dict) -> None:
         response = find(document, ident)["response"]
         response["chunks"] = response["chunks"][:-1]
-        response["disconnected"] = True
+        response["disconnected"] = disconnected
 
     return fault
 
@@ -305,7 +305,9 @@ CASES: list[Case] = [
       frozenset({"invalid_response_content_type"})),
     C("invalid_sse_json", V11, _replace_events("e3", priming("a-1"), event("{not json", "a-2"), event(result(2), "a-3")),
       frozenset({"invalid_sse_json"})),
-    C("incomplete_sse_event", V11, _cut_last_chunk("e3"), frozenset({"incomplete_sse_event"})),
+    C("incomplete_sse_event", V11, _cut_last_chunk("e3", disconnected=False), frozenset({"incomplete_sse_event"})),
+    C("incomplete_sse_event-disconnected", V11, _cut_last_chunk("e3", disconnected=True), frozenset({"incomplete_sse_event"}),
+      level="warning"),
     C("get_removed_in_profile", V26, lambda d: d["exchanges"].append(
         exchange("e7", "GET", {"Accept": SSE, "MCP-Protocol-Version": V26}, 405)), frozenset({"get_removed_in_profile"}), level="warning"),
     C("get_removed_in_profile-served", V26, lambda d: d["exchanges"].append(

@@ -269,7 +269,7 @@ def test_text_report_goes_to_stdout(tmp_path, capsys):
 
 
 def test_json_report_fields(tmp_path, capsys):
-    _, out, _ = run_cli(capsys, "validate", write(tmp_path, fault("incomplete_sse_event")), "--format", "json")
+    _, out, _ = run_cli(capsys, "validate", write(tmp_path, fault("incomplete_sse_event-disconnected")), "--format", "json")
     report = json.loads(out)
     assert set(report) >= {"valid", "profile", "findings", "recovery", "summary"}
     finding = report["findings"][0]
@@ -277,7 +277,7 @@ def test_json_report_fields(tmp_path, capsys):
     assert (finding["exchange"], finding["path"], finding["status"]) == ("e3", "/exchanges/2/response/events/2", "detected")
     # the torn stream has event ids: resume it
     assert {"exchange": "e3", "action": "resume-with-get"}.items() <= report["recovery"][0].items()
-    assert report["summary"]["errors"] == 1
+    assert (report["summary"]["errors"], report["summary"]["warnings"]) == (0, 1)
 
 
 def test_junit_report(tmp_path, capsys):
@@ -330,3 +330,129 @@ def test_reports_never_print_credentials_session_or_event_ids(form, tmp_path, ca
     assert "unredacted_credential" in out
     for secret in SECRETS:
         assert secret not in out and secret not in err
+
+
+# -- review regressions: each of these once misbehaved ----------------------------------------
+
+
+def codes(document: dict) -> list[tuple[str, str, str | None]]:
+    return [(f.code, f.level, f.exchange) for f in validate(from_document(document)).findings]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "\\ud800", "request": {"method": "GET"}}]}',
+        '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "e1", "request": {"method": "POST", "body": {"x": "\\udfff"}}}]}',
+        '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "a\\u0000b", "request": {"method": "GET"}}]}',
+        '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "e1", "request": {"method": "GET", "headers": {"caf\\u00e9": "x"}}}]}',
+        '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "e1", "request": {"method": "POST", "body": {"id": 1e400}}}]}',
+    ],
+    ids=["surrogate id", "surrogate body", "control char id", "non-token header name", "number out of range"],
+)
+def test_unrepresentable_input_is_an_input_error_for_validate_and_redact(text, tmp_path, capsys):
+    path = write(tmp_path, text)
+    assert run_cli(capsys, "validate", path)[:2] == (2, "")
+    out = tmp_path / "out.json"
+    assert run_cli(capsys, "redact", path, str(out))[:2] == (2, "")
+    assert not out.exists()
+
+
+def test_a_request_id_reused_in_sequence_is_not_a_broadcast():
+    for base, ident in (("2026-07-28", "e1"), ("2025-11-25", "e7")):
+        document = BASES[base]()
+        again = copy.deepcopy(find(document, ident))
+        again["id"] = "again"
+        position = document["exchanges"].index(find(document, ident)) + 1
+        document["exchanges"].insert(position, again)  # before the 2025-11-25 DELETE
+        assert codes(document) == []
+
+
+def test_identical_notifications_on_two_2026_request_streams_are_not_duplicates():
+    document = BASES["2026-07-28"]()
+    note = event({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}})
+    find(document, "e2")["response"]["chunks"][:0] = chunks(note)
+    find(document, "e4")["response"]["chunks"][:0] = chunks(note)
+    assert codes(document) == []
+
+
+def test_2026_missing_version_header_is_the_clients_fault_only():
+    document = BASES["2026-07-28"]()
+    del find(document, "e1")["request"]["headers"]["MCP-Protocol-Version"]
+    assert codes(document) == [("protocol_version_mismatch", "error", "e1")]
+
+
+def test_one_fault_one_code():
+    document = BASES["2025-11-25"]()
+    find(document, "e2")["response"].update(headers={"Content-Type": "application/json"}, body={})
+    assert codes(document) == [("post_not_answered_202", "error", "e2")]
+    document = BASES["2025-11-25"]()
+    find(document, "e7")["request"]["body"] = [{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}]
+    find(document, "e7")["response"]["body"] = [{"jsonrpc": "2.0", "id": 4, "result": {}}]
+    assert codes(document) == [("batch_not_allowed", "error", "e7")]
+
+
+def test_the_initialize_stream_belongs_to_the_session_it_opens():
+    document = BASES["2025-11-25"]()
+    find(document, "e6")["request"]["headers"]["Last-Event-ID"] = "i-2"
+    find(document, "e6")["response"]["chunks"] = chunks(event({"jsonrpc": "2.0", "method": "notifications/x"}, "i-3"))
+    assert [c for c, _, _ in codes(document)] == []  # resumes the initialize stream
+    document = BASES["2025-11-25"]()
+    find(document, "e3")["response"]["chunks"] = chunks(priming("i-1"), event(result(2), "a-3"))
+    assert codes(document) == [("duplicate_event_id", "error", "e3")]
+
+
+def test_header_values_are_compared_without_surrounding_whitespace():
+    document = BASES["2025-11-25"]()
+    find(document, "e7")["request"]["headers"]["MCP-Protocol-Version"] = " 2025-11-25 "
+    assert codes(document) == []
+
+
+def test_only_mcp_name_is_base64_decoded():
+    document = BASES["2026-07-28"]()
+    headers = find(document, "e1")["request"]["headers"]
+    headers["Mcp-Method"] = "=?base64?" + base64.b64encode(b"tools/list").decode() + "?="
+    find(document, "e1")["response"].update(status=400, body={"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": "m"}})
+    assert codes(document) == [("method_header_mismatch", "error", "e1")]
+
+
+def test_an_empty_batch_is_invalid_even_where_batches_are_allowed():
+    document = BASES["2025-03-26"]()
+    find(document, "e2")["request"]["body"] = []
+    find(document, "e2")["response"]["status"] = 400
+    assert codes(document) == [("invalid_request_body", "error", "e2")]
+
+
+def test_an_sse_body_given_as_text_is_decoded():
+    document = BASES["2025-11-25"]()
+    response = find(document, "e3")["response"]
+    response["body_text"] = "".join(response.pop("chunks"))[:-10]
+    assert codes(document) == [("incomplete_sse_event", "error", "e3")]
+
+
+def test_a_session_that_negotiated_2025_03_26_needs_no_version_header():
+    document = BASES["2025-11-25"]()
+    answer = result(1, {"protocolVersion": "2025-03-26", "capabilities": {}})
+    find(document, "e1")["response"]["chunks"] = chunks(priming("i-1"), event(answer, "i-2"))
+    for item in document["exchanges"]:
+        item["request"]["headers"].pop("MCP-Protocol-Version", None)
+    assert codes(document) == [("negotiated_version_differs", "info", "e1")]
+
+
+def test_credentials_in_text_bodies_and_sse_data_are_flagged_never_printed(tmp_path, capsys):
+    document = BASES["2025-11-25"]()
+    e7 = find(document, "e7")
+    del e7["request"]["body"]
+    e7["request"]["body_text"] = "grant_type=authorization_code&code=AUTHCODE1&client_secret=CLSECRET1"
+    e7["response"].update(status=400)
+    find(document, "e3")["response"]["chunks"] = chunks(priming("a-1"), event(result(2, {"access_token": "SSETOKEN1"}), "a-3"))
+    for form in ("text", "json", "junit"):
+        _, out, err = run_cli(capsys, "validate", write(tmp_path, document), "--format", form)
+        for secret in ("AUTHCODE1", "CLSECRET1", "SSETOKEN1"):
+            assert secret not in out + err
+    found = [(c, x) for c, _, x in codes(document) if c == "unredacted_credential"]
+    assert found == [("unredacted_credential", "e3"), ("unredacted_credential", "e7")]
+    redacted = json.dumps(redact(document))
+    for secret in ("AUTHCODE1", "CLSECRET1", "SSETOKEN1"):
+        assert secret not in redacted
+    assert "unredacted_credential" not in [c for c, _, _ in codes(redact(document))]

@@ -213,7 +213,7 @@ def _redact(args: argparse.Namespace) -> int:
     except TranscriptError as exc:
         print(f"ssewire redact: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    text = json.dumps(redacted, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(redacted, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if args.output == "-":
         sys.stdout.write(text)
         return EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 from urllib.parse import parse_qsl, urlsplit
 
@@ -56,3 +57,19 @@ def json_credentials(value: Any, path: str = "") -> Iterator[str]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from json_credentials(item, f"{path}/{index}")
+
+
+# ``key=value`` (forms, query strings) or ``"key": "value"`` (JSON) in free text.
+_IN_TEXT = re.compile(
+    r'(?i)(?<![\w-])("?)(' + "|".join(sorted(JSON_KEYS | {"code", "token"})) + r')\1(\s*[=:]\s*)("?)([^&"\s,;}]+)'
+)
+
+
+def text_credentials(text: str) -> list[str]:
+    """Names of credential fields with an unmasked value in free text (never the values)."""
+    return sorted({m.group(2).lower() for m in _IN_TEXT.finditer(text) if not is_masked(m.group(5))})
+
+
+def mask_text(text: str) -> str:
+    """Free text with every credential field's value masked."""
+    return _IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{MASK}", text)

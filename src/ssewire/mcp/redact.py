@@ -17,7 +17,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._secrets import CREDENTIAL_HEADERS, JSON_KEYS, MASK, URL_PARAMS
+from ._secrets import CREDENTIAL_HEADERS, JSON_KEYS, MASK, URL_PARAMS, mask_text
 from .transcript import from_document
 
 
@@ -63,6 +63,8 @@ def redact(document: dict) -> dict:
             request["url"] = _url(request["url"])
         if "body" in request:
             request["body"] = _json(_tool_arguments(request["body"]))
+        if "body_text" in request:
+            request["body_text"] = mask_text(request["body_text"])
         response = exchange.get("response")
         if not response:
             continue
@@ -70,12 +72,16 @@ def redact(document: dict) -> dict:
             response["headers"] = _headers(response["headers"], sessions, event_ids)
         if "body" in response:
             response["body"] = _json(response["body"])
+        if "body_text" in response:
+            response["body_text"] = mask_text(response["body_text"])
         if "chunks" in response:
             pieces = [c.encode("utf-8") for c in response["chunks"]]
             response["chunks"] = [p.decode("utf-8") for p in _sse(pieces, event_ids)]
         elif "chunks_b64" in response:
             pieces = [base64.b64decode(c) for c in response["chunks_b64"]]
             response["chunks_b64"] = [base64.b64encode(p).decode("ascii") for p in _sse(pieces, event_ids)]
+    if isinstance(out.get("tuple"), dict):
+        out["tuple"] = _free_text(out["tuple"])
     out["redacted"] = True
     return out
 
@@ -95,6 +101,17 @@ def _headers(headers: dict, sessions: _Names, event_ids: _Names) -> dict:
             continue
         result[name] = [mask(v) for v in value] if isinstance(value, list) else mask(value)
     return result
+
+
+def _free_text(value: Any) -> Any:
+    """Strings in free-form places (``tuple``): URLs and ``key=value`` secrets masked."""
+    if isinstance(value, dict):
+        return {k: _free_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_free_text(v) for v in value]
+    if isinstance(value, str):
+        return mask_text(_url(value) if "://" in value else value)
+    return value
 
 
 def _mask_credential(value: str) -> str:

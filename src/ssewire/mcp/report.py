@@ -8,6 +8,7 @@ no longer matches any finding is *stale* and does fail it, so the file cannot ro
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
@@ -191,7 +192,18 @@ def to_junit(outcome: Outcome, source: str, exchange_ids: list[str]) -> str:
     suite.set("failures", str(failures))
     suites = ElementTree.Element("testsuites")
     suites.append(suite)
+    for element in suites.iter():  # XML 1.0 cannot carry every character a message may hold
+        element.text = element.text and _xml_safe(element.text)
+        for key, value in element.attrib.items():
+            element.set(key, _xml_safe(value))
     return ElementTree.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _reject(name: str) -> Any:

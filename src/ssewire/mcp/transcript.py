@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -133,11 +134,15 @@ def loads_document(text: str | bytes) -> Any:
         except UnicodeDecodeError as exc:
             raise TranscriptError(f"not UTF-8 text: {exc}") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        document = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+        )
     except TranscriptError:
         raise
     except (ValueError, RecursionError) as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from None
+    _check_strings(document, "")
+    return document
 
 
 def load_document(path: str) -> Any:
@@ -181,8 +186,8 @@ def _exchange(raw: Any, index: int) -> Exchange:
     item = _object(raw, where)
     _keys(item, where, required={"id", "request"}, optional={"concurrent_group", "idempotent", "response"})
     ident = item["id"]
-    if not isinstance(ident, str) or not ident:
-        raise TranscriptError(f"{where}/id: expected a non-empty string")
+    if not isinstance(ident, str) or not ident or not ident.isprintable():
+        raise TranscriptError(f"{where}/id: expected a non-empty string of printable characters")
     group = _optional(item, "concurrent_group", str, where)
     idempotent = _optional(item, "idempotent", bool, where) or False
     request = _request(item["request"], f"{where}/request")
@@ -242,8 +247,8 @@ def _headers(raw: Any, where: str) -> Headers:
     item = _object(raw, where)
     fields = []
     for name, value in item.items():
-        if not name or any(c in name for c in " \t\r\n:"):
-            raise TranscriptError(f"{where}: {name!r} is not a header name")
+        if not _TOKEN.fullmatch(name):
+            raise TranscriptError(f"{where}: {name!r} is not a header name (RFC 9110 token)")
         values = value if isinstance(value, list) else [value]
         for one in values:
             if not isinstance(one, str):
@@ -298,7 +303,39 @@ def _optional(item: dict, key: str, kind: type, where: str) -> Any:
     return value
 
 
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _NAMES = {str: "a string", bool: "true or false", int: "an integer"}
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise TranscriptError(f"not standard JSON: the number {text[:40]} is out of range")
+    return value
+
+
+def _check_strings(value: Any, where: str) -> None:
+    """Every string must be encodable as UTF-8: a lone surrogate (``"\\ud800"``) is not."""
+    stack = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            _utf8(item, path)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _utf8(key, path)
+                stack.append((child, f"{path}/{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}/{index}") for index, child in enumerate(item))
+
+
+def _utf8(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TranscriptError(
+            f"{path or '/'}: a lone surrogate is not text (use chunks_b64 for such bytes)"
+        ) from None
 
 
 def _reject_constant(name: str) -> Any:

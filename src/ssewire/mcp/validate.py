@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +29,8 @@ from ..jsonrpc import (
     Priming,
     TornTail,
     classify,
-    excerpt,
 )
-from ._secrets import CREDENTIAL_HEADERS, is_masked, json_credentials, url_credentials
+from ._secrets import CREDENTIAL_HEADERS, is_masked, json_credentials, text_credentials, url_credentials
 from .findings import DETECTED, ERROR, RULES, WARNING, Finding, requirement
 from .profiles import KNOWN_VERSIONS, Profile, resolve
 from .transcript import ABSENT, Exchange, Headers, Transcript
@@ -85,6 +86,7 @@ class _Body:
     ids: list[tuple[int, str]] = field(default_factory=list)  # (event index, new last-event-id)
     last_event_id: str = ""
     events: int = 0  # SSE events dispatched (1 for a JSON body)
+    invalid: int = 0  # events whose data was not a JSON-RPC message
     error_code: int | None = None  # the first JSON-RPC error's code
 
 
@@ -124,6 +126,8 @@ class _Validator:
         self.root_of: dict[str, str] = {}  # exchange id -> root exchange id
         self.delivered: dict[str, set] = {}  # root -> response ids delivered on its chain
         self.chain_ids: dict[str, str] = {}  # root -> last event id seen on the chain
+        self.client_ids: Counter = Counter()  # (scope, JSON-RPC id) -> requests the client sent
+        self.bodies: dict[str, _Body] = {}  # exchange id -> its decoded response body
         self.pending: list[tuple[Exchange, set, str]] = []  # requests awaiting a response
 
     # -- plumbing ---------------------------------------------------------------
@@ -184,6 +188,10 @@ class _Validator:
         names = url_credentials(ex.request.url or "")
         if names:
             self.add("unredacted_credential", ex, "/request/url", f"the URL carries credentials in: {', '.join(names)} (values not shown)")
+        for side, text in (("request", ex.request.body_text), ("response", ex.response.body_text if ex.response else None)):
+            names = text_credentials(text) if text else []
+            if names:
+                self.add("unredacted_credential", ex, f"/{side}/body_text", f"the body carries credentials in: {', '.join(names)} (values not shown)")
         for side, body in (("request", ex.request.body), ("response", ex.response.body if ex.response else ABSENT)):
             for where in json_credentials(body) if body is not ABSENT else ():
                 self.add("unredacted_credential", ex, f"/{side}/body{where}", "a credential field in the JSON body (value not shown)")
@@ -209,25 +217,27 @@ class _Validator:
         scope = self._session_checks(ex, is_init)
         if profile.version_header and not profile.request_headers and not is_init:
             self._version_header(ex)
-        header_problem = False
+        must_reject = False
         if profile.request_headers and len(messages) == 1 and not batch:
-            header_problem = self._request_headers(ex, messages[0])
+            must_reject = self._request_headers(ex, messages[0])
         if resp is None:
             return
-        body = self._read_body(ex)
-        if header_problem:
-            if resp.status != 400 or (body.error_code is not None and body.error_code != HEADER_MISMATCH):
-                got = f"{resp.status}" + (f" with error {body.error_code}" if body.error_code is not None else "")
-                self.add("header_mismatch_not_rejected", ex, "/response/status", f"the request's MCP headers disagree with its body, but the server answered {got}, not 400 with -32020")
-        if not messages:
-            return
-        if not requests:
-            if 200 <= resp.status < 300 and (resp.status != 202 or resp.has_body):
+        if not requests and not must_reject:
+            if messages and 200 <= resp.status < 300 and (resp.status != 202 or resp.has_body):
                 what = "202 with a body" if resp.status == 202 else str(resp.status)
                 self.add("post_not_answered_202", ex, "/response/status", f"a POST of only notifications/responses was answered {what}, not 202 with no body")
             return
+        body = self._read_body(ex, batches=batch or profile.batches)
+        if must_reject:
+            if resp.status != 400 or (body.error_code is not None and body.error_code != HEADER_MISMATCH):
+                got = f"{resp.status}" + (f" with error {body.error_code}" if body.error_code is not None else "")
+                self.add("header_mismatch_not_rejected", ex, "/response/status", f"the request's MCP headers disagree with its body, but the server answered {got}, not 400 with -32020")
+        if not requests:
+            return
         if is_init:
-            self._initialized(ex, body, requests)
+            scope = self._initialized(ex, body)
+        for message in requests:
+            self.client_ids[(scope, message.id)] += 1
         if not 200 <= resp.status < 300:
             return
         ctype = _media_type(resp.headers.get("content-type"))
@@ -254,9 +264,11 @@ class _Validator:
             try:
                 payload = orjson.loads(req.body_text)
             except orjson.JSONDecodeError:
-                self.add("invalid_request_body", ex, "/request/body_text", f"the POST body is not JSON: {excerpt(req.body_text.encode())!r}")
+                self.add("invalid_request_body", ex, "/request/body_text", f"the POST body is not JSON ({len(req.body_text.encode())} bytes)")
                 return [], False
         batch = isinstance(payload, list)
+        if batch and not payload:
+            self.add("invalid_request_body", ex, "/request/body", "an empty JSON-RPC batch")
         if batch and not self.profile.batches:
             self.add("batch_not_allowed", ex, "/request/body", f"a JSON-RPC batch of {len(payload)} was POSTed; {self.profile.name} has no batches")
         items = payload if batch else [payload]
@@ -298,11 +310,14 @@ class _Validator:
             self.add("unknown_session_not_404", ex, "/response/status", f"a request with a session id that was {why} was answered {resp.status}, not 404", level=level)
         return sid
 
-    def _initialized(self, ex: Exchange, body: _Body, requests: list[_Msg]) -> None:
+    def _initialized(self, ex: Exchange, body: _Body) -> str | None:
+        """Note the session and revision an initialize response assigns; return the scope."""
         resp = ex.response
         assert resp is not None
         sid = resp.headers.get("mcp-session-id")
-        if sid is not None and self.profile.sessions:
+        if sid is None or not self.profile.sessions:
+            sid = None
+        else:
             if not sid or any(not 0x21 <= ord(c) <= 0x7E for c in sid):
                 self.add("invalid_session_id", ex, "/response/headers/mcp-session-id", "the assigned Mcp-Session-Id has characters outside visible ASCII 0x21-0x7E (value not shown)")
             self.assigned.append((sid, ex))
@@ -313,12 +328,15 @@ class _Validator:
                 self.negotiated.append((version, ex))
                 if version != self.profile.name:
                     self.add("negotiated_version_differs", ex, "/response", f"initialize negotiated {version!r}, the profile is {self.profile.name}")
+        return sid
 
     def _version_header(self, ex: Exchange) -> None:
         """2025-06-18 / 2025-11-25: MCP-Protocol-Version on every request after initialize."""
         visible = [v for v, other in self.negotiated if self._before(ex, other)]
         expected = visible[-1] if visible else self.profile.name
-        value = ex.request.headers.get("mcp-protocol-version")
+        if expected == "2025-03-26":
+            return  # that revision has no version header
+        value = _stripped(ex.request.headers.get("mcp-protocol-version"))
         path = "/request/headers/mcp-protocol-version"
         if value is None:
             self.add("protocol_version_mismatch", ex, path, f"MCP-Protocol-Version is missing (the server will assume 2025-03-26); the negotiated revision is {expected}")
@@ -330,23 +348,27 @@ class _Validator:
             self.add("unsupported_version_not_rejected", ex, "/response/status", f"an unsupported MCP-Protocol-Version {value!r} was answered {resp.status}, not 400")
 
     def _request_headers(self, ex: Exchange, message: _Msg) -> bool:
-        """2026-07-28: MCP-Protocol-Version, Mcp-Method, Mcp-Name agree with the body."""
+        """2026-07-28: MCP-Protocol-Version, Mcp-Method, Mcp-Name agree with the body.
+
+        Returns whether the server had to reject the request with 400 / -32020. A request
+        without MCP-Protocol-Version is the client's fault, but the server MAY serve it as
+        2025-03-26, so it need not be rejected.
+        """
         headers, problem = ex.request.headers, False
         if message.kind != REQUEST:
             return False  # "header requirements for notification POSTs are not defined"
         params = message.payload.get("params") if isinstance(message.payload, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         meta_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-        value = _header_value(headers.get("mcp-protocol-version"))
+        value = _stripped(headers.get("mcp-protocol-version"))
         path = "/request/headers/mcp-protocol-version"
         if value is None:
             self.add("protocol_version_mismatch", ex, path, "MCP-Protocol-Version is missing; every POST must carry it")
-            problem = True
         elif meta_version is not None and value != meta_version:
             self.add("protocol_version_mismatch", ex, path, f"MCP-Protocol-Version is {value!r} but the body's _meta says {meta_version!r}")
             problem = True
         if message.kind == REQUEST:
-            method = _header_value(headers.get("mcp-method"))
+            method = _stripped(headers.get("mcp-method"))
             if method != message.method:
                 got = "missing" if method is None else repr(method)
                 self.add("method_header_mismatch", ex, "/request/headers/mcp-method", f"Mcp-Method is {got}, the body's method is {message.method!r}")
@@ -354,18 +376,18 @@ class _Validator:
             name_field = NAME_FIELDS.get(message.method or "")
             if name_field is not None:
                 expected = params.get(name_field) if isinstance(params, dict) else None
-                name = _header_value(headers.get("mcp-name"))
+                name = _encoded_value(headers.get("mcp-name"))
                 if name != expected:
                     got = "missing" if name is None else "different"
                     self.add("name_header_mismatch", ex, "/request/headers/mcp-name", f"Mcp-Name is {got}; it must equal params.{name_field} of {message.method}")
                     problem = True
         resp = ex.response
         if not problem and value is not None and value not in KNOWN_VERSIONS and resp is not None:
-            code = self._read_body(ex).error_code
+            code = self._read_body(ex, batches=False).error_code
             if resp.status != 400 or (code is not None and code != UNSUPPORTED_VERSION):
                 got = f"{resp.status}" + (f" with error {code}" if code is not None else "")
                 self.add("unsupported_version_not_rejected", ex, "/response/status", f"an unsupported MCP-Protocol-Version {value!r} was answered {got}, not 400 with -32022")
-        return problem
+        return problem and value is not None
 
     # -- GET and DELETE ------------------------------------------------------------
 
@@ -424,23 +446,27 @@ class _Validator:
 
     # -- bodies and streams --------------------------------------------------------
 
-    def _read_body(self, ex: Exchange) -> _Body:
-        cached = getattr(ex, "_ssewire_body", None)  # one decode per exchange
-        if cached is not None:
-            return cached
-        body = self._decode_body(ex)
-        object.__setattr__(ex, "_ssewire_body", body)
-        return body
+    def _read_body(self, ex: Exchange, *, batches: bool | None = None) -> _Body:
+        """The decoded response body, decoded once per exchange (findings are made once).
 
-    def _decode_body(self, ex: Exchange) -> _Body:
+        ``batches``: whether a JSON array of messages is acceptable (the profile's rule,
+        or any answer to a batch the client sent, which is the client's fault alone).
+        """
+        cached = self.bodies.get(ex.id)
+        if cached is None:
+            cached = self.bodies[ex.id] = self._decode_body(ex, self.profile.batches if batches is None else batches)
+        return cached
+
+    def _decode_body(self, ex: Exchange, batches: bool) -> _Body:
         resp = ex.response
         body = _Body()
         if resp is None:
             return body
         ctype = _media_type(resp.headers.get("content-type"))
-        if resp.chunks is not None and ctype == SSE:
+        if ctype == SSE and (resp.chunks is not None or resp.body_text is not None):
             body.kind = "sse"
-            self._decode_sse(ex, resp.chunks, body)
+            chunks = resp.chunks if resp.chunks is not None else (resp.body_text.encode(),)
+            self._decode_sse(ex, chunks, body, batches)
         elif resp.body is not ABSENT or resp.body_text or (resp.chunks and any(resp.chunks) and ctype == JSON):
             body.kind = "json"
             body.events = 1
@@ -451,9 +477,9 @@ class _Validator:
                     payload = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     if 200 <= resp.status < 300 and ctype == JSON:
-                        self.add("invalid_json_response", ex, "/response/body", f"the JSON body does not parse: {excerpt(raw)!r}")
+                        self.add("invalid_json_response", ex, "/response/body", f"the JSON body does not parse ({len(raw)} bytes)")
                     return body
-            for item in payload if isinstance(payload, list) and self.profile.batches else [payload]:
+            for item in payload if isinstance(payload, list) and batches else [payload]:
                 try:
                     kind, ident, method = classify(item)
                 except ValueError as exc:
@@ -464,15 +490,19 @@ class _Validator:
                 body.messages.append(_Msg(kind, ident, method, item, 0))
         return body
 
-    def _decode_sse(self, ex: Exchange, chunks: tuple[bytes, ...], body: _Body) -> None:
-        decoder = MessageDecoder(allow_batches=self.profile.batches)
+    def _decode_sse(self, ex: Exchange, chunks: tuple[bytes, ...], body: _Body, batches: bool) -> None:
+        decoder = MessageDecoder(allow_batches=batches)
         index = 0
         invalid: list[tuple[int, InvalidMessage]] = []
         ids_with_removed: list[int] = []
         for item in [item for chunk in chunks for item in decoder.feed(chunk)] + decoder.close():
             if isinstance(item, TornTail):
-                how = "the connection dropped" if ex.response and ex.response.disconnected else "the stream ended"
-                self.add("incomplete_sse_event", ex, f"/response/events/{index}", f"{how} inside an event: {item.discarded} bytes never dispatched")
+                # A stream that ended inside an event broke the framing; a connection that
+                # dropped inside one broke no rule of either side (the recovery line says
+                # what to do), but the torn message is still reported.
+                dropped = bool(ex.response and ex.response.disconnected)
+                how = "the connection dropped" if dropped else "the stream ended"
+                self.add("incomplete_sse_event", ex, f"/response/events/{index}", f"{how} inside an event: {item.discarded} bytes never dispatched", level=WARNING if dropped else None)
                 continue
             event_id = item.id if not isinstance(item, (Message, InvalidMessage, Priming)) else item.event_id
             if event_id and event_id != body.last_event_id:
@@ -487,10 +517,14 @@ class _Validator:
                     kind, ident, method = classify(member) if item.kind == "batch" else (item.kind, item.id, item.method)
                     self._note_error(body, kind, member)
                     body.messages.append(_Msg(kind, ident, method, member, index))
+                    for where in json_credentials(member):
+                        self.add("unredacted_credential", ex, f"/response/events/{index}", f"a credential field ({where}) in the event's data (value not shown)")
             index += 1
         body.events = index
+        body.invalid = len(invalid)
         for event, item in invalid:
-            self.add("invalid_sse_json", ex, f"/response/events/{event}", f"event data is not a JSON-RPC message ({item.reason}); starts {item.excerpt!r}")
+            reason = item.reason.split(":", 1)[0] if item.reason.startswith("invalid JSON") else item.reason
+            self.add("invalid_sse_json", ex, f"/response/events/{event}", f"event data ({item.size} bytes) is not a JSON-RPC message: {reason}")
         if ids_with_removed and not self.profile.resumability:
             self.add("event_id_removed", ex, f"/response/events/{ids_with_removed[0]}", f"{len(ids_with_removed)} SSE event id(s) sent; {self.profile.name} has no resumption")
 
@@ -512,9 +546,9 @@ class _Validator:
                 duplicate_ids += 1
             self.event_owner.setdefault((scope, event_id), (root, base + index))
         for message in body.messages:
-            key = (scope, orjson.dumps(message.payload, option=orjson.OPT_SORT_KEYS))
+            key = (scope, _canonical(message.payload))
             owner = self.message_owner.get(key)
-            if owner is not None and owner[0] != root:
+            if owner is not None and owner[0] != root and not self._legitimate_copy(scope, message):
                 has_id = message.kind != NOTIFICATION
                 copies[has_id] += 1
                 first_copy.setdefault(has_id, message.event)
@@ -531,6 +565,13 @@ class _Validator:
         if body.last_event_id:
             self.chain_ids[root] = body.last_event_id
         self._recover(ex, body, root)
+
+    def _legitimate_copy(self, scope: str | None, message: _Msg) -> bool:
+        """Two equal messages on two streams that are not one message broadcast twice."""
+        if message.kind in (RESPONSE, ERROR_KIND) and self.client_ids[(scope, message.id)] > 1:
+            return True  # the client sent two requests with this id: two answers
+        # 2026-07-28 has no broadcast rule; each request's notifications are its own.
+        return message.kind == NOTIFICATION and self.profile.request_headers
 
     def _resumed(self, ex: Exchange, body: _Body, scope: str | None, last_id: str) -> None:
         """A GET with Last-Event-ID: it continues the stream that owns that id."""
@@ -553,7 +594,7 @@ class _Validator:
                 before += 1
                 first.setdefault("before", index)
         for message in body.messages:
-            seen = self.message_owner.get((scope, orjson.dumps(message.payload, option=orjson.OPT_SORT_KEYS)))
+            seen = self.message_owner.get((scope, _canonical(message.payload)))
             if seen is None:
                 continue
             if seen[0] != root:
@@ -572,7 +613,7 @@ class _Validator:
         for index, event_id in body.ids:
             self.event_owner.setdefault((scope, event_id), (root, base + index))
         for message in body.messages:
-            key = (scope, orjson.dumps(message.payload, option=orjson.OPT_SORT_KEYS))
+            key = (scope, _canonical(message.payload))
             self.message_owner.setdefault(key, (root, base + message.event))
             if message.kind in (RESPONSE, ERROR_KIND):
                 self.delivered.setdefault(root, set()).add(message.id)
@@ -604,8 +645,8 @@ class _Validator:
         profile = self.profile
         for ex, wanted, body in self.pending:
             missing = {w for w in wanted if w not in self.delivered.get(self.root_of[ex.id], set())}
-            if not missing or (profile.priming and body.last_event_id):
-                continue
+            if not missing or body.invalid or (profile.priming and body.last_event_id):
+                continue  # (an invalid event may have been the response: one finding is enough)
             level = ERROR if profile.request_headers else WARNING
             self.add("response_not_delivered", ex, "/response", f"the SSE stream ended without the response to {len(missing)} request(s), and no resumption delivered it", level=level)
 
@@ -620,11 +661,24 @@ def _accepts(value: str, media: str) -> bool:
     return any(part.split(";", 1)[0].strip().lower() == media for part in value.split(","))
 
 
-def _header_value(value: str | None) -> str | None:
-    """Decode the ``=?base64?...?=`` form 2026-07-28 uses for values unsafe in a header."""
+def _canonical(payload: Any) -> bytes:
+    """One byte string per JSON value, whatever its key order (for finding copies)."""
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, from a JSON body read by the stdlib
+        return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _stripped(value: str | None) -> str | None:
+    """A field value without the surrounding whitespace HTTP does not count (RFC 9110 5.5)."""
+    return None if value is None else value.strip(" \t")
+
+
+def _encoded_value(value: str | None) -> str | None:
+    """Mcp-Name, with the ``=?base64?...?=`` form 2026-07-28 uses for unsafe values decoded."""
     if value is None:
         return None
-    value = value.strip()
+    value = value.strip(" \t")
     if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
