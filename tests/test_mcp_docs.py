@@ -20,7 +20,9 @@ SCHEMA = jsonschema.Draft202012Validator(json.loads((DOCS / "transcript.schema.j
 
 
 def test_every_code_is_documented_with_its_level():
-    rows = dict(re.findall(r"^\| `([a-z_0-9]+)` \| ([a-z]+)", (DOCS / "validator.md").read_text(), re.MULTILINE))
+    rows = dict(
+        re.findall(r"^\| `([a-z_0-9]+)` \| ([a-z]+)", (DOCS / "validator.md").read_text(), re.MULTILINE)
+    )
     assert set(rows) == set(RULES)
     assert {code: rows[code] for code in RULES} == {code: rule.level for code, rule in RULES.items()}
 

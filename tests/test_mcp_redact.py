@@ -10,21 +10,39 @@ from ssewire import cli
 from ssewire.mcp import from_document, validate
 from ssewire.mcp.redact import redact
 
-from .mcp_cases import BASES, SID, chunks, event, find, priming, result
+from .mcp_cases import BASES, SID, event, find, priming, result
 
 
 def leaky() -> dict:
     document = BASES["2025-11-25"]()
     e7 = find(document, "e7")
     e7["request"]["url"] = "https://user:hunter2@mcp.example/mcp?access_token=tok-123&mode=fast"
-    e7["request"]["headers"].update({"Authorization": "Bearer sk-secret-1", "Cookie": "sid=cookie-secret", "X-Api-Key": "key-secret"})
+    e7["request"]["headers"].update(
+        {"Authorization": "Bearer sk-secret-1", "Cookie": "sid=cookie-secret", "X-Api-Key": "key-secret"}
+    )
     e7["response"]["headers"]["Set-Cookie"] = ["a=set-secret-1", "b=set-secret-2"]
     e7["response"]["body"] = result(4, {"tools": [], "access_token": "oauth-secret"})
-    find(document, "e3")["request"]["body"]["params"]["arguments"] = {"text": "private words", "count": 3, "deep": [{"pin": "1234"}], "ok": True}
+    find(document, "e3")["request"]["body"]["params"]["arguments"] = {
+        "text": "private words",
+        "count": 3,
+        "deep": [{"pin": "1234"}],
+        "ok": True,
+    }
     return document
 
 
-SECRET_STRINGS = ("hunter2", "tok-123", "sk-secret-1", "cookie-secret", "key-secret", "set-secret", "oauth-secret", "private words", "1234", SID)
+SECRET_STRINGS = (
+    "hunter2",
+    "tok-123",
+    "sk-secret-1",
+    "cookie-secret",
+    "key-secret",
+    "set-secret",
+    "oauth-secret",
+    "private words",
+    "1234",
+    SID,
+)
 
 
 def test_credentials_and_ids_are_gone():
@@ -38,7 +56,9 @@ def test_credentials_and_ids_are_gone():
 def test_structure_statuses_and_jsonrpc_ids_are_kept():
     original, redacted = leaky(), redact(leaky())
     assert redacted["redacted"] is True
-    assert [e["response"]["status"] for e in redacted["exchanges"]] == [e["response"]["status"] for e in original["exchanges"]]
+    assert [e["response"]["status"] for e in redacted["exchanges"]] == [
+        e["response"]["status"] for e in original["exchanges"]
+    ]
     assert [e["request"].get("body", {}).get("id") for e in redacted["exchanges"]] == [
         e["request"].get("body", {}).get("id") for e in original["exchanges"]
     ]
@@ -85,13 +105,21 @@ def test_a_split_id_line_stays_split():
 
 def test_bytes_bodies_are_redacted_too():
     document = BASES["2025-11-25"]()
-    raw = ("id: caf\u00e9-1\r\n" "data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"refresh_token\":\"rt-secret\"}}\r\n\r\n").encode()
+    raw = (
+        'id: caf\u00e9-1\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"refresh_token":"rt-secret"}}\r\n\r\n'
+    ).encode()
     response = find(document, "e3")["response"]
     del response["chunks"]
-    response["chunks_b64"] = [base64.b64encode(raw[:5]).decode(), base64.b64encode(raw[5:]).decode()]  # cut inside "é"
+    response["chunks_b64"] = [
+        base64.b64encode(raw[:5]).decode(),
+        base64.b64encode(raw[5:]).decode(),
+    ]  # cut inside "é"
     pieces = [base64.b64decode(p) for p in find(redact(document), "e3")["response"]["chunks_b64"]]
     assert len(pieces) == 2
-    assert re.fullmatch(rb'id: event-\d+\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"refresh_token":"<redacted>"}}\r\n\r\n', b"".join(pieces))
+    assert re.fullmatch(
+        rb'id: event-\d+\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"refresh_token":"<redacted>"}}\r\n\r\n',
+        b"".join(pieces),
+    )
 
 
 def test_cli_redact_then_validate(tmp_path, capsys):

@@ -69,26 +69,45 @@ def sdk_app(event_store: EventStore | None):
 
 
 def call(ident: int, name: str, **extra: Any) -> dict:
-    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": name, "arguments": {"text": "hi"}, **extra}}
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": {"text": "hi"}, **extra},
+    }
 
 
 def record_2025_11_25(base_url: str) -> dict:
     with httpx.Client(base_url=base_url, timeout=10) as client:
         rec = Recorder(client)
-        init = rec.exchange("POST", "/mcp", {"Accept": BOTH, **JSON_BODY}, {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT},
-        })
+        init = rec.exchange(
+            "POST",
+            "/mcp",
+            {"Accept": BOTH, **JSON_BODY},
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT},
+            },
+        )
         sid = init["response"]["headers"]["mcp-session-id"]
         session = {"Accept": BOTH, **JSON_BODY, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
         rec.exchange("POST", "/mcp", session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         rec.exchange("POST", "/mcp", session, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         rec.exchange("POST", "/mcp", session, call(3, "echo"))
-        streamed = rec.exchange("POST", "/mcp", session, call(4, "notify_echo", _meta={"progressToken": "p1"}))
+        streamed = rec.exchange(
+            "POST", "/mcp", session, call(4, "notify_echo", _meta={"progressToken": "p1"})
+        )
         priming = streamed["response"]["chunks"][0]
         assert priming.startswith("id: ") and "data: \r\n\r\n" in priming, priming
         priming_id = priming[4 : priming.index("\r\n")]
-        rec.exchange("POST", "/mcp", {**session, "Accept": "application/json"}, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
+        rec.exchange(
+            "POST",
+            "/mcp",
+            {**session, "Accept": "application/json"},
+            {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+        )
         listen = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
         rec.exchange("GET", "/mcp", listen, read_timeout=0.5)
         rec.exchange("GET", "/mcp", {**listen, "Last-Event-ID": priming_id}, read_timeout=0.5)
@@ -98,11 +117,13 @@ def record_2025_11_25(base_url: str) -> dict:
 
 
 def meta(version: str = "2026-07-28", **extra: Any) -> dict:
-    return {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        **extra,
-    }}
+    return {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            **extra,
+        }
+    }
 
 
 def headers_2026(method: str, name: str | None = None, version: str = "2026-07-28") -> dict:
@@ -115,16 +136,62 @@ def headers_2026(method: str, name: str | None = None, version: str = "2026-07-2
 def record_2026_07_28(base_url: str) -> dict:
     with httpx.Client(base_url=base_url, timeout=10) as client:
         rec = Recorder(client)
-        rec.exchange("POST", "/mcp", headers_2026("tools/list"), {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": meta()})
-        rec.exchange("POST", "/mcp", headers_2026("tools/call", "echo"), {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}, **meta()}})
-        rec.exchange("POST", "/mcp", headers_2026("tools/call", "notify_echo"), {
-            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "notify_echo", "arguments": {"text": "hi"}, **meta(progressToken="p1", **{"io.modelcontextprotocol/logLevel": "info"})},
-        })
-        rec.exchange("GET", "/mcp", {"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"}, read_timeout=0.5)
+        rec.exchange(
+            "POST",
+            "/mcp",
+            headers_2026("tools/list"),
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": meta()},
+        )
+        rec.exchange(
+            "POST",
+            "/mcp",
+            headers_2026("tools/call", "echo"),
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi"}, **meta()},
+            },
+        )
+        rec.exchange(
+            "POST",
+            "/mcp",
+            headers_2026("tools/call", "notify_echo"),
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {
+                    "name": "notify_echo",
+                    "arguments": {"text": "hi"},
+                    **meta(progressToken="p1", **{"io.modelcontextprotocol/logLevel": "info"}),
+                },
+            },
+        )
+        rec.exchange(
+            "GET",
+            "/mcp",
+            {"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"},
+            read_timeout=0.5,
+        )
         rec.exchange("DELETE", "/mcp", {"MCP-Protocol-Version": "2026-07-28"})
-        rec.exchange("POST", "/mcp", headers_2026("tools/list"), {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}, **meta()}})
-        rec.exchange("POST", "/mcp", headers_2026("tools/list", version="2099-01-01"), {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": meta("2099-01-01")})
+        rec.exchange(
+            "POST",
+            "/mcp",
+            headers_2026("tools/list"),
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}, **meta()},
+            },
+        )
+        rec.exchange(
+            "POST",
+            "/mcp",
+            headers_2026("tools/list", version="2099-01-01"),
+            {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": meta("2099-01-01")},
+        )
         return rec.document("2026-07-28", client="httpx", server="mcp")
 
 
@@ -155,13 +222,18 @@ def test_sdk_2025_11_25_session(recorded):
     ]
     # Both GET streams were closed by the recorder: the resumed one has an event id (resume);
     # the standalone one had none, and a GET carries no request to re-issue.
-    assert [(r.exchange, r.action) for r in result.recovery] == [("e7", "do-not-replay"), ("e8", "resume-with-get")]
+    assert [(r.exchange, r.action) for r in result.recovery] == [
+        ("e7", "do-not-replay"),
+        ("e8", "resume-with-get"),
+    ]
 
 
 def test_sdk_2025_11_25_resumption_replays_only_after_the_cursor(recorded):
     exchanges = recorded["2025-11-25"]["exchanges"]
     streamed, resumed = exchanges[4], exchanges[7]
-    assert "Last-Event-ID" in resumed["request"]["headers"] or "last-event-id" in resumed["request"]["headers"]
+    assert (
+        "Last-Event-ID" in resumed["request"]["headers"] or "last-event-id" in resumed["request"]["headers"]
+    )
     original = "".join(streamed["response"]["chunks"])
     replay = "".join(resumed["response"]["chunks"])
     # the server replays the events after the priming event, with their original ids

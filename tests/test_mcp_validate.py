@@ -35,11 +35,17 @@ def write(tmp_path, document, name="t.json") -> str:
 
 def summary(document: dict) -> list[tuple]:
     result = validate(from_document(document))
-    return [(f.code, f.level, f.exchange, f.path, f.message) for f in result.findings], [r.as_dict() for r in result.recovery]
+    return [(f.code, f.level, f.exchange, f.path, f.message) for f in result.findings], [
+        r.as_dict() for r in result.recovery
+    ]
 
 
 def test_every_code_has_a_case():
-    assert {case.code for case in CASES} >= set(RULES) - {"profile_alias", "profile_overridden", "negotiated_version_differs"}
+    assert {case.code for case in CASES} >= set(RULES) - {
+        "profile_alias",
+        "profile_overridden",
+        "negotiated_version_differs",
+    }
 
 
 @pytest.mark.parametrize("profile", sorted(BASES))
@@ -80,7 +86,11 @@ def rechunk(document: dict, rnd: random.Random) -> dict:
         if "chunks" not in response:
             continue
         whole = "".join(response.pop("chunks")).encode()
-        cuts = sorted(rnd.sample(range(1, len(whole)), min(len(whole) - 1, rnd.randint(0, 12)))) if len(whole) > 1 else []
+        cuts = (
+            sorted(rnd.sample(range(1, len(whole)), min(len(whole) - 1, rnd.randint(0, 12))))
+            if len(whole) > 1
+            else []
+        )
         if rnd.random() < 0.2:
             cuts = list(range(1, len(whole)))  # byte by byte
         bounds = [0, *cuts, len(whole)]
@@ -132,7 +142,9 @@ def test_a_request_concurrent_with_delete_is_not_judged_after_it():
     document = BASES["2025-11-25"]()
     find(document, "e8")["concurrent_group"] = "g"
     find(document, "e9")["concurrent_group"] = "g"
-    find(document, "e9")["response"].update(status=200, body={"jsonrpc": "2.0", "id": 5, "result": {"tools": []}})
+    find(document, "e9")["response"].update(
+        status=200, body={"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}
+    )
     assert validate(from_document(document)).findings == []
     del find(document, "e9")["concurrent_group"]
     assert [f.code for f in validate(from_document(document)).findings] == ["unknown_session_not_404"]
@@ -142,7 +154,9 @@ def test_initialize_is_exempt_from_the_version_header_but_not_later_requests():
     document = BASES["2025-11-25"]()
     assert "MCP-Protocol-Version" not in find(document, "e1")["request"]["headers"]
     del find(document, "e2")["request"]["headers"]["MCP-Protocol-Version"]
-    assert [(f.code, f.exchange) for f in validate(from_document(document)).findings] == [("protocol_version_mismatch", "e2")]
+    assert [(f.code, f.exchange) for f in validate(from_document(document)).findings] == [
+        ("protocol_version_mismatch", "e2")
+    ]
 
 
 def test_the_negotiated_revision_is_the_one_expected_in_the_header():
@@ -166,7 +180,9 @@ def test_mcp_name_is_compared_after_base64_decoding():
 # -- profiles --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("alias", "base"), [("draft-2026-07-28", "2026-07-28"), ("stable-2025-11-25", "2025-11-25")])
+@pytest.mark.parametrize(
+    ("alias", "base"), [("draft-2026-07-28", "2026-07-28"), ("stable-2025-11-25", "2025-11-25")]
+)
 def test_aliases_resolve_with_an_info_finding(alias, base, tmp_path, capsys):
     document = BASES[base]()
     document["profile"] = alias
@@ -184,7 +200,12 @@ def test_profile_option_overrides_the_transcript(tmp_path, capsys):
     report = json.loads(out)
     assert code == 1 and report["profile"] == "2026-07-28"
     codes = {f["code"] for f in report["findings"]}
-    assert {"profile_overridden", "get_removed_in_profile", "session_header_removed", "method_header_mismatch"} <= codes
+    assert {
+        "profile_overridden",
+        "get_removed_in_profile",
+        "session_header_removed",
+        "method_header_mismatch",
+    } <= codes
 
 
 # -- input errors: exit 2, on stderr, never a finding ----------------------------------------
@@ -209,8 +230,11 @@ def _exchange_doc(**response) -> dict:
 
 
 BAD_DOCUMENTS = {
-    "duplicate exchange ids": {"format": "ssewire-transcript/1", "profile": "2025-11-25",
-                               "exchanges": [exchange("e1", "GET", {}, 405), exchange("e1", "GET", {}, 405)]},
+    "duplicate exchange ids": {
+        "format": "ssewire-transcript/1",
+        "profile": "2025-11-25",
+        "exchanges": [exchange("e1", "GET", {}, 405), exchange("e1", "GET", {}, 405)],
+    },
     "status not an int": _exchange_doc(status="200"),
     "status out of range": _exchange_doc(status=1000),
     "two bodies": _exchange_doc(chunks=["a"], body={}),
@@ -265,23 +289,33 @@ def test_text_report_goes_to_stdout(tmp_path, capsys):
     assert code == 1 and err == ""
     assert "ERROR   invalid_post_accept e3 /exchanges/2/request/headers/accept" in out
     assert "requirement: MCP 2025-11-25 basic/transports, Sending Messages to the Server: MUST" in out
-    assert "recovery e4: resume-with-get" in out and out.rstrip().splitlines()[-1].startswith("FAIL: 1 error(s)")
+    assert "recovery e4: resume-with-get" in out and out.rstrip().splitlines()[-1].startswith(
+        "FAIL: 1 error(s)"
+    )
 
 
 def test_json_report_fields(tmp_path, capsys):
-    _, out, _ = run_cli(capsys, "validate", write(tmp_path, fault("incomplete_sse_event-disconnected")), "--format", "json")
+    _, out, _ = run_cli(
+        capsys, "validate", write(tmp_path, fault("incomplete_sse_event-disconnected")), "--format", "json"
+    )
     report = json.loads(out)
     assert set(report) >= {"valid", "profile", "findings", "recovery", "summary"}
     finding = report["findings"][0]
     assert set(finding) >= {"code", "level", "status", "requirement", "exchange", "path", "message", "hint"}
-    assert (finding["exchange"], finding["path"], finding["status"]) == ("e3", "/exchanges/2/response/events/2", "detected")
+    assert (finding["exchange"], finding["path"], finding["status"]) == (
+        "e3",
+        "/exchanges/2/response/events/2",
+        "detected",
+    )
     # the torn stream has event ids: resume it
     assert {"exchange": "e3", "action": "resume-with-get"}.items() <= report["recovery"][0].items()
     assert (report["summary"]["errors"], report["summary"]["warnings"]) == (0, 1)
 
 
 def test_junit_report(tmp_path, capsys):
-    code, out, _ = run_cli(capsys, "validate", write(tmp_path, fault("header_mismatch_not_rejected")), "--format", "junit")
+    code, out, _ = run_cli(
+        capsys, "validate", write(tmp_path, fault("header_mismatch_not_rejected")), "--format", "junit"
+    )
     suite = ElementTree.fromstring(out).find("testsuite")
     assert code == 1 and suite.get("failures") == "1" and suite.get("tests") == str(len(suite))
     failed = [case.get("name") for case in suite if case.find("failure") is not None]
@@ -292,13 +326,21 @@ def test_junit_report(tmp_path, capsys):
 def test_baseline_accepts_known_findings_and_reports_stale_ones(tmp_path, capsys):
     path = write(tmp_path, fault("invalid_post_accept"))
     baseline = tmp_path / "baseline.json"
-    baseline.write_text(json.dumps({"format": "ssewire-baseline/1", "expected": [{"code": "invalid_post_accept", "exchange": "e3"}]}))
+    baseline.write_text(
+        json.dumps(
+            {"format": "ssewire-baseline/1", "expected": [{"code": "invalid_post_accept", "exchange": "e3"}]}
+        )
+    )
     code, out, _ = run_cli(capsys, "validate", path, "--baseline", str(baseline))
     assert code == 0 and "(baselined)" in out
     fixed = write(tmp_path, BASES["2025-11-25"](), "fixed.json")
     code, out, _ = run_cli(capsys, "validate", fixed, "--baseline", str(baseline), "--format", "json")
     report = json.loads(out)
-    assert code == 1 and report["valid"] is False and report["stale_baseline"] == [{"code": "invalid_post_accept", "exchange": "e3"}]
+    assert (
+        code == 1
+        and report["valid"] is False
+        and report["stale_baseline"] == [{"code": "invalid_post_accept", "exchange": "e3"}]
+    )
 
 
 def test_write_baseline_round_trip(tmp_path, capsys):
@@ -308,11 +350,15 @@ def test_write_baseline_round_trip(tmp_path, capsys):
     assert run_cli(capsys, "validate", path, "--baseline", str(baseline))[0] == 0
 
 
-@pytest.mark.parametrize("text", ["{", '{"format": "ssewire-baseline/1", "expected": [{"code": "no_such_code"}]}', "[]"])
+@pytest.mark.parametrize(
+    "text", ["{", '{"format": "ssewire-baseline/1", "expected": [{"code": "no_such_code"}]}', "[]"]
+)
 def test_bad_baseline_exits_2(text, tmp_path, capsys):
     baseline = tmp_path / "b.json"
     baseline.write_text(text)
-    code, out, err = run_cli(capsys, "validate", write(tmp_path, BASES["2025-11-25"]()), "--baseline", str(baseline))
+    code, out, err = run_cli(
+        capsys, "validate", write(tmp_path, BASES["2025-11-25"]()), "--baseline", str(baseline)
+    )
     assert (code, out) == (2, "") and "baseline" in err
 
 
@@ -370,7 +416,9 @@ def test_a_request_id_reused_in_sequence_is_not_a_broadcast():
 
 def test_identical_notifications_on_two_2026_request_streams_are_not_duplicates():
     document = BASES["2026-07-28"]()
-    note = event({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}})
+    note = event(
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}}
+    )
     find(document, "e2")["response"]["chunks"][:0] = chunks(note)
     find(document, "e4")["response"]["chunks"][:0] = chunks(note)
     assert codes(document) == []
@@ -395,7 +443,9 @@ def test_one_fault_one_code():
 def test_the_initialize_stream_belongs_to_the_session_it_opens():
     document = BASES["2025-11-25"]()
     find(document, "e6")["request"]["headers"]["Last-Event-ID"] = "i-2"
-    find(document, "e6")["response"]["chunks"] = chunks(event({"jsonrpc": "2.0", "method": "notifications/x"}, "i-3"))
+    find(document, "e6")["response"]["chunks"] = chunks(
+        event({"jsonrpc": "2.0", "method": "notifications/x"}, "i-3")
+    )
     assert [c for c, _, _ in codes(document)] == []  # resumes the initialize stream
     document = BASES["2025-11-25"]()
     find(document, "e3")["response"]["chunks"] = chunks(priming("i-1"), event(result(2), "a-3"))
@@ -412,7 +462,9 @@ def test_only_mcp_name_is_base64_decoded():
     document = BASES["2026-07-28"]()
     headers = find(document, "e1")["request"]["headers"]
     headers["Mcp-Method"] = "=?base64?" + base64.b64encode(b"tools/list").decode() + "?="
-    find(document, "e1")["response"].update(status=400, body={"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": "m"}})
+    find(document, "e1")["response"].update(
+        status=400, body={"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": "m"}}
+    )
     assert codes(document) == [("method_header_mismatch", "error", "e1")]
 
 
@@ -445,7 +497,9 @@ def test_credentials_in_text_bodies_and_sse_data_are_flagged_never_printed(tmp_p
     del e7["request"]["body"]
     e7["request"]["body_text"] = "grant_type=authorization_code&code=AUTHCODE1&client_secret=CLSECRET1"
     e7["response"].update(status=400)
-    find(document, "e3")["response"]["chunks"] = chunks(priming("a-1"), event(result(2, {"access_token": "SSETOKEN1"}), "a-3"))
+    find(document, "e3")["response"]["chunks"] = chunks(
+        priming("a-1"), event(result(2, {"access_token": "SSETOKEN1"}), "a-3")
+    )
     for form in ("text", "json", "junit"):
         _, out, err = run_cli(capsys, "validate", write(tmp_path, document), "--format", form)
         for secret in ("AUTHCODE1", "CLSECRET1", "SSETOKEN1"):

@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--format", choices=("text", "json", "junit"), default="text")
     validate.add_argument("--baseline", metavar="FILE", help="expected findings (ssewire-baseline/1)")
     validate.add_argument(
-        "--write-baseline", metavar="FILE", help="also write a baseline accepting every error and warning found"
+        "--write-baseline",
+        metavar="FILE",
+        help="also write a baseline accepting every error and warning found",
     )
     redact = commands.add_parser(
         "redact",
@@ -103,9 +105,21 @@ def _item_line(item) -> dict:
     from .jsonrpc import InvalidMessage, Message, Priming, TornTail
 
     if isinstance(item, Message):
-        return {"kind": item.kind, "id": item.id, "method": item.method, "size": item.size, "event_id": item.event_id}
+        return {
+            "kind": item.kind,
+            "id": item.id,
+            "method": item.method,
+            "size": item.size,
+            "event_id": item.event_id,
+        }
     if isinstance(item, InvalidMessage):
-        return {"kind": "invalid", "reason": item.reason, "event_id": item.event_id, "size": item.size, "excerpt": item.excerpt}
+        return {
+            "kind": "invalid",
+            "reason": item.reason,
+            "event_id": item.event_id,
+            "size": item.size,
+            "excerpt": item.excerpt,
+        }
     if isinstance(item, Priming):
         return {"kind": "priming", "event_id": item.event_id}
     if isinstance(item, TornTail):
@@ -162,8 +176,7 @@ def _decode(args: argparse.Namespace) -> int:
     emit(decoder.close())
     if not args.jsonrpc and decoder.discarded:
         print(
-            f"ssewire decode: the stream ended inside an event "
-            f"({decoder.discarded} bytes not dispatched)",
+            f"ssewire decode: the stream ended inside an event ({decoder.discarded} bytes not dispatched)",
             file=sys.stderr,
         )
         problems += 1
@@ -172,7 +185,15 @@ def _decode(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from .mcp import TranscriptError, UnknownProfile, load, validate
-    from .mcp.report import BaselineError, Outcome, baseline_document, load_baseline, to_json, to_junit, to_text
+    from .mcp.report import (
+        BaselineError,
+        Outcome,
+        baseline_document,
+        load_baseline,
+        to_json,
+        to_junit,
+        to_text,
+    )
 
     try:
         transcript = load(args.file)
@@ -198,7 +219,10 @@ def _validate(args: argparse.Namespace) -> int:
                 json.dump(baseline_document(result), handle, indent=2)
                 handle.write("\n")
         except OSError as exc:
-            print(f"ssewire validate: cannot write {args.write_baseline}: {exc.strerror or exc}", file=sys.stderr)
+            print(
+                f"ssewire validate: cannot write {args.write_baseline}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             return EXIT_INPUT
     return EXIT_OK if outcome.passed else EXIT_FINDINGS
 

@@ -1,8 +1,8 @@
 """MCP Streamable HTTP tooling: revision profiles, the transcript format, the validator.
 
-    from ssewire.mcp import load, validate
-    result = validate(load("session.json"), profile="2025-11-25")
-    for finding in result.findings: ...
+from ssewire.mcp import load, validate
+result = validate(load("session.json"), profile="2025-11-25")
+for finding in result.findings: ...
 """
 
 from .findings import RULES, Finding

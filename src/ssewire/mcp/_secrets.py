@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlsplit
 
 MASK = "<redacted>"
 
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"})
 URL_PARAMS = frozenset(
-    {"access_token", "token", "api_key", "apikey", "key", "code", "client_secret", "password", "sig", "signature", "auth"}
+    {
+        "access_token",
+        "token",
+        "api_key",
+        "apikey",
+        "key",
+        "code",
+        "client_secret",
+        "password",
+        "sig",
+        "signature",
+        "auth",
+    }
 )
 # OAuth and similar fields inside JSON bodies.
 JSON_KEYS = frozenset(
@@ -38,7 +51,11 @@ def url_credentials(url: str) -> list[str]:
     """Names of the URL parts that carry an unmasked credential (never their values)."""
     parts = urlsplit(url)
     names = sorted(
-        {k for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() in URL_PARAMS and not is_masked(v)}
+        {
+            k
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if k.lower() in URL_PARAMS and not is_masked(v)
+        }
     )
     if parts.password and not is_masked(parts.password):
         names.append("userinfo")
@@ -50,7 +67,12 @@ def json_credentials(value: Any, path: str = "") -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():
             here = f"{path}/{key}"
-            if isinstance(key, str) and key.lower() in JSON_KEYS and isinstance(item, str) and not is_masked(item):
+            if (
+                isinstance(key, str)
+                and key.lower() in JSON_KEYS
+                and isinstance(item, str)
+                and not is_masked(item)
+            ):
                 yield here
             else:
                 yield from json_credentials(item, here)
@@ -61,7 +83,9 @@ def json_credentials(value: Any, path: str = "") -> Iterator[str]:
 
 # ``key=value`` (forms, query strings) or ``"key": "value"`` (JSON) in free text.
 _IN_TEXT = re.compile(
-    r'(?i)(?<![\w-])("?)(' + "|".join(sorted(JSON_KEYS | {"code", "token"})) + r')\1(\s*[=:]\s*)("?)([^&"\s,;}]+)'
+    r'(?i)(?<![\w-])("?)('
+    + "|".join(sorted(JSON_KEYS | {"code", "token"}))
+    + r')\1(\s*[=:]\s*)("?)([^&"\s,;}]+)'
 )
 
 

@@ -47,7 +47,9 @@ class Recorder:
         content = None if body is None else orjson.dumps(body)
         request = self.client.build_request(method, url, headers=headers, content=content)
         if read_timeout is not None:
-            request.extensions["timeout"] = httpx.Timeout(self.client.timeout.connect or 10.0, read=read_timeout).as_dict()
+            request.extensions["timeout"] = httpx.Timeout(
+                self.client.timeout.connect or 10.0, read=read_timeout
+            ).as_dict()
         chunks: list[bytes] = []
         disconnected = False
         response = self.client.send(request, stream=True)
@@ -74,7 +76,11 @@ class Recorder:
         record["request"] = {"method": method, "url": url, "headers": _fields(request.headers)}
         if body is not None:
             record["request"]["body"] = body
-        record["response"] = {"status": response.status_code, "headers": _fields(response.headers), **_body(chunks)}
+        record["response"] = {
+            "status": response.status_code,
+            "headers": _fields(response.headers),
+            **_body(chunks),
+        }
         record["response"]["disconnected"] = disconnected
         self.exchanges.append(record)
         return record

@@ -125,7 +125,10 @@ def _url(url: str) -> str:
     if parts.password is not None:
         netloc = f"{MASK}@" + netloc.rsplit("@", 1)[1]
     query = urlencode(
-        [(k, MASK if k.lower() in URL_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        [
+            (k, MASK if k.lower() in URL_PARAMS else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ],
         safe="<>",
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
@@ -134,7 +137,9 @@ def _url(url: str) -> str:
 def _json(value: Any) -> Any:
     """Mask OAuth-like fields at any depth."""
     if isinstance(value, dict):
-        return {k: MASK if k.lower() in JSON_KEYS and isinstance(v, str) else _json(v) for k, v in value.items()}
+        return {
+            k: MASK if k.lower() in JSON_KEYS and isinstance(v, str) else _json(v) for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_json(v) for v in value]
     return value
@@ -164,7 +169,9 @@ def _shape(value: Any) -> Any:
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n|$)")
 _SECRET_JSON = re.compile(
-    rb'("(?:' + b"|".join(re.escape(k.encode()) for k in sorted(JSON_KEYS)) + rb')"\s*:\s*)"(?:[^"\\\r\n]|\\.)*"',
+    rb'("(?:'
+    + b"|".join(re.escape(k.encode()) for k in sorted(JSON_KEYS))
+    + rb')"\s*:\s*)"(?:[^"\\\r\n]|\\.)*"',
     re.IGNORECASE,
 )
 
@@ -182,7 +189,13 @@ def _sse(pieces: list[bytes], event_ids: _Names) -> list[bytes]:
             value_start = line.start() + 3 + (text[3:4] == b" ")
             value = whole[value_start : line.start() + len(text)]
             if value_start <= line.start() + len(text) and value:
-                spans.append((value_start, value_start + len(value), event_ids(value.decode("utf-8", "replace")).encode()))
+                spans.append(
+                    (
+                        value_start,
+                        value_start + len(value),
+                        event_ids(value.decode("utf-8", "replace")).encode(),
+                    )
+                )
     for match in _SECRET_JSON.finditer(whole):
         value_start = match.start() + len(match.group(1))
         if not any(s < match.end() and value_start < e for s, e, _ in spans):

@@ -177,16 +177,22 @@ def to_junit(outcome: Outcome, source: str, exchange_ids: list[str]) -> str:
         failing = [f for f, b in found if f.level == ERROR and not b]
         if failing:
             failures += 1
-            failure = ElementTree.SubElement(case, "failure", type=failing[0].code, message=failing[0].message)
+            failure = ElementTree.SubElement(
+                case, "failure", type=failing[0].code, message=failing[0].message
+            )
             failure.text = "\n".join(f"{f.code} {f.path}: {f.message} [{f.requirement}]" for f in failing)
         others = [(f, b) for f, b in found if f.level != ERROR or b]
         if others:
             out = ElementTree.SubElement(case, "system-out")
-            out.text = "\n".join(f"{f.level} {f.code} {f.path}: {f.message}" + (" (baselined)" if b else "") for f, b in others)
+            out.text = "\n".join(
+                f"{f.level} {f.code} {f.path}: {f.message}" + (" (baselined)" if b else "") for f, b in others
+            )
     if outcome.stale:
         failures += 1
         case = ElementTree.SubElement(suite, "testcase", classname=f"mcp.{result.profile}", name="baseline")
-        failure = ElementTree.SubElement(case, "failure", type="stale_baseline", message="baseline entries matched no finding")
+        failure = ElementTree.SubElement(
+            case, "failure", type="stale_baseline", message="baseline entries matched no finding"
+        )
         failure.text = "\n".join(json.dumps(e.as_dict()) for e in outcome.stale)
     suite.set("tests", str(len(suite)))
     suite.set("failures", str(failures))

@@ -225,13 +225,19 @@ def _response(raw: Any, where: str) -> Response:
         raise TranscriptError(f"{where}/status: expected an integer HTTP status (100-599)")
     bodies = [key for key in ("chunks", "chunks_b64", "body", "body_text") if key in item]
     if len(bodies) > 1:
-        raise TranscriptError(f"{where}: give one of chunks, chunks_b64, body, body_text (got {', '.join(bodies)})")
+        raise TranscriptError(
+            f"{where}: give one of chunks, chunks_b64, body, body_text (got {', '.join(bodies)})"
+        )
     chunks = None
     if "chunks" in item:
-        chunks = tuple(_text_chunk(c, f"{where}/chunks/{i}") for i, c in enumerate(_array(item["chunks"], f"{where}/chunks")))
+        chunks = tuple(
+            _text_chunk(c, f"{where}/chunks/{i}")
+            for i, c in enumerate(_array(item["chunks"], f"{where}/chunks"))
+        )
     elif "chunks_b64" in item:
         chunks = tuple(
-            _b64_chunk(c, f"{where}/chunks_b64/{i}") for i, c in enumerate(_array(item["chunks_b64"], f"{where}/chunks_b64"))
+            _b64_chunk(c, f"{where}/chunks_b64/{i}")
+            for i, c in enumerate(_array(item["chunks_b64"], f"{where}/chunks_b64"))
         )
     return Response(
         status=status,

@@ -32,8 +32,8 @@ from ..jsonrpc import (
 )
 from ._secrets import CREDENTIAL_HEADERS, is_masked, json_credentials, text_credentials, url_credentials
 from .findings import DETECTED, ERROR, RULES, WARNING, Finding, requirement
-from .profiles import KNOWN_VERSIONS, Profile, resolve
-from .transcript import ABSENT, Exchange, Headers, Transcript
+from .profiles import KNOWN_VERSIONS, resolve
+from .transcript import ABSENT, Exchange, Transcript
 
 # Fields that may appear once: a repeat (e.g. two Mcp-Method lines) makes the value ambiguous.
 SINGLE_VALUED = frozenset(
@@ -114,7 +114,12 @@ class _Validator:
         if alias_note:
             self.add("profile_alias", None, "/profile", f"profile {name!r}: {alias_note}")
         if override and transcript.profile and override != transcript.profile:
-            self.add("profile_overridden", None, "/profile", f"checked as {self.profile.name}, not {transcript.profile!r}")
+            self.add(
+                "profile_overridden",
+                None,
+                "/profile",
+                f"checked as {self.profile.name}, not {transcript.profile!r}",
+            )
         # session state, with the exchange index and concurrent group that changed it
         self.assigned: list[tuple[str, Exchange]] = []
         self.terminated: list[tuple[str, Exchange]] = []
@@ -132,7 +137,9 @@ class _Validator:
 
     # -- plumbing ---------------------------------------------------------------
 
-    def add(self, code: str, exchange: Exchange | None, path: str, message: str, *, level: str | None = None) -> None:
+    def add(
+        self, code: str, exchange: Exchange | None, path: str, message: str, *, level: str | None = None
+    ) -> None:
         rule = RULES[code]
         self.findings.append(
             Finding(
@@ -150,7 +157,9 @@ class _Validator:
     @staticmethod
     def _before(ex: Exchange, other: Exchange) -> bool:
         """``other`` happened before ``ex`` (not concurrently with it)."""
-        return other.index < ex.index and (ex.concurrent_group is None or other.concurrent_group != ex.concurrent_group)
+        return other.index < ex.index and (
+            ex.concurrent_group is None or other.concurrent_group != ex.concurrent_group
+        )
 
     def run(self) -> Result:
         for ex in self.transcript.exchanges:
@@ -184,17 +193,43 @@ class _Validator:
                     )
             for name, value in headers.fields:
                 if name.lower() in CREDENTIAL_HEADERS and not is_masked(value):
-                    self.add("unredacted_credential", ex, f"/{side}/headers/{name}", f"the {name} header carries a credential (value not shown)")
+                    self.add(
+                        "unredacted_credential",
+                        ex,
+                        f"/{side}/headers/{name}",
+                        f"the {name} header carries a credential (value not shown)",
+                    )
         names = url_credentials(ex.request.url or "")
         if names:
-            self.add("unredacted_credential", ex, "/request/url", f"the URL carries credentials in: {', '.join(names)} (values not shown)")
-        for side, text in (("request", ex.request.body_text), ("response", ex.response.body_text if ex.response else None)):
+            self.add(
+                "unredacted_credential",
+                ex,
+                "/request/url",
+                f"the URL carries credentials in: {', '.join(names)} (values not shown)",
+            )
+        for side, text in (
+            ("request", ex.request.body_text),
+            ("response", ex.response.body_text if ex.response else None),
+        ):
             names = text_credentials(text) if text else []
             if names:
-                self.add("unredacted_credential", ex, f"/{side}/body_text", f"the body carries credentials in: {', '.join(names)} (values not shown)")
-        for side, body in (("request", ex.request.body), ("response", ex.response.body if ex.response else ABSENT)):
+                self.add(
+                    "unredacted_credential",
+                    ex,
+                    f"/{side}/body_text",
+                    f"the body carries credentials in: {', '.join(names)} (values not shown)",
+                )
+        for side, body in (
+            ("request", ex.request.body),
+            ("response", ex.response.body if ex.response else ABSENT),
+        ):
             for where in json_credentials(body) if body is not ABSENT else ():
-                self.add("unredacted_credential", ex, f"/{side}/body{where}", "a credential field in the JSON body (value not shown)")
+                self.add(
+                    "unredacted_credential",
+                    ex,
+                    f"/{side}/body{where}",
+                    "a credential field in the JSON body (value not shown)",
+                )
 
     # -- POST ----------------------------------------------------------------------
 
@@ -203,15 +238,35 @@ class _Validator:
         accept = ", ".join(req.headers.all("accept")) or None  # a list-valued field
         if accept is None or not (_accepts(accept, JSON) and _accepts(accept, SSE)):
             shown = "missing" if accept is None else repr(accept)
-            self.add("invalid_post_accept", ex, "/request/headers/accept", f"POST Accept is {shown}: it must list both {JSON} and {SSE}")
+            self.add(
+                "invalid_post_accept",
+                ex,
+                "/request/headers/accept",
+                f"POST Accept is {shown}: it must list both {JSON} and {SSE}",
+            )
         messages, batch = self._request_messages(ex)
         if req.headers.get("last-event-id") is not None:
             if profile.resumability:
-                self.add("last_event_id_on_post", ex, "/request/headers/last-event-id", "Last-Event-ID sent on a POST: streams are resumed with GET")
+                self.add(
+                    "last_event_id_on_post",
+                    ex,
+                    "/request/headers/last-event-id",
+                    "Last-Event-ID sent on a POST: streams are resumed with GET",
+                )
             else:
-                self.add("resumability_removed", ex, "/request/headers/last-event-id", f"Last-Event-ID sent, but {profile.name} has no stream resumption")
+                self.add(
+                    "resumability_removed",
+                    ex,
+                    "/request/headers/last-event-id",
+                    f"Last-Event-ID sent, but {profile.name} has no stream resumption",
+                )
         if profile.request_headers and any(m.kind in (RESPONSE, ERROR_KIND) for m in messages):
-            self.add("invalid_request_body", ex, "/request/body", f"the client POSTed a JSON-RPC response; in {profile.name} clients never send responses")
+            self.add(
+                "invalid_request_body",
+                ex,
+                "/request/body",
+                f"the client POSTed a JSON-RPC response; in {profile.name} clients never send responses",
+            )
         requests = [m for m in messages if m.kind == REQUEST]
         is_init = any(m.method == "initialize" for m in requests)
         scope = self._session_checks(ex, is_init)
@@ -225,13 +280,25 @@ class _Validator:
         if not requests and not must_reject:
             if messages and 200 <= resp.status < 300 and (resp.status != 202 or resp.has_body):
                 what = "202 with a body" if resp.status == 202 else str(resp.status)
-                self.add("post_not_answered_202", ex, "/response/status", f"a POST of only notifications/responses was answered {what}, not 202 with no body")
+                self.add(
+                    "post_not_answered_202",
+                    ex,
+                    "/response/status",
+                    f"a POST of only notifications/responses was answered {what}, not 202 with no body",
+                )
             return
         body = self._read_body(ex, batches=batch or profile.batches)
         if must_reject:
             if resp.status != 400 or (body.error_code is not None and body.error_code != HEADER_MISMATCH):
-                got = f"{resp.status}" + (f" with error {body.error_code}" if body.error_code is not None else "")
-                self.add("header_mismatch_not_rejected", ex, "/response/status", f"the request's MCP headers disagree with its body, but the server answered {got}, not 400 with -32020")
+                got = f"{resp.status}" + (
+                    f" with error {body.error_code}" if body.error_code is not None else ""
+                )
+                self.add(
+                    "header_mismatch_not_rejected",
+                    ex,
+                    "/response/status",
+                    f"the request's MCP headers disagree with its body, but the server answered {got}, not 400 with -32020",
+                )
         if not requests:
             return
         if is_init:
@@ -243,13 +310,27 @@ class _Validator:
         ctype = _media_type(resp.headers.get("content-type"))
         if ctype not in (JSON, SSE):
             shown = "missing" if ctype is None else repr(ctype)
-            self.add("invalid_response_content_type", ex, "/response/headers/content-type", f"a request was answered {resp.status} with Content-Type {shown}, not {JSON} or {SSE}")
+            self.add(
+                "invalid_response_content_type",
+                ex,
+                "/response/headers/content-type",
+                f"a request was answered {resp.status} with Content-Type {shown}, not {JSON} or {SSE}",
+            )
             return
         wanted = {m.id for m in requests}
         if body.kind == "json":
             got = {m.id for m in body.messages if m.kind in (RESPONSE, ERROR_KIND)}
-            if body.messages and not (wanted & got) and not any(m.kind == ERROR_KIND and m.id is None for m in body.messages):
-                self.add("invalid_json_response", ex, "/response/body", "the JSON response does not answer the request's id")
+            if (
+                body.messages
+                and not (wanted & got)
+                and not any(m.kind == ERROR_KIND and m.id is None for m in body.messages)
+            ):
+                self.add(
+                    "invalid_json_response",
+                    ex,
+                    "/response/body",
+                    "the JSON response does not answer the request's id",
+                )
         self._register_stream(ex, body, scope, root=ex.id)
         if body.kind == "sse" and not resp.disconnected:
             self.pending.append((ex, wanted, body))
@@ -264,13 +345,23 @@ class _Validator:
             try:
                 payload = orjson.loads(req.body_text)
             except orjson.JSONDecodeError:
-                self.add("invalid_request_body", ex, "/request/body_text", f"the POST body is not JSON ({len(req.body_text.encode())} bytes)")
+                self.add(
+                    "invalid_request_body",
+                    ex,
+                    "/request/body_text",
+                    f"the POST body is not JSON ({len(req.body_text.encode())} bytes)",
+                )
                 return [], False
         batch = isinstance(payload, list)
         if batch and not payload:
             self.add("invalid_request_body", ex, "/request/body", "an empty JSON-RPC batch")
         if batch and not self.profile.batches:
-            self.add("batch_not_allowed", ex, "/request/body", f"a JSON-RPC batch of {len(payload)} was POSTed; {self.profile.name} has no batches")
+            self.add(
+                "batch_not_allowed",
+                ex,
+                "/request/body",
+                f"a JSON-RPC batch of {len(payload)} was POSTed; {self.profile.name} has no batches",
+            )
         items = payload if batch else [payload]
         messages = []
         for index, item in enumerate(items):
@@ -289,25 +380,51 @@ class _Validator:
         sid = req.headers.get("mcp-session-id")
         if not self.profile.sessions:
             if sid is not None:
-                self.add("session_header_removed", ex, "/request/headers/mcp-session-id", f"the client sent Mcp-Session-Id; {self.profile.name} has no sessions")
+                self.add(
+                    "session_header_removed",
+                    ex,
+                    "/request/headers/mcp-session-id",
+                    f"the client sent Mcp-Session-Id; {self.profile.name} has no sessions",
+                )
             if resp is not None and resp.headers.get("mcp-session-id") is not None:
-                self.add("session_header_removed", ex, "/response/headers/mcp-session-id", f"the server sent Mcp-Session-Id; {self.profile.name} has no sessions")
+                self.add(
+                    "session_header_removed",
+                    ex,
+                    "/response/headers/mcp-session-id",
+                    f"the server sent Mcp-Session-Id; {self.profile.name} has no sessions",
+                )
             return None
         if is_init:
             return None  # the scope is set when the response assigns an id
         visible = [s for s, other in self.assigned if self._before(ex, other)]
         if sid is None:
             if visible:
-                self.add("session_id_missing", ex, "/request/headers", "the server assigned a session at initialize, but this request carries no Mcp-Session-Id")
+                self.add(
+                    "session_id_missing",
+                    ex,
+                    "/request/headers",
+                    "the server assigned a session at initialize, but this request carries no Mcp-Session-Id",
+                )
                 if resp is not None and resp.status != 400:
-                    self.add("missing_session_not_rejected", ex, "/response/status", f"a request without Mcp-Session-Id was answered {resp.status}, not 400")
+                    self.add(
+                        "missing_session_not_rejected",
+                        ex,
+                        "/response/status",
+                        f"a request without Mcp-Session-Id was answered {resp.status}, not 400",
+                    )
             return None
         gone = any(s == sid and self._before(ex, other) for s, other in self.terminated)
         unknown = bool(visible) and sid not in visible
         if (gone or unknown) and resp is not None and resp.status != 404:
             why = "terminated" if gone else "never assigned in this transcript"
             level = None if gone else WARNING  # the spec's MUST names terminated sessions only
-            self.add("unknown_session_not_404", ex, "/response/status", f"a request with a session id that was {why} was answered {resp.status}, not 404", level=level)
+            self.add(
+                "unknown_session_not_404",
+                ex,
+                "/response/status",
+                f"a request with a session id that was {why} was answered {resp.status}, not 404",
+                level=level,
+            )
         return sid
 
     def _initialized(self, ex: Exchange, body: _Body) -> str | None:
@@ -319,7 +436,12 @@ class _Validator:
             sid = None
         else:
             if not sid or any(not 0x21 <= ord(c) <= 0x7E for c in sid):
-                self.add("invalid_session_id", ex, "/response/headers/mcp-session-id", "the assigned Mcp-Session-Id has characters outside visible ASCII 0x21-0x7E (value not shown)")
+                self.add(
+                    "invalid_session_id",
+                    ex,
+                    "/response/headers/mcp-session-id",
+                    "the assigned Mcp-Session-Id has characters outside visible ASCII 0x21-0x7E (value not shown)",
+                )
             self.assigned.append((sid, ex))
         for message in body.messages:
             result = message.payload.get("result") if isinstance(message.payload, dict) else None
@@ -327,7 +449,12 @@ class _Validator:
             if isinstance(version, str):
                 self.negotiated.append((version, ex))
                 if version != self.profile.name:
-                    self.add("negotiated_version_differs", ex, "/response", f"initialize negotiated {version!r}, the profile is {self.profile.name}")
+                    self.add(
+                        "negotiated_version_differs",
+                        ex,
+                        "/response",
+                        f"initialize negotiated {version!r}, the profile is {self.profile.name}",
+                    )
         return sid
 
     def _version_header(self, ex: Exchange) -> None:
@@ -339,13 +466,29 @@ class _Validator:
         value = _stripped(ex.request.headers.get("mcp-protocol-version"))
         path = "/request/headers/mcp-protocol-version"
         if value is None:
-            self.add("protocol_version_mismatch", ex, path, f"MCP-Protocol-Version is missing (the server will assume 2025-03-26); the negotiated revision is {expected}")
+            self.add(
+                "protocol_version_mismatch",
+                ex,
+                path,
+                f"MCP-Protocol-Version is missing (the server will assume 2025-03-26); the negotiated revision is {expected}",
+            )
         elif value != expected:
             # "SHOULD be the one negotiated": a warning; a missing header breaks a MUST.
-            self.add("protocol_version_mismatch", ex, path, f"MCP-Protocol-Version is {value!r}, the negotiated revision is {expected}", level=WARNING)
+            self.add(
+                "protocol_version_mismatch",
+                ex,
+                path,
+                f"MCP-Protocol-Version is {value!r}, the negotiated revision is {expected}",
+                level=WARNING,
+            )
         resp = ex.response
         if value is not None and value not in KNOWN_VERSIONS and resp is not None and resp.status != 400:
-            self.add("unsupported_version_not_rejected", ex, "/response/status", f"an unsupported MCP-Protocol-Version {value!r} was answered {resp.status}, not 400")
+            self.add(
+                "unsupported_version_not_rejected",
+                ex,
+                "/response/status",
+                f"an unsupported MCP-Protocol-Version {value!r} was answered {resp.status}, not 400",
+            )
 
     def _request_headers(self, ex: Exchange, message: _Msg) -> bool:
         """2026-07-28: MCP-Protocol-Version, Mcp-Method, Mcp-Name agree with the body.
@@ -363,15 +506,30 @@ class _Validator:
         value = _stripped(headers.get("mcp-protocol-version"))
         path = "/request/headers/mcp-protocol-version"
         if value is None:
-            self.add("protocol_version_mismatch", ex, path, "MCP-Protocol-Version is missing; every POST must carry it")
+            self.add(
+                "protocol_version_mismatch",
+                ex,
+                path,
+                "MCP-Protocol-Version is missing; every POST must carry it",
+            )
         elif meta_version is not None and value != meta_version:
-            self.add("protocol_version_mismatch", ex, path, f"MCP-Protocol-Version is {value!r} but the body's _meta says {meta_version!r}")
+            self.add(
+                "protocol_version_mismatch",
+                ex,
+                path,
+                f"MCP-Protocol-Version is {value!r} but the body's _meta says {meta_version!r}",
+            )
             problem = True
         if message.kind == REQUEST:
             method = _stripped(headers.get("mcp-method"))
             if method != message.method:
                 got = "missing" if method is None else repr(method)
-                self.add("method_header_mismatch", ex, "/request/headers/mcp-method", f"Mcp-Method is {got}, the body's method is {message.method!r}")
+                self.add(
+                    "method_header_mismatch",
+                    ex,
+                    "/request/headers/mcp-method",
+                    f"Mcp-Method is {got}, the body's method is {message.method!r}",
+                )
                 problem = True
             name_field = NAME_FIELDS.get(message.method or "")
             if name_field is not None:
@@ -379,14 +537,24 @@ class _Validator:
                 name = _encoded_value(headers.get("mcp-name"))
                 if name != expected:
                     got = "missing" if name is None else "different"
-                    self.add("name_header_mismatch", ex, "/request/headers/mcp-name", f"Mcp-Name is {got}; it must equal params.{name_field} of {message.method}")
+                    self.add(
+                        "name_header_mismatch",
+                        ex,
+                        "/request/headers/mcp-name",
+                        f"Mcp-Name is {got}; it must equal params.{name_field} of {message.method}",
+                    )
                     problem = True
         resp = ex.response
         if not problem and value is not None and value not in KNOWN_VERSIONS and resp is not None:
             code = self._read_body(ex, batches=False).error_code
             if resp.status != 400 or (code is not None and code != UNSUPPORTED_VERSION):
                 got = f"{resp.status}" + (f" with error {code}" if code is not None else "")
-                self.add("unsupported_version_not_rejected", ex, "/response/status", f"an unsupported MCP-Protocol-Version {value!r} was answered {got}, not 400 with -32022")
+                self.add(
+                    "unsupported_version_not_rejected",
+                    ex,
+                    "/response/status",
+                    f"an unsupported MCP-Protocol-Version {value!r} was answered {got}, not 400 with -32022",
+                )
         return problem and value is not None
 
     # -- GET and DELETE ------------------------------------------------------------
@@ -395,12 +563,28 @@ class _Validator:
         profile, req, resp = self.profile, ex.request, ex.response
         last_id = req.headers.get("last-event-id")
         if not profile.get_stream:
-            self.add("get_removed_in_profile", ex, "/request/method", f"the client opened a GET; {profile.name} has no GET stream")
+            self.add(
+                "get_removed_in_profile",
+                ex,
+                "/request/method",
+                f"the client opened a GET; {profile.name} has no GET stream",
+            )
             if resp is not None and resp.status != 405:
                 level = ERROR if 200 <= resp.status < 300 else WARNING
-                self.add("get_removed_in_profile", ex, "/response/status", f"the server answered the GET {resp.status}, not 405", level=level)
+                self.add(
+                    "get_removed_in_profile",
+                    ex,
+                    "/response/status",
+                    f"the server answered the GET {resp.status}, not 405",
+                    level=level,
+                )
             if last_id is not None:
-                self.add("resumability_removed", ex, "/request/headers/last-event-id", f"Last-Event-ID sent, but {profile.name} has no stream resumption")
+                self.add(
+                    "resumability_removed",
+                    ex,
+                    "/request/headers/last-event-id",
+                    f"Last-Event-ID sent, but {profile.name} has no stream resumption",
+                )
             self._session_checks(ex, False)
             if resp is not None and 200 <= resp.status < 300:
                 self._register_stream(ex, self._read_body(ex), None, root=ex.id)
@@ -408,7 +592,12 @@ class _Validator:
         accept = ", ".join(req.headers.all("accept")) or None  # a list-valued field
         if accept is None or not _accepts(accept, SSE):
             shown = "missing" if accept is None else repr(accept)
-            self.add("invalid_get_accept", ex, "/request/headers/accept", f"GET Accept is {shown}: it must list {SSE}")
+            self.add(
+                "invalid_get_accept",
+                ex,
+                "/request/headers/accept",
+                f"GET Accept is {shown}: it must list {SSE}",
+            )
         scope = self._session_checks(ex, False)
         if profile.version_header:
             self._version_header(ex)
@@ -417,13 +606,23 @@ class _Validator:
         ctype = _media_type(resp.headers.get("content-type"))
         if ctype != SSE:
             shown = "missing" if ctype is None else repr(ctype)
-            self.add("invalid_response_content_type", ex, "/response/headers/content-type", f"a GET was answered {resp.status} with Content-Type {shown}, not {SSE}")
+            self.add(
+                "invalid_response_content_type",
+                ex,
+                "/response/headers/content-type",
+                f"a GET was answered {resp.status} with Content-Type {shown}, not {SSE}",
+            )
             return
         body = self._read_body(ex)
         if last_id is None:
             responses = [m for m in body.messages if m.kind in (RESPONSE, ERROR_KIND)]
             if responses:
-                self.add("response_on_standalone_get", ex, f"/response/events/{responses[0].event}", f"{len(responses)} JSON-RPC response(s) on a standalone GET stream that resumes nothing")
+                self.add(
+                    "response_on_standalone_get",
+                    ex,
+                    f"/response/events/{responses[0].event}",
+                    f"{len(responses)} JSON-RPC response(s) on a standalone GET stream that resumes nothing",
+                )
             self._register_stream(ex, body, scope, root=ex.id)
         else:
             self._resumed(ex, body, scope, last_id)
@@ -431,10 +630,21 @@ class _Validator:
     def _delete(self, ex: Exchange) -> None:
         resp = ex.response
         if not self.profile.sessions:
-            self.add("delete_removed_in_profile", ex, "/request/method", f"the client sent DELETE; {self.profile.name} has no sessions")
+            self.add(
+                "delete_removed_in_profile",
+                ex,
+                "/request/method",
+                f"the client sent DELETE; {self.profile.name} has no sessions",
+            )
             if resp is not None and resp.status != 405:
                 level = ERROR if 200 <= resp.status < 300 else WARNING
-                self.add("delete_removed_in_profile", ex, "/response/status", f"the server answered the DELETE {resp.status}, not 405", level=level)
+                self.add(
+                    "delete_removed_in_profile",
+                    ex,
+                    "/response/status",
+                    f"the server answered the DELETE {resp.status}, not 405",
+                    level=level,
+                )
             self._session_checks(ex, False)
             return
         sid = ex.request.headers.get("mcp-session-id")
@@ -454,7 +664,9 @@ class _Validator:
         """
         cached = self.bodies.get(ex.id)
         if cached is None:
-            cached = self.bodies[ex.id] = self._decode_body(ex, self.profile.batches if batches is None else batches)
+            cached = self.bodies[ex.id] = self._decode_body(
+                ex, self.profile.batches if batches is None else batches
+            )
         return cached
 
     def _decode_body(self, ex: Exchange, batches: bool) -> _Body:
@@ -467,7 +679,9 @@ class _Validator:
             body.kind = "sse"
             chunks = resp.chunks if resp.chunks is not None else (resp.body_text.encode(),)
             self._decode_sse(ex, chunks, body, batches)
-        elif resp.body is not ABSENT or resp.body_text or (resp.chunks and any(resp.chunks) and ctype == JSON):
+        elif (
+            resp.body is not ABSENT or resp.body_text or (resp.chunks and any(resp.chunks) and ctype == JSON)
+        ):
             body.kind = "json"
             body.events = 1
             payload = resp.body
@@ -477,14 +691,21 @@ class _Validator:
                     payload = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     if 200 <= resp.status < 300 and ctype == JSON:
-                        self.add("invalid_json_response", ex, "/response/body", f"the JSON body does not parse ({len(raw)} bytes)")
+                        self.add(
+                            "invalid_json_response",
+                            ex,
+                            "/response/body",
+                            f"the JSON body does not parse ({len(raw)} bytes)",
+                        )
                     return body
             for item in payload if isinstance(payload, list) and batches else [payload]:
                 try:
                     kind, ident, method = classify(item)
                 except ValueError as exc:
                     if 200 <= resp.status < 300:
-                        self.add("invalid_json_response", ex, "/response/body", f"not a JSON-RPC message: {exc}")
+                        self.add(
+                            "invalid_json_response", ex, "/response/body", f"not a JSON-RPC message: {exc}"
+                        )
                     continue
                 self._note_error(body, kind, item)
                 body.messages.append(_Msg(kind, ident, method, item, 0))
@@ -502,7 +723,13 @@ class _Validator:
                 # what to do), but the torn message is still reported.
                 dropped = bool(ex.response and ex.response.disconnected)
                 how = "the connection dropped" if dropped else "the stream ended"
-                self.add("incomplete_sse_event", ex, f"/response/events/{index}", f"{how} inside an event: {item.discarded} bytes never dispatched", level=WARNING if dropped else None)
+                self.add(
+                    "incomplete_sse_event",
+                    ex,
+                    f"/response/events/{index}",
+                    f"{how} inside an event: {item.discarded} bytes never dispatched",
+                    level=WARNING if dropped else None,
+                )
                 continue
             event_id = item.id if not isinstance(item, (Message, InvalidMessage, Priming)) else item.event_id
             if event_id and event_id != body.last_event_id:
@@ -514,19 +741,36 @@ class _Validator:
             elif isinstance(item, Message):
                 members = item.payload if item.kind == "batch" else [item.payload]
                 for member in members:
-                    kind, ident, method = classify(member) if item.kind == "batch" else (item.kind, item.id, item.method)
+                    kind, ident, method = (
+                        classify(member) if item.kind == "batch" else (item.kind, item.id, item.method)
+                    )
                     self._note_error(body, kind, member)
                     body.messages.append(_Msg(kind, ident, method, member, index))
                     for where in json_credentials(member):
-                        self.add("unredacted_credential", ex, f"/response/events/{index}", f"a credential field ({where}) in the event's data (value not shown)")
+                        self.add(
+                            "unredacted_credential",
+                            ex,
+                            f"/response/events/{index}",
+                            f"a credential field ({where}) in the event's data (value not shown)",
+                        )
             index += 1
         body.events = index
         body.invalid = len(invalid)
         for event, item in invalid:
             reason = item.reason.split(":", 1)[0] if item.reason.startswith("invalid JSON") else item.reason
-            self.add("invalid_sse_json", ex, f"/response/events/{event}", f"event data ({item.size} bytes) is not a JSON-RPC message: {reason}")
+            self.add(
+                "invalid_sse_json",
+                ex,
+                f"/response/events/{event}",
+                f"event data ({item.size} bytes) is not a JSON-RPC message: {reason}",
+            )
         if ids_with_removed and not self.profile.resumability:
-            self.add("event_id_removed", ex, f"/response/events/{ids_with_removed[0]}", f"{len(ids_with_removed)} SSE event id(s) sent; {self.profile.name} has no resumption")
+            self.add(
+                "event_id_removed",
+                ex,
+                f"/response/events/{ids_with_removed[0]}",
+                f"{len(ids_with_removed)} SSE event id(s) sent; {self.profile.name} has no resumption",
+            )
 
     @staticmethod
     def _note_error(body: _Body, kind: str, payload: Any) -> None:
@@ -556,11 +800,22 @@ class _Validator:
             if message.kind in (RESPONSE, ERROR_KIND):
                 self.delivered.setdefault(root, set()).add(message.id)
         if duplicate_ids:
-            self.add("duplicate_event_id", ex, "/response/events", f"{duplicate_ids} SSE event id(s) already used on another stream of the session (values not shown)")
+            self.add(
+                "duplicate_event_id",
+                ex,
+                "/response/events",
+                f"{duplicate_ids} SSE event id(s) already used on another stream of the session (values not shown)",
+            )
         for has_id, count in copies.items():
             if count:
                 what = "message(s) with a JSON-RPC id" if has_id else "notification(s)"
-                self.add("cross_stream_duplicate", ex, f"/response/events/{first_copy[has_id]}", f"{count} {what} already sent on another stream", level=ERROR if has_id else WARNING)
+                self.add(
+                    "cross_stream_duplicate",
+                    ex,
+                    f"/response/events/{first_copy[has_id]}",
+                    f"{count} {what} already sent on another stream",
+                    level=ERROR if has_id else WARNING,
+                )
         self.chain_length[root] = base + body.events
         if body.last_event_id:
             self.chain_ids[root] = body.last_event_id
@@ -577,7 +832,12 @@ class _Validator:
         """A GET with Last-Event-ID: it continues the stream that owns that id."""
         owner = self.event_owner.get((scope, last_id))
         if owner is None:
-            self.add("last_event_id_unknown", ex, "/request/headers/last-event-id", "Last-Event-ID names no event seen on any earlier stream of this session (value not shown)")
+            self.add(
+                "last_event_id_unknown",
+                ex,
+                "/request/headers/last-event-id",
+                "Last-Event-ID names no event seen on any earlier stream of this session (value not shown)",
+            )
             self._register_stream(ex, body, scope, root=ex.id)
             return
         root, cursor = owner
@@ -604,9 +864,19 @@ class _Validator:
                 before += 1
                 first.setdefault("before", message.event)
         if before:
-            self.add("resume_replayed_before_cursor", ex, f"/response/events/{first['before']}", f"the resumed stream replayed {before} event(s)/message(s) from at or before Last-Event-ID")
+            self.add(
+                "resume_replayed_before_cursor",
+                ex,
+                f"/response/events/{first['before']}",
+                f"the resumed stream replayed {before} event(s)/message(s) from at or before Last-Event-ID",
+            )
         if other:
-            self.add("resume_replayed_other_stream", ex, f"/response/events/{first['other']}", f"the resumed stream replayed {other} event(s)/message(s) of another stream")
+            self.add(
+                "resume_replayed_other_stream",
+                ex,
+                f"/response/events/{first['other']}",
+                f"the resumed stream replayed {other} event(s)/message(s) of another stream",
+            )
         # Register under the resumed stream's root without re-flagging what was reported.
         self.root_of[ex.id] = root
         base = self.chain_length.get(root, 0)
@@ -628,11 +898,22 @@ class _Validator:
         if resp is None or not resp.disconnected or body.kind != "sse":
             return
         if self.profile.resumability and self.chain_ids.get(root):
-            action, reason = RESUME, "an event id was received on this stream: reopen it with GET and Last-Event-ID set to the last one; the server replays only this stream"
+            action, reason = (
+                RESUME,
+                "an event id was received on this stream: reopen it with GET and Last-Event-ID set to the last one; the server replays only this stream",
+            )
         elif ex.idempotent:
-            action, reason = REISSUE, "no resumption cursor" + ("" if self.profile.resumability else f" ({self.profile.name} has no resumption)") + "; the request is marked idempotent, so send it again with a new JSON-RPC id"
+            action, reason = (
+                REISSUE,
+                "no resumption cursor"
+                + ("" if self.profile.resumability else f" ({self.profile.name} has no resumption)")
+                + "; the request is marked idempotent, so send it again with a new JSON-RPC id",
+            )
         else:
-            action, reason = DO_NOT_REPLAY, "no resumption cursor and the request is not marked idempotent: replaying it could repeat its effects; report the failure instead"
+            action, reason = (
+                DO_NOT_REPLAY,
+                "no resumption cursor and the request is not marked idempotent: replaying it could repeat its effects; report the failure instead",
+            )
         self.recovery.append(Recovery(ex.id, action, reason))
 
     def _undelivered(self) -> None:
@@ -648,7 +929,13 @@ class _Validator:
             if not missing or body.invalid or (profile.priming and body.last_event_id):
                 continue  # (an invalid event may have been the response: one finding is enough)
             level = ERROR if profile.request_headers else WARNING
-            self.add("response_not_delivered", ex, "/response", f"the SSE stream ended without the response to {len(missing)} request(s), and no resumption delivered it", level=level)
+            self.add(
+                "response_not_delivered",
+                ex,
+                "/response",
+                f"the SSE stream ended without the response to {len(missing)} request(s), and no resumption delivered it",
+                level=level,
+            )
 
 
 def _media_type(value: str | None) -> str | None:
