@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import pathlib
 import random
 from xml.etree import ElementTree
 
@@ -16,7 +17,7 @@ from ssewire import cli
 from ssewire.mcp import RULES, from_document, validate
 from ssewire.mcp.redact import redact
 
-from .mcp_cases import BASES, CASES, Case, chunks, event, exchange, find, priming, result
+from .mcp_cases import BASES, CASES, Case, chunks, event, exchange, find, priming, progress, result
 
 CASE_IDS = [case.name for case in CASES]
 
@@ -510,3 +511,31 @@ def test_credentials_in_text_bodies_and_sse_data_are_flagged_never_printed(tmp_p
     for secret in ("AUTHCODE1", "CLSECRET1", "SSETOKEN1"):
         assert secret not in redacted
     assert "unredacted_credential" not in [c for c, _, _ in codes(redact(document))]
+
+
+def test_the_2025_11_25_session_under_2025_06_18_differs_only_by_its_negotiated_revision():
+    document = BASES["2025-11-25"]()
+    document["profile"] = "2025-06-18"
+    assert codes(document) == [("negotiated_version_differs", "info", "e1")]
+    # 2025-06-18 has no priming events, so a stream that ends without its response is
+    # flagged even though it sent an event id
+    find(document, "e3")["response"]["chunks"] = chunks(priming("a-1"), event(progress(2), "a-2"))
+    assert ("response_not_delivered", "warning", "e3") in codes(document)
+
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "mcp"
+
+
+@pytest.mark.parametrize(
+    ("name", "exit_code", "errors"),
+    [
+        ("sdk-2025-11-25.json", 1, [("invalid_post_accept", "e6")]),
+        ("sdk-2026-07-28.json", 1, [("method_header_mismatch", "e6"), ("name_header_mismatch", "e6")]),
+        ("proxy-reset.json", 0, []),
+    ],
+)
+def test_the_shipped_examples_say_what_their_readme_says(name, exit_code, errors, capsys):
+    code, out, _ = run_cli(capsys, "validate", str(EXAMPLES / name), "--format", "json")
+    report = json.loads(out)
+    assert code == exit_code
+    assert [(f["code"], f["exchange"]) for f in report["findings"] if f["level"] == "error"] == errors
