@@ -326,3 +326,34 @@ def test_event_limit_on_multi_megabyte_events_matches_the_pure_twin(decoder_cls,
     events, errors = expected[:2]
     assert [len(e.data) for e in events] == [limit - 1, 1]
     assert [error[1] for error in errors] == ["max_event_size"]
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 65536])
+def test_raw_events_around_the_handover_size_match_the_pure_twin(raw_decoder_cls, size):
+    # CRawDecoder moves a growing event into the bytes object it will hand out once it
+    # reaches 64 KiB; events just under, at and over that size, one after another (the
+    # next allocation is sized from the last), a dropped one and a torn one at the end.
+    lengths = [65534, 65535, 65536, 70000, 10, 140_000, 139_000, 5, 65537, 300_000]
+    stream = b"".join(b"data: " + bytes([97 + i]) * n + b"\n\n" for i, n in enumerate(lengths))
+    stream += b"data: " + b"q" * 200_000 + b"\n\n"  # over the limit below, like 300_000: dropped
+    stream += b"data: " + b"r" * 100 + b"\n\n" + b"data: " + b"t" * 90_000  # torn at the end
+    chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+
+    def run(cls):
+        decoder, events, errors = cls(max_event_size=150_000), [], 0
+        for chunk in chunks:
+            try:
+                events += decoder.feed(chunk)
+            except ssewire.EventTooLarge as error:
+                events += error.events
+                errors += 1
+        events += decoder.close()
+        return events, errors, decoder.discarded
+
+    expected = run(ssewire.PyRawDecoder)
+    got = run(raw_decoder_cls)
+    assert got == expected
+    events, errors, discarded = got
+    assert [len(e.data) for e in events] == [n for n in lengths if n < 150_000] + [100]
+    # (one error per feed() at most, so their count depends on the chunking)
+    assert all(type(e.data) is bytes for e in events) and errors >= 1 and discarded == 90_006
