@@ -357,3 +357,47 @@ def test_raw_events_around_the_handover_size_match_the_pure_twin(raw_decoder_cls
     assert [len(e.data) for e in events] == [n for n in lengths if n < 150_000] + [100]
     # (one error per feed() at most, so their count depends on the chunking)
     assert all(type(e.data) is bytes for e in events) and errors >= 1 and discarded == 90_006
+
+
+_OUT_OF_MEMORY = """
+import resource, sys
+import ssewire
+decoder = ssewire.CRawDecoder(max_event_size=None, max_line_size=None)
+decoder.feed(b"data: ")
+used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + (256 << 20), resource.RLIM_INFINITY))
+piece = b"y" * (8 << 20)
+try:
+    for _ in range(200):
+        decoder.feed(piece)
+except MemoryError:
+    pass
+else:
+    sys.exit("no MemoryError")
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+{after}
+print("ok")
+"""
+
+
+@pytest.mark.skipif("c" not in TWINS, reason="pure install: no compiled twin to check")
+@pytest.mark.parametrize(
+    "after",
+    [
+        'print(len(decoder.feed(b"z\\n\\ndata: next\\n\\n")))',
+        "decoder.close()",
+        "del decoder",
+    ],
+    ids=["feed", "close", "dealloc"],
+)
+def test_compiled_raw_decoder_survives_running_out_of_memory(after):
+    # A large raw event grows inside a bytes object; when growing it fails, CPython frees
+    # it, and the decoder must not touch that memory again.
+    import subprocess
+    import sys
+
+    twin("c", raw=True)
+    code = _OUT_OF_MEMORY.replace("{after}", after)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("ok")

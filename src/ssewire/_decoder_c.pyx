@@ -63,7 +63,7 @@ cdef extern from "Python.h":
     # The owned-pointer forms, for a bytes object the decoder fills and then gives away.
     PyObject* _bytes_new "PyBytes_FromStringAndSize"(const char* v, Py_ssize_t n)
     char* _bytes_ptr "PyBytes_AS_STRING"(PyObject* o)
-    int _PyBytes_Resize(PyObject** o, Py_ssize_t n) except -1
+    int _PyBytes_Resize(PyObject** o, Py_ssize_t n) noexcept  # -1: freed, *o = NULL
     void Py_DecRef(PyObject* o)
 
 
@@ -130,7 +130,8 @@ cdef int _grow(Buffer* buf, Py_ssize_t need) except -1:
         obj = _bytes_new(NULL, cap)
         if obj == NULL:
             return -1
-        memcpy(_bytes_ptr(obj), buf.ptr, buf.len)
+        if buf.len:
+            memcpy(_bytes_ptr(obj), buf.ptr, buf.len)
         PyMem_Free(buf.ptr)
         buf.obj = obj
         buf.ptr = _bytes_ptr(obj)
