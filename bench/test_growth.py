@@ -33,7 +33,11 @@ def test_growth_one_event_in_1kib_chunks(measure, size_mib, contender):
     assert seen == 1
 
 
-TWINS = [("ssewire CDecoder", ssewire.CDecoder), ("ssewire PyDecoder", ssewire.PyDecoder)]
+TWINS = [
+    ("ssewire CDecoder", ssewire.CDecoder),
+    ("ssewire CRawDecoder", ssewire.CRawDecoder),
+    ("ssewire PyDecoder", ssewire.PyDecoder),
+]
 
 
 @pytest.mark.parametrize("name, cls", TWINS, ids=[name for name, _ in TWINS])
