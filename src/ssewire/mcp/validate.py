@@ -32,7 +32,7 @@ from ..jsonrpc import (
 )
 from ._secrets import CREDENTIAL_HEADERS, is_masked, json_credentials, text_credentials, url_credentials
 from .findings import DETECTED, ERROR, RULES, WARNING, Finding, requirement
-from .profiles import KNOWN_VERSIONS, resolve
+from .profiles import KNOWN_VERSIONS, UnknownProfile, resolve
 from .transcript import ABSENT, Exchange, Transcript
 
 # Fields that may appear once: a repeat (e.g. two Mcp-Method lines) makes the value ambiguous.
@@ -103,8 +103,6 @@ class _Validator:
     def __init__(self, transcript: Transcript, override: str | None) -> None:
         name = override or transcript.profile
         if not name:
-            from .profiles import UnknownProfile
-
             raise UnknownProfile("no profile: the transcript names none and none was given")
         self.profile, alias_note = resolve(name)
         self.transcript = transcript
