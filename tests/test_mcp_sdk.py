@@ -7,9 +7,13 @@ on the wire. Every finding expected below is argued from the revision's text.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 
 from ssewire.mcp import from_document, validate
@@ -264,3 +268,93 @@ def test_sdk_2026_07_28_streams_without_event_ids(recorded):
     streamed = recorded["2026-07-28"]["exchanges"][2]["response"]
     assert streamed["headers"]["content-type"].startswith("text/event-stream")
     assert not any("\nid:" in chunk or chunk.startswith("id:") for chunk in streamed["chunks"])
+
+
+# -- the official SDK client, recorded below its HTTP client --------------------------------
+
+
+class _RecordedBody(httpx2.AsyncByteStream):
+    """Passes the body through, keeping each piece as the SDK client read it."""
+
+    def __init__(self, inner: Any, record: dict) -> None:
+        self.inner, self.record = inner, record
+
+    async def __aiter__(self):
+        async for chunk in self.inner:
+            self.record["chunks"].append(chunk)
+            yield chunk
+        self.record["disconnected"] = False
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _RecordingTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport that records each exchange in transcript form."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.exchanges: list[dict] = []
+
+    async def handle_async_request(self, request):
+        record = {
+            "method": request.method,
+            "url": request.url.path,
+            "headers": dict(request.headers.multi_items()),
+        }
+        if request.content:
+            record["body"] = json.loads(request.content)
+        exchange = {"id": f"e{len(self.exchanges) + 1}", "request": record}
+        self.exchanges.append(exchange)
+        response = await self.inner.handle_async_request(request)
+        # disconnected until the client reads the body to its end
+        body = {
+            "status": response.status_code,
+            "headers": dict(response.headers.multi_items()),
+            "chunks": [],
+            "disconnected": True,
+        }
+        exchange["response"] = body
+        response.stream = _RecordedBody(response.stream, body)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _sdk_client_session(url: str, mode: str) -> tuple[list[dict], str]:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    transport = _RecordingTransport()
+    async with httpx2.AsyncClient(transport=transport, timeout=10) as http:
+        async with Client(streamable_http_client(url + "/mcp", http_client=http), mode=mode) as client:
+            await client.list_tools()
+            await client.call_tool("echo", {"text": "hi"})
+            await client.call_tool("notify_echo", {"text": "hi"})
+            version = client.protocol_version
+    for exchange in transport.exchanges:
+        response = exchange["response"]
+        response["chunks_b64"] = [base64.b64encode(c).decode() for c in response.pop("chunks")]
+    return transport.exchanges, version
+
+
+@pytest.mark.parametrize(
+    ("mode", "store", "version"), [("legacy", True, "2025-11-25"), ("auto", False, "2026-07-28")]
+)
+def test_the_sdk_client_and_server_together_break_no_rule(mode, store, version):
+    with uvicorn_server(sdk_app(MemoryEventStore() if store else None), lifespan="on") as url:
+        exchanges, negotiated = asyncio.run(_sdk_client_session(url, mode))
+    assert negotiated == version
+    document = {"format": "ssewire-transcript/1", "profile": version, "exchanges": exchanges}
+    result = validate(from_document(document))
+    assert [(f.code, f.exchange) for f in result.findings] == []
+    methods = [e["request"]["method"] for e in exchanges]
+    if version == "2025-11-25":
+        # initialize, initialized, the GET stream, three requests, DELETE at the end
+        assert methods[:2] == ["POST", "POST"] and "GET" in methods and methods[-1] == "DELETE"
+        # The SDK stops reading a POST stream once its response arrived: the recording
+        # shows those as disconnected, each with a cursor to resume from.
+        assert {r.action for r in result.recovery} <= {"resume-with-get", "do-not-replay"}
+    else:
+        assert set(methods) == {"POST"} and result.recovery == []
