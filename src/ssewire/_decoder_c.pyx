@@ -124,8 +124,7 @@ cdef int _grow(Buffer* buf, Py_ssize_t need) except -1:
     if cap < 256:
         cap = 256
     if buf.obj != NULL:
-        if _resize(buf, cap) < 0:
-            return -1
+        _resize(buf, cap)
     elif buf.handover and need >= _HANDOVER_MIN:
         if cap < buf.hint:
             cap = buf.hint
@@ -172,11 +171,8 @@ cdef object _hand_over(Buffer* buf, Py_ssize_t n):
     cdef object data
     buf.hint = n + 1  # the object this one frees, when dropped, is reused as it is
     _resize(buf, n)  # shrinking: in place
-    data = <object>buf.obj  # a new reference; ours is dropped below
-    Py_DecRef(buf.obj)
-    buf.obj = NULL
-    buf.ptr = NULL
-    buf.len = buf.cap = 0
+    data = <object>buf.obj  # a new reference; _release drops the buffer's own
+    _release(buf)
     return data
 
 
@@ -189,8 +185,6 @@ cdef inline void _release(Buffer* buf):
     buf.ptr = NULL
     buf.len = 0
     buf.cap = 0
-
-
 
 
 cdef class CDecoder:
