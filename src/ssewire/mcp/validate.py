@@ -561,21 +561,7 @@ class _Validator:
         profile, req, resp = self.profile, ex.request, ex.response
         last_id = req.headers.get("last-event-id")
         if not profile.get_stream:
-            self.add(
-                "get_removed_in_profile",
-                ex,
-                "/request/method",
-                f"the client opened a GET; {profile.name} has no GET stream",
-            )
-            if resp is not None and resp.status != 405:
-                level = ERROR if 200 <= resp.status < 300 else WARNING
-                self.add(
-                    "get_removed_in_profile",
-                    ex,
-                    "/response/status",
-                    f"the server answered the GET {resp.status}, not 405",
-                    level=level,
-                )
+            self._removed_method(ex, "get_removed_in_profile", "opened a GET", "no GET stream")
             if last_id is not None:
                 self.add(
                     "resumability_removed",
@@ -628,21 +614,7 @@ class _Validator:
     def _delete(self, ex: Exchange) -> None:
         resp = ex.response
         if not self.profile.sessions:
-            self.add(
-                "delete_removed_in_profile",
-                ex,
-                "/request/method",
-                f"the client sent DELETE; {self.profile.name} has no sessions",
-            )
-            if resp is not None and resp.status != 405:
-                level = ERROR if 200 <= resp.status < 300 else WARNING
-                self.add(
-                    "delete_removed_in_profile",
-                    ex,
-                    "/response/status",
-                    f"the server answered the DELETE {resp.status}, not 405",
-                    level=level,
-                )
+            self._removed_method(ex, "delete_removed_in_profile", "sent DELETE", "no sessions")
             self._session_checks(ex, False)
             return
         sid = ex.request.headers.get("mcp-session-id")
@@ -651,6 +623,20 @@ class _Validator:
             self._version_header(ex)
         if sid is not None and resp is not None and 200 <= resp.status < 300:
             self.terminated.append((sid, ex))
+
+    def _removed_method(self, ex: Exchange, code: str, attempt: str, missing: str) -> None:
+        """2026-07-28 GET / DELETE: the client's attempt is a warning; the server's answer
+        should be 405 (serving it with a 2xx is an error)."""
+        resp, method = ex.response, ex.request.method.upper()
+        self.add(code, ex, "/request/method", f"the client {attempt}; {self.profile.name} has {missing}")
+        if resp is not None and resp.status != 405:
+            self.add(
+                code,
+                ex,
+                "/response/status",
+                f"the server answered the {method} {resp.status}, not 405",
+                level=ERROR if 200 <= resp.status < 300 else WARNING,
+            )
 
     # -- bodies and streams --------------------------------------------------------
 
@@ -776,27 +762,20 @@ class _Validator:
             body.error_code = payload["error"]["code"]
 
     def _register_stream(self, ex: Exchange, body: _Body, scope: str | None, *, root: str) -> None:
-        """Record a stream's event ids and messages; flag copies seen on other streams."""
-        self.root_of[ex.id] = root
-        base = self.chain_length.get(root, 0)
+        """Flag event ids and messages already seen on other streams; then record them."""
         duplicate_ids = 0
         copies: dict[bool, int] = {True: 0, False: 0}
         first_copy: dict[bool, int] = {}
-        for index, event_id in body.ids:
+        for _, event_id in body.ids:
             owner = self.event_owner.get((scope, event_id))
             if owner is not None and owner[0] != root and self.profile.resumability:
                 duplicate_ids += 1
-            self.event_owner.setdefault((scope, event_id), (root, base + index))
         for message in body.messages:
-            key = (scope, _canonical(message.payload))
-            owner = self.message_owner.get(key)
+            owner = self.message_owner.get((scope, _canonical(message.payload)))
             if owner is not None and owner[0] != root and not self._legitimate_copy(scope, message):
                 has_id = message.kind != NOTIFICATION
                 copies[has_id] += 1
                 first_copy.setdefault(has_id, message.event)
-            self.message_owner.setdefault(key, (root, base + message.event))
-            if message.kind in (RESPONSE, ERROR_KIND):
-                self.delivered.setdefault(root, set()).add(message.id)
         if duplicate_ids:
             self.add(
                 "duplicate_event_id",
@@ -814,6 +793,20 @@ class _Validator:
                     f"{count} {what} already sent on another stream",
                     level=ERROR if has_id else WARNING,
                 )
+        self._record_stream(ex, body, scope, root)
+
+    def _record_stream(self, ex: Exchange, body: _Body, scope: str | None, root: str) -> None:
+        """Add a stream to its chain: the first owner of each event id and message (with
+        its position on the chain), the responses delivered, the chain's cursor."""
+        self.root_of[ex.id] = root
+        base = self.chain_length.get(root, 0)
+        for index, event_id in body.ids:
+            self.event_owner.setdefault((scope, event_id), (root, base + index))
+        for message in body.messages:
+            key = (scope, _canonical(message.payload))
+            self.message_owner.setdefault(key, (root, base + message.event))
+            if message.kind in (RESPONSE, ERROR_KIND):
+                self.delivered.setdefault(root, set()).add(message.id)
         self.chain_length[root] = base + body.events
         if body.last_event_id:
             self.chain_ids[root] = body.last_event_id
@@ -875,21 +868,9 @@ class _Validator:
                 f"/response/events/{first['other']}",
                 f"the resumed stream replayed {other} event(s)/message(s) of another stream",
             )
-        # Register under the resumed stream's root without re-flagging what was reported.
-        self.root_of[ex.id] = root
-        base = self.chain_length.get(root, 0)
-        for index, event_id in body.ids:
-            self.event_owner.setdefault((scope, event_id), (root, base + index))
-        for message in body.messages:
-            key = (scope, _canonical(message.payload))
-            self.message_owner.setdefault(key, (root, base + message.event))
-            if message.kind in (RESPONSE, ERROR_KIND):
-                self.delivered.setdefault(root, set()).add(message.id)
-        self.chain_length[root] = base + body.events
+        # Join the resumed stream's chain without re-flagging what was reported above.
         self.chain_ids.setdefault(root, last_id)
-        if body.last_event_id:
-            self.chain_ids[root] = body.last_event_id
-        self._recover(ex, body, root)
+        self._record_stream(ex, body, scope, root)
 
     def _recover(self, ex: Exchange, body: _Body, root: str) -> None:
         resp = ex.response
