@@ -14,6 +14,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from .findings import ERROR, INFO, RULES, WARNING, Finding
+from .transcript import TranscriptError, load_document
 from .validate import Result
 
 BASELINE_FORMAT = "ssewire-baseline/1"
@@ -48,12 +49,9 @@ class Expectation:
 def load_baseline(path: str) -> list[Expectation]:
     """Read a baseline: ``{"format": "ssewire-baseline/1", "expected": [{"code", "exchange"?, "path"?}]}``."""
     try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read().decode("utf-8"), parse_constant=_reject)
-    except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
+        document = load_document(path)  # the transcript's strict JSON rules
+    except TranscriptError as exc:
+        raise BaselineError(f"baseline: {exc}") from None
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"baseline {path}: expected an object with format {BASELINE_FORMAT!r}")
     entries = document.get("expected")
@@ -210,7 +208,3 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 def _xml_safe(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
-
-
-def _reject(name: str) -> Any:
-    raise ValueError(f"{name} is not standard JSON")
