@@ -356,6 +356,11 @@ def _set(ident: str, *path: str, value):
     return fault
 
 
+def _rejected(ident: str, answer: dict):
+    """The server answered 400 with this JSON-RPC error."""
+    return _all(_set(ident, "response", "status", value=400), _set(ident, "response", "body", value=answer))
+
+
 def _drop_header(ident: str, side: str, name: str):
     def fault(document: dict) -> None:
         del find(document, ident)[side]["headers"][name]
@@ -438,8 +443,7 @@ CASES: list[Case] = [
         V26,
         _all(
             _set("e1", "request", "headers", "MCP-Protocol-Version", value="2025-11-25"),
-            _set("e1", "response", "status", value=400),
-            _set("e1", "response", "body", value=error(1, -32020, "header mismatch")),
+            _rejected("e1", error(1, -32020, "header mismatch")),
         ),
         frozenset({"protocol_version_mismatch"}),
     ),
@@ -448,8 +452,7 @@ CASES: list[Case] = [
         V26,
         _all(
             _set("e1", "request", "headers", "Mcp-Method", value="tools/call"),
-            _set("e1", "response", "status", value=400),
-            _set("e1", "response", "body", value=error(1, -32020, "header mismatch")),
+            _rejected("e1", error(1, -32020, "header mismatch")),
         ),
         frozenset({"method_header_mismatch"}),
     ),
@@ -458,8 +461,7 @@ CASES: list[Case] = [
         V26,
         _all(
             _drop_header("e1", "request", "Mcp-Method"),
-            _set("e1", "response", "status", value=400),
-            _set("e1", "response", "body", value=error(1, -32020, "header mismatch")),
+            _rejected("e1", error(1, -32020, "header mismatch")),
         ),
         frozenset({"method_header_mismatch"}),
     ),
@@ -585,8 +587,7 @@ CASES: list[Case] = [
         _all(
             lambda d: find(d, "e7")["request"].pop("body"),
             _set("e7", "request", "body_text", value="{not json"),
-            _set("e7", "response", "status", value=400),
-            _set("e7", "response", "body", value=error(None, -32700, "Parse error")),
+            _rejected("e7", error(None, -32700, "Parse error")),
         ),
         frozenset({"invalid_request_body"}),
     ),
@@ -613,8 +614,7 @@ CASES: list[Case] = [
         V11,
         _all(
             _drop_header("e7", "request", "Mcp-Session-Id"),
-            _set("e7", "response", "status", value=400),
-            _set("e7", "response", "body", value=error(None, -32600, "Missing session")),
+            _rejected("e7", error(None, -32600, "Missing session")),
         ),
         frozenset({"session_id_missing"}),
     ),
@@ -686,10 +686,9 @@ CASES: list[Case] = [
         V26,
         _all(
             _set("e2", "request", "headers", "Mcp-Name", value="other"),
-            _set("e2", "response", "status", value=400),
             lambda d: find(d, "e2")["response"].pop("chunks"),
             _set("e2", "response", "headers", value=dict(JSON_HEADERS)),
-            _set("e2", "response", "body", value=error(2, -32020, "header mismatch")),
+            _rejected("e2", error(2, -32020, "header mismatch")),
         ),
         frozenset({"name_header_mismatch"}),
     ),
@@ -704,8 +703,7 @@ CASES: list[Case] = [
         V26,
         _all(
             _set("e1", "request", "headers", "Mcp-Method", value="tools/call"),
-            _set("e1", "response", "status", value=400),
-            _set("e1", "response", "body", value=error(1, -32600, "bad request")),
+            _rejected("e1", error(1, -32600, "bad request")),
         ),
         frozenset({"method_header_mismatch", "header_mismatch_not_rejected"}),
     ),
