@@ -126,6 +126,19 @@ def test_only_the_first_limit_error_of_a_feed_is_raised(decoder_cls):
     assert error.events == [Event(M, "ok")]
 
 
+def test_data_decodes_as_utf8_with_replacement_at_every_length_and_position(decoder_cls):
+    # The compiled twin takes a shortcut for ASCII data: one non-ASCII byte anywhere,
+    # at any length around its word and block sizes, must send it the general way.
+    for n in range(70):
+        ascii_value = bytes(0x21 + i % 90 for i in range(n))
+        assert decoder_cls().feed(b"data:" + ascii_value + b"\n\n") == [Event(M, ascii_value.decode())]
+        for odd in (b"\xc3\xa9", b"\xff", b"\x80", b"\xf0\x9f\x98\x80"):
+            for at in range(n + 1):
+                value = ascii_value[:at] + odd + ascii_value[at:]
+                (event,) = decoder_cls().feed(b"data:" + value + b"\n\n")
+                assert event.data == value.decode("utf-8", "replace"), (n, odd, at)
+
+
 def test_unbounded_limits(decoder_cls):
     decoder = decoder_cls(max_event_size=None, max_line_size=None)
     big = b"z" * (3 * 1024 * 1024)

@@ -12,7 +12,6 @@ whatever the chunking, and an endless ignored line costs no memory.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport PyObject
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memchr, memcmp, memcpy
 
 from ._errors import EventTooLarge, SSEError
@@ -57,6 +56,50 @@ cdef extern from *:
     }
     """
     object ssewire_new_event(type tp, object a, object b, object c, object d)
+
+
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <stdint.h>
+    /* UTF-8 bytes to str with invalid sequences replaced, as PyUnicode_DecodeUTF8(...,
+       "replace"). Event data is nearly always ASCII (JSON); for ASCII, a word-wise check
+       plus one memcpy into a fresh compact ASCII str (the very object CPython would
+       build) takes about 110 fewer instructions per W1 event than CPython's general
+       decoder: a tenth of the whole (callgrind). Lengths 0 and 1 keep CPython's
+       shared singletons. */
+    static int ssewire_is_ascii(const char *p, Py_ssize_t n) {
+        const uint64_t high = 0x8080808080808080ULL;
+        uint64_t acc = 0, a, b, c, d;
+        Py_ssize_t i = 0;
+        if (n < 8) {
+            for (; i < n; i++) acc |= (unsigned char)p[i];
+            return !(acc & 0x80);
+        }
+        for (; i + 32 <= n; i += 32) {
+            memcpy(&a, p + i, 8); memcpy(&b, p + i + 8, 8);
+            memcpy(&c, p + i + 16, 8); memcpy(&d, p + i + 24, 8);
+            acc |= a | b | c | d;
+            if (acc & high) return 0;
+        }
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&a, p + i, 8);
+            acc |= a;
+        }
+        memcpy(&a, p + n - 8, 8);  /* the last word, overlapping, covers the tail */
+        return !((acc | a) & high);
+    }
+    static PyObject *ssewire_decode(const char *p, Py_ssize_t n) {
+        PyObject *s;
+        if (n > 1 && ssewire_is_ascii(p, n)) {
+            s = PyUnicode_New(n, 127);
+            if (s != NULL) memcpy(PyUnicode_DATA(s), p, n);
+            return s;
+        }
+        return PyUnicode_DecodeUTF8(p, n, "replace");
+    }
+    """
+    str ssewire_decode(const char* p, Py_ssize_t n)
 
 
 cdef extern from "Python.h":
@@ -112,7 +155,7 @@ cdef Py_ssize_t _HANDOVER_MIN = 1 << 16
 
 
 cdef inline str _decode(const char* p, Py_ssize_t n):
-    return PyUnicode_DecodeUTF8(p, n, "replace")
+    return ssewire_decode(p, n)
 
 
 cdef int _grow(Buffer* buf, Py_ssize_t need) except -1:
@@ -216,6 +259,11 @@ cdef class CDecoder:
     cdef object _event_retry
     cdef object _error
     cdef bint _raw            # CRawDecoder: leave the data as bytes
+    # A whole `data:` line that began an event, not yet copied: if a blank line follows
+    # in the same chunk (the usual one-line event), the event is built straight from the
+    # chunk. Only valid inside _process: anything else first moves it to the buffer.
+    cdef const char* _pending
+    cdef Py_ssize_t _pending_len
 
     def __cinit__(self, *args, **kwargs):
         # The whole state is set here, so even CDecoder.__new__(CDecoder) is usable.
@@ -307,6 +355,7 @@ cdef class CDecoder:
         cdef const char* cr
         cdef const char* lf
         cdef const char* eol
+        self._pending = NULL
         if n == 0:
             return 0
         if self._skip_lf:
@@ -330,12 +379,15 @@ cdef class CDecoder:
             elif cr < end:
                 eol = cr
             else:
+                self._flush_pending()
                 self._segment(p, end - p)
                 self._chunk_end()
                 return 0
-            if eol == p or not self._whole_data_line(p, eol - p):
-                if eol > p:
-                    self._segment(p, eol - p)
+            if eol == p:
+                self._line_end(events)
+            elif not self._whole_data_line(p, eol - p):
+                self._flush_pending()
+                self._segment(p, eol - p)
                 self._line_end(events)
             if eol == cr:
                 if cr + 1 < end:
@@ -350,6 +402,7 @@ cdef class CDecoder:
             else:
                 p = eol + 1
             if p >= end:
+                self._flush_pending()
                 return 0
 
     cdef inline bint _whole_data_line(self, const char* p, Py_ssize_t n) except -1:
@@ -367,10 +420,27 @@ cdef class CDecoder:
         value = p + 5
         if value < p + n and value[0] == b' ':
             value += 1
-        _append(&self._data, value, p + n - value)
         self._block += n
+        if (
+            self._data.len == 0
+            and self._pending == NULL
+            and not 0 <= self._max_event <= p + n - value
+        ):
+            self._pending = value
+            self._pending_len = p + n - value
+            return True
+        self._flush_pending()
+        _append(&self._data, value, p + n - value)
         self._end_data_line()
         return True
+
+    cdef inline int _flush_pending(self) except -1:
+        """Move the pending line into the data buffer, as if it had been copied at once."""
+        if self._pending != NULL:
+            _append(&self._data, self._pending, self._pending_len)
+            _append(&self._data, b"\n", 1)
+            self._pending = NULL
+        return 0
 
     cdef int _end_data_line(self) except -1:
         """A data line ended: its LF joins the data, and the event limit is checked."""
@@ -503,7 +573,16 @@ cdef class CDecoder:
     cdef int _dispatch(self, list events) except -1:
         self._last_id = self._id_buf
         self._block = 0
-        if self._data.len:
+        if self._pending != NULL:  # a one-line event, still in the chunk
+            if self._raw:
+                event_type = _RawEvent
+                data = PyBytes_FromStringAndSize(self._pending, self._pending_len)
+            else:
+                event_type = _Event
+                data = _decode(self._pending, self._pending_len)
+            self._pending = NULL
+            events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
+        elif self._data.len:
             if self._data.obj != NULL:  # CRawDecoder, a large event
                 event_type = _RawEvent
                 data = _hand_over(&self._data, self._data.len - 1)
