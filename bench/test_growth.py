@@ -6,15 +6,18 @@ import tracemalloc
 
 import pytest
 
+import floors
 import report
 import ssewire
-from peers import contenders
+from peers import Contender, contenders
 from workloads import MIB, single_event
 
 DECODERS = [c for c in contenders() if c.name in ("ssewire CDecoder", "ssewire PyDecoder", "httpx-sse")]
+# Not a decoder: the one copy into a new object that handing out the event costs anyone.
+FLOOR = Contender(floors.NAME, False, floors.join)
 
 
-@pytest.mark.parametrize("contender", DECODERS, ids=lambda c: c.name)
+@pytest.mark.parametrize("contender", [*DECODERS, FLOOR], ids=lambda c: c.name)
 @pytest.mark.parametrize("size_mib", [1, 4, 16])
 def test_growth_one_event_in_1kib_chunks(measure, size_mib, contender):
     if contender.run is None:
@@ -27,10 +30,11 @@ def test_growth_one_event_in_1kib_chunks(measure, size_mib, contender):
         workload=work.name,
         contender=contender.name,
         ours=contender.ours,
+        reference=contender is FLOOR,
         bytes=work.nbytes,
         events=1,
     )
-    assert seen == 1
+    assert seen == (work.nbytes if contender is FLOOR else 1)
 
 
 TWINS = [

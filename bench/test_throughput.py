@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+import floors
 from peers import contenders
-from workloads import THROUGHPUT, workload
+from workloads import MIB, THROUGHPUT, workload
 
 CONTENDERS = contenders()
 
@@ -28,3 +29,21 @@ def test_throughput(measure, name, contender):
         events=work.events,
     )
     assert seen == work.events
+
+
+def test_w2_copy_floor(measure):
+    """Not a decoder: every byte of W2 copied once (floors.py), the bound on any W2 ratio."""
+    work = workload("W2")
+    copied = measure(
+        floors.copy_through(4 * MIB),
+        work.chunks,
+        kind="throughput",
+        workload="W2",
+        title=work.title,
+        contender=floors.NAME,
+        ours=False,
+        reference=True,
+        bytes=work.nbytes,
+        events=work.events,
+    )
+    assert copied > 0
