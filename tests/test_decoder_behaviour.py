@@ -341,15 +341,37 @@ def test_event_limit_on_multi_megabyte_events_matches_the_pure_twin(decoder_cls,
     assert [error[1] for error in errors] == ["max_event_size"]
 
 
-@pytest.mark.parametrize("size", [1, 7, 4096, 65536])
-def test_raw_events_around_the_handover_size_match_the_pure_twin(raw_decoder_cls, size):
-    # CRawDecoder moves a growing event into the bytes object it will hand out once it
-    # reaches 64 KiB; events just under, at and over that size, one after another (the
-    # next allocation is sized from the last), a dropped one and a torn one at the end.
+def _around_the_handover_size(odd: bytes = b"", at: int = 0) -> tuple[bytes, list[int]]:
+    """Events just under, at and over 64 KiB, one after another (the next allocation is
+    sized from the last), a dropped one and a torn one at the end; ``odd`` bytes are put
+    ``at`` that offset of every event's data."""
     lengths = [65534, 65535, 65536, 70000, 10, 140_000, 139_000, 5, 65537, 300_000]
-    stream = b"".join(b"data: " + bytes([97 + i]) * n + b"\n\n" for i, n in enumerate(lengths))
-    stream += b"data: " + b"q" * 200_000 + b"\n\n"  # over the limit below, like 300_000: dropped
-    stream += b"data: " + b"r" * 100 + b"\n\n" + b"data: " + b"t" * 90_000  # torn at the end
+
+    def data(letter: int, n: int) -> bytes:
+        value = bytes([letter]) * n
+        return value[:at] + odd + value[at + len(odd) :] if at < n else value
+
+    stream = b"".join(b"data: " + data(97 + i, n) + b"\n\n" for i, n in enumerate(lengths))
+    stream += b"data: " + data(113, 200_000) + b"\n\n"  # over the limit used, like 300_000: dropped
+    stream += b"data: " + b"r" * 100 + b"\n\n" + b"data: " + data(116, 90_000)  # torn at the end
+    return stream, [n for n in lengths if n < 150_000] + [100]
+
+
+_ODD_BYTES = [(b"\xc3\xa9", 10), (b"\xe2\x82\xac", 65_530), (b"\xff", 65_537), (b"\xf0\x9f\x98\x80", 69_996)]
+_HANDOVER_CASES = [
+    *(pytest.param(b"", 0, size, id=f"ascii-{size}") for size in (1, 7, 4096, 65536)),
+    # (before, across and after the 64 KiB switch; cut in 7-byte pieces, not byte by byte)
+    *(pytest.param(odd, at, size, id=f"odd@{at}-{size}") for odd, at in _ODD_BYTES for size in (7, 4096, 65536)),
+]
+
+
+@pytest.mark.parametrize("odd, at, size", _HANDOVER_CASES)
+def test_events_around_the_handover_size_match_the_pure_twin(decoder_cls, odd, at, size):
+    # The compiled twins move a growing event into the object they will hand out once it
+    # reaches 64 KiB (for a str, only while it is ASCII); a non-ASCII byte before, at or
+    # after that switch must give the pure twin's result.
+    raw_decoder_cls = twin("c" if decoder_cls is ssewire.CDecoder else "py", raw=True)
+    stream, kept = _around_the_handover_size(odd, at)
     chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
 
     def run(cls):
@@ -363,19 +385,21 @@ def test_raw_events_around_the_handover_size_match_the_pure_twin(raw_decoder_cls
         events += decoder.close()
         return events, errors, decoder.discarded
 
-    expected = run(ssewire.PyRawDecoder)
-    got = run(raw_decoder_cls)
-    assert got == expected
-    events, errors, discarded = got
-    assert [len(e.data) for e in events] == [n for n in lengths if n < 150_000] + [100]
+    raw = run(raw_decoder_cls)
+    assert raw == run(ssewire.PyRawDecoder)
+    text = run(decoder_cls)
+    assert text == run(ssewire.PyDecoder)
+    assert [len(e.data) for e in raw[0]] == kept
+    assert [e.data for e in text[0]] == [e.data.decode("utf-8", "replace") for e in raw[0]]
+    assert all(type(e.data) is bytes for e in raw[0]) and all(type(e.data) is str for e in text[0])
     # (one error per feed() at most, so their count depends on the chunking)
-    assert all(type(e.data) is bytes for e in events) and errors >= 1 and discarded == 90_006
+    assert raw[1] == text[1] >= 1 and raw[2] == text[2] == 90_006
 
 
 _OUT_OF_MEMORY = """
 import resource, sys
 import ssewire
-decoder = ssewire.CRawDecoder(max_event_size=None, max_line_size=None)
+decoder = ssewire.{cls}(max_event_size=None, max_line_size=None)
 decoder.feed(b"data: ")
 used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (used + (256 << 20), resource.RLIM_INFINITY))
@@ -394,23 +418,28 @@ print("ok")
 
 
 @pytest.mark.skipif("c" not in TWINS, reason="pure install: no compiled twin to check")
+@pytest.mark.parametrize("cls", ["CRawDecoder", "CDecoder"])
 @pytest.mark.parametrize(
     "after",
     [
-        'print(len(decoder.feed(b"z\\n\\ndata: next\\n\\n")))',
+        # whatever part of the event survived, it holds only bytes that were fed
+        'first, second = decoder.feed(b"z\\n\\ndata: next\\n\\n")\n'
+        'data = first.data if type(first.data) is str else first.data.decode()\n'
+        'assert data.lstrip("y") == "z" and second.data in ("next", b"next"), data[-9:]',
         "decoder.close()",
         "del decoder",
     ],
     ids=["feed", "close", "dealloc"],
 )
-def test_compiled_raw_decoder_survives_running_out_of_memory(after):
-    # A large raw event grows inside a bytes object; when growing it fails, CPython frees
-    # it, and the decoder must not touch that memory again.
+def test_compiled_decoder_survives_running_out_of_memory(cls, after):
+    # A large event grows inside a bytes or str object; when growing it fails, CPython
+    # frees a bytes object (a str is kept as it was), and the decoder must not touch
+    # freed memory or hand out a str with unwritten bytes.
     import subprocess
     import sys
 
     twin("c", raw=True)
-    code = _OUT_OF_MEMORY.replace("{after}", after)
+    code = _OUT_OF_MEMORY.replace("{after}", after).replace("{cls}", cls)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("ok")

@@ -10,7 +10,7 @@ whatever the chunking, and an endless ignored line costs no memory.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject
 from libc.string cimport memchr, memcmp, memcpy
 
@@ -100,6 +100,7 @@ cdef extern from *:
     }
     """
     str ssewire_decode(const char* p, Py_ssize_t n)
+    bint ssewire_is_ascii(const char* p, Py_ssize_t n)
 
 
 cdef extern from "Python.h":
@@ -107,6 +108,9 @@ cdef extern from "Python.h":
     PyObject* _bytes_new "PyBytes_FromStringAndSize"(const char* v, Py_ssize_t n)
     char* _bytes_ptr "PyBytes_AS_STRING"(PyObject* o)
     int _PyBytes_Resize(PyObject** o, Py_ssize_t n) noexcept  # -1: freed, *o = NULL
+    PyObject* _ascii_new "PyUnicode_New"(Py_ssize_t n, Py_UCS4 maxchar)
+    char* _ascii_ptr "PyUnicode_DATA"(PyObject* o)
+    int _PyUnicode_Resize "PyUnicode_Resize"(PyObject** o, Py_ssize_t n) noexcept  # -1: *o kept
     void Py_DecRef(PyObject* o)
 
 
@@ -134,20 +138,30 @@ cdef enum Field:
     F_RETRY
 
 
+cdef enum Handover:
+    NONE     # plain memory only (the value buffer)
+    BYTES    # CRawDecoder's data: moves into the bytes object it will hand out
+    TEXT     # CDecoder's data: moves into the str it will hand out, while it is ASCII
+
+
 cdef struct Buffer:
     char* ptr
     Py_ssize_t len
     Py_ssize_t cap
-    # CRawDecoder's data buffer (`handover`) moves into a bytes object once it holds
-    # _HANDOVER_MIN bytes; that object becomes the event's data as it is, so a large
-    # event is copied once (chunk -> its bytes), not twice (chunk -> buffer -> bytes),
-    # and its peak memory is one copy. `hint` is the size the last one was handed out
-    # at: a stream of similar events then asks malloc for the very block the previous
-    # event freed, whose pages are already mapped (asking for more, e.g. a 1/16 margin,
-    # measured 50% more page faults and a slower W6). (Building CDecoder's str the same
-    # way, while the data is ASCII, measured slower on W2 and on growth: not kept.)
+    # The data buffer moves into the object the event will carry (`handover`) once it
+    # holds _HANDOVER_MIN bytes, and that object becomes the event's data as it is: a
+    # large event is copied once (chunk -> its bytes or str), not twice (chunk -> buffer
+    # -> object), and its peak memory is one copy. For a str this holds while the data
+    # is ASCII (a compact ASCII str is its bytes); the first other byte moves it back to
+    # plain memory (`mixed`) for the UTF-8 decoder at the end. (Measured for the str:
+    # W2 about 35% faster, the peak for one 64 MiB event 1.17x its size, from 2.17x.)
+    # `hint` is the size the last one was handed out at: a stream of similar events
+    # then asks malloc for the very block the previous event freed, whose pages are
+    # already mapped (asking for more, e.g. a 1/16 margin, measured 50% more page
+    # faults and a slower W6).
     PyObject* obj
-    bint handover
+    Handover handover
+    bint mixed
     Py_ssize_t hint
 
 
@@ -168,17 +182,23 @@ cdef int _grow(Buffer* buf, Py_ssize_t need) except -1:
         cap = 256
     if buf.obj != NULL:
         _resize(buf, cap)
-    elif buf.handover and need >= _HANDOVER_MIN:
+    elif (
+        need >= _HANDOVER_MIN
+        and (buf.handover == BYTES or (buf.handover == TEXT and not buf.mixed))
+    ):
+        if buf.handover == TEXT and not ssewire_is_ascii(buf.ptr, buf.len):
+            buf.mixed = True
+            return _grow(buf, need)
         if cap < buf.hint:
             cap = buf.hint
-        obj = _bytes_new(NULL, cap)
+        obj = _bytes_new(NULL, cap) if buf.handover == BYTES else _ascii_new(cap, 127)
         if obj == NULL:
             return -1
-        if buf.len:
-            memcpy(_bytes_ptr(obj), buf.ptr, buf.len)
-        PyMem_Free(buf.ptr)
         buf.obj = obj
-        buf.ptr = _bytes_ptr(obj)
+        if buf.len:
+            memcpy(_object_ptr(buf), buf.ptr, buf.len)
+        PyMem_Free(buf.ptr)
+        buf.ptr = _object_ptr(buf)
     else:
         grown = <char*>PyMem_Realloc(buf.ptr, cap)
         if grown == NULL:
@@ -188,14 +208,35 @@ cdef int _grow(Buffer* buf, Py_ssize_t need) except -1:
     return 0
 
 
+cdef inline char* _object_ptr(Buffer* buf):
+    return _bytes_ptr(buf.obj) if buf.handover == BYTES else _ascii_ptr(buf.obj)
+
+
 cdef int _resize(Buffer* buf, Py_ssize_t size) except -1:
-    """Resize the buffer's bytes object (which CPython frees if that fails)."""
-    if _PyBytes_Resize(&buf.obj, size) < 0:
+    """Resize the buffer's object. If that fails, CPython frees a bytes object (the
+    buffer is then empty) but keeps a str as it was."""
+    if buf.handover == TEXT:
+        if _PyUnicode_Resize(&buf.obj, size) < 0:
+            return -1
+    elif _PyBytes_Resize(&buf.obj, size) < 0:
         buf.obj = NULL
         buf.ptr = NULL
         buf.len = buf.cap = 0
         return -1
-    buf.ptr = _bytes_ptr(buf.obj)
+    buf.ptr = _object_ptr(buf)
+    return 0
+
+
+cdef int _leave_text(Buffer* buf) except -1:
+    """Non-ASCII data: move it from its str to plain memory, decoded at the end."""
+    cdef char* plain = <char*>PyMem_Malloc(buf.cap)
+    if plain == NULL:
+        raise MemoryError()
+    memcpy(plain, buf.ptr, buf.len)
+    Py_DecRef(buf.obj)
+    buf.obj = NULL
+    buf.ptr = plain
+    buf.mixed = True
     return 0
 
 
@@ -203,14 +244,16 @@ cdef inline int _append(Buffer* buf, const char* p, Py_ssize_t n) except -1:
     cdef Py_ssize_t need = buf.len + n
     if need > buf.cap:
         _grow(buf, need)
+    if buf.handover == TEXT and buf.obj != NULL and not ssewire_is_ascii(p, n):
+        _leave_text(buf)
     memcpy(buf.ptr + buf.len, p, n)
     buf.len = need
     return 0
 
 
 cdef object _hand_over(Buffer* buf, Py_ssize_t n):
-    """The buffer's bytes object, cut to ``n`` bytes, as a new reference; the buffer
-    is left empty for the next event."""
+    """The buffer's object, cut to ``n`` bytes, as a new reference; the buffer is left
+    empty for the next event."""
     cdef object data
     buf.hint = n + 1  # the object this one frees, when dropped, is reused as it is
     _resize(buf, n)  # shrinking: in place
@@ -228,6 +271,7 @@ cdef inline void _release(Buffer* buf):
     buf.ptr = NULL
     buf.len = 0
     buf.cap = 0
+    buf.mixed = False
 
 
 cdef class CDecoder:
@@ -278,6 +322,7 @@ cdef class CDecoder:
         self._retry = None
         self._event_retry = None
         self._error = None
+        self._data.handover = TEXT
 
     def __init__(
         self,
@@ -583,8 +628,8 @@ cdef class CDecoder:
             self._pending = NULL
             events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
         elif self._data.len:
-            if self._data.obj != NULL:  # CRawDecoder, a large event
-                event_type = _RawEvent
+            if self._data.obj != NULL:  # a large event, built in its own object
+                event_type = _RawEvent if self._raw else _Event
                 data = _hand_over(&self._data, self._data.len - 1)
             elif self._raw:
                 event_type = _RawEvent
@@ -596,6 +641,7 @@ cdef class CDecoder:
             if self._data.cap > _KEEP_CAPACITY and self._data.len < self._data.cap >> 2:
                 _release(&self._data)
             self._data.len = 0
+            self._data.mixed = False
         self._type = "message"
         self._event_retry = None
         return 0
@@ -619,4 +665,4 @@ cdef class CRawDecoder(CDecoder):
 
     def __cinit__(self, *args, **kwargs):
         self._raw = True
-        self._data.handover = True
+        self._data.handover = BYTES
