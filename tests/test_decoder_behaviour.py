@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 import ssewire
@@ -394,6 +396,21 @@ def test_events_around_the_handover_size_match_the_pure_twin(decoder_cls, odd, a
     assert all(type(e.data) is bytes for e in raw[0]) and all(type(e.data) is str for e in text[0])
     # (one error per feed() at most, so their count depends on the chunking)
     assert raw[1] == text[1] >= 1 and raw[2] == text[2] == 90_006
+
+
+def test_large_event_data_is_an_ordinary_str_or_bytes(decoder_cls, raw_decoder_cls):
+    # Large data is handed out in the very object it was built in, cut to its length in
+    # place: it must behave like any other str / bytes of that content.
+    value = b"x" * 200_003
+    stream = b"data: " + value + b"\n\n"
+    for cls, expected in ((decoder_cls, value.decode()), (raw_decoder_cls, value)):
+        (event,) = cls().feed(stream)
+        data = event.data
+        assert type(data) is type(expected) and len(data) == len(expected) and data == expected
+        assert hash(data) == hash(expected) and data[-1:] == expected[-1:]
+        assert data + expected[:1] == expected + expected[:1]
+        assert pickle.loads(pickle.dumps(data)) == expected
+        assert len(data.encode() if type(data) is str else data.decode()) == len(expected)
 
 
 _OUT_OF_MEMORY = """
