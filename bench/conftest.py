@@ -35,7 +35,7 @@ def measure(benchmark):
 # whatever the file names. (Run after those, CDecoder's W1 once measured 40% slower than
 # alone, every round; not reproduced since, but the small-object workloads need not
 # inherit the allocator state that hundreds of MiB of large events leave behind.)
-_ORDER = ("test_throughput.py", "test_end_to_end.py", "test_growth.py")
+_ORDER = ("test_throughput.py", "test_end_to_end.py", "test_side_by_side.py", "test_growth.py")
 
 
 def pytest_collection_modifyitems(items):

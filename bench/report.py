@@ -16,12 +16,21 @@ Record = dict  # {"kind", "workload", "title", "contender", "ours", "bytes", "ev
 RECORDS: list[Record] = []
 
 
+def side_by_side_records(info: dict) -> list[Record]:
+    """One record per contender of an interleaved benchmark (test_side_by_side.py)."""
+    common = {k: v for k, v in info.items() if k not in ("rows", "missing")}
+    return [{**common, **row} for row in info["rows"]]
+
+
 def records_from_json(data: dict) -> list[Record]:
     """Records from a ``--benchmark-json`` file."""
     out = []
     for bench in data.get("benchmarks", []):
         info = dict(bench.get("extra_info") or {})
         if "kind" not in info:
+            continue
+        if "rows" in info:
+            out.extend(side_by_side_records(info))
             continue
         timing = {"min": bench["stats"]["min"], "median": bench["stats"]["median"]}
         orjson_peak = info.pop("orjson_alone_peak", None)
@@ -39,9 +48,9 @@ def _by(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
     return dict(sorted(groups.items()))
 
 
-def throughput_rows(records: Iterable[Record]) -> list[list[str]]:
+def throughput_rows(records: Iterable[Record], kind: str = "throughput") -> list[list[str]]:
     rows = []
-    for workload, group in _by(records, "throughput").items():
+    for workload, group in _by(records, kind).items():
         peers = [r["min"] for r in group if not r["ours"] and not r.get("reference")]
         best_peer = min(peers) if peers else None
         for r in sorted(group, key=lambda r: r["min"]):
@@ -58,10 +67,10 @@ def throughput_rows(records: Iterable[Record]) -> list[list[str]]:
     return rows
 
 
-def end_to_end_rows(records: Iterable[Record]) -> list[list[str]]:
+def end_to_end_rows(records: Iterable[Record], kind: str = "e2e") -> list[list[str]]:
     rows = []
-    for workload, group in _by(records, "e2e").items():
-        base = [r["min"] for r in group if r.get("baseline")]
+    for workload, group in _by(records, kind).items():
+        base = [r["min"] for r in group if r.get("baseline") in (True, r["contender"])]
         for r in sorted(group, key=lambda r: r["min"]):
             ratio = f"{r['min'] / base[0]:.2f}x" if base else "n/a"
             rows.append([workload, r["contender"], f"{r['bytes'] / r['min'] / 1e6:,.0f}", ratio])
@@ -108,8 +117,18 @@ def _by_contender(records: Iterable[Record], kind: str) -> dict[str, list[Record
 
 
 TABLES = (
-    ("Throughput (ratio = fastest peer's time / this decoder's time)", ["workload", "decoder", "MB/s", "events/s", "vs fastest peer"], throughput_rows),
-    ("End to end: decode + orjson.loads (ratio = time / orjson.loads alone)", ["workload", "pipeline", "MB/s", "vs orjson alone"], end_to_end_rows),
+    (
+        "Throughput, side by side: interleaved rounds (ratio = fastest peer's time / this decoder's time)",
+        ["workload", "decoder", "MB/s", "events/s", "vs fastest peer"],
+        lambda records: throughput_rows(records, "side-by-side"),
+    ),
+    (
+        "End to end, side by side: decode + orjson.loads, interleaved rounds (ratio = time / orjson.loads alone)",
+        ["workload", "pipeline", "MB/s", "vs orjson alone"],
+        lambda records: end_to_end_rows(records, "e2e-side-by-side"),
+    ),
+    ("Throughput, one benchmark per decoder (timed apart; for --benchmark-compare)", ["workload", "decoder", "MB/s", "events/s", "vs fastest peer"], throughput_rows),
+    ("End to end, one benchmark per pipeline (timed apart)", ["workload", "pipeline", "MB/s", "vs orjson alone"], end_to_end_rows),
     ("Growth: one event fed in 1 KiB chunks (linear = time grows like bytes)", ["decoder", "event", "ms", "growth", "x floor"], growth_rows),
     ("Peak memory decoding one event (tracemalloc)", ["decoder", "event", "peak MiB", "peak / event size"], memory_rows),
 )

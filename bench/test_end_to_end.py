@@ -62,7 +62,7 @@ def _copy_floor_then_orjson(chunks):
     return _orjson_alone(workload("W2").payloads)
 
 
-def _pipelines():
+def pipelines():
     yield "orjson.loads alone", _orjson_alone, True
     yield f"{floors.NAME} + orjson", _copy_floor_then_orjson, False
     yield "ssewire.jsonrpc MessageDecoder", _message_decoder, False
@@ -75,7 +75,7 @@ def _pipelines():
         yield "httpx-sse + orjson", _httpx_sse_then_orjson, False
 
 
-@pytest.mark.parametrize("pipeline", list(_pipelines()), ids=lambda p: p[0])
+@pytest.mark.parametrize("pipeline", list(pipelines()), ids=lambda p: p[0])
 def test_w6_decode_and_parse(measure, pipeline):
     name, run, baseline = pipeline
     work = workload("W2")
