@@ -2,8 +2,8 @@
 
 A decoder that hands out each event's data must copy every data byte at least once, from
 the chunks into the object it returns. These floors are timed like the contenders, in the
-same run, so a table shows how close a workload lets any decoder come: W2, W6 and growth
-are bound by memory, not by parsing.
+same run, so a table shows how close a workload lets any decoder come: W2 and growth are
+bound by memory, not by parsing.
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import floors
 import ssewire
 from peers import contenders
-from workloads import MIB, workload
+from workloads import workload
 
 orjson = pytest.importorskip("orjson")
 
@@ -56,15 +55,8 @@ def _httpx_sse_then_orjson(chunks):
     return n
 
 
-def _copy_floor_then_orjson(chunks):
-    """The least any decoder-then-parser pipeline does: copy the bytes once, parse."""
-    floors.copy_through(4 * MIB)(chunks)
-    return _orjson_alone(workload("W2").payloads)
-
-
 def pipelines():
     yield "orjson.loads alone", _orjson_alone, True
-    yield f"{floors.NAME} + orjson", _copy_floor_then_orjson, False
     yield "ssewire.jsonrpc MessageDecoder", _message_decoder, False
     if ssewire.CDecoder is not None:
         yield "ssewire CRawDecoder + orjson", _ssewire_then_orjson(ssewire.CRawDecoder), False
@@ -87,8 +79,7 @@ def test_w6_decode_and_parse(measure, pipeline):
         workload="W6",
         title="W2 decoded, then orjson.loads per event",
         contender=name,
-        ours=not baseline and not name.startswith(floors.NAME),
-        reference=name.startswith(floors.NAME),
+        ours=not baseline,
         baseline=baseline,
         bytes=work.nbytes,
         events=work.events,

@@ -88,5 +88,4 @@ def test_w6_side_by_side(benchmark):
         "events": work.events,
         "baseline": "orjson.loads alone",
     }
-    references = {name for name in runners if name.startswith(floors.NAME)}
-    _measure(benchmark, runners, info, set(runners) - references - {"orjson.loads alone"}, references)
+    _measure(benchmark, runners, info, set(runners) - {"orjson.loads alone"}, set())
