@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ssewire
 from ssewire import Event, EventTooLarge, RawEvent, SSEError
@@ -396,6 +398,30 @@ def test_events_around_the_handover_size_match_the_pure_twin(decoder_cls, odd, a
     assert all(type(e.data) is bytes for e in raw[0]) and all(type(e.data) is str for e in text[0])
     # (one error per feed() at most, so their count depends on the chunking)
     assert raw[1] == text[1] >= 1 and raw[2] == text[2] == 90_006
+
+
+@settings(max_examples=40)
+@given(
+    size=st.integers(60_000, 140_000),
+    odd=st.lists(st.tuples(st.floats(0, 1), st.sampled_from([b"\xc3\xa9", b"\xff", b"\x80", b"\xe2\x82"])), max_size=3),
+    chunk=st.sampled_from([1000, 4096, 65536, 70001]),
+    lines=st.integers(1, 3),
+)
+def test_large_events_with_odd_bytes_anywhere_match_the_pure_twin(size, odd, chunk, lines):
+    # Random sizes around the 64 KiB switch, odd bytes at random places, split in several
+    # data lines: every twin, text and raw, gives the pure twin's events.
+    value = bytearray(b"v" * size)
+    for where, piece in odd:
+        at = int(where * (size - len(piece)))
+        value[at : at + len(piece)] = piece
+    step = size // lines + 1
+    body = b"".join(b"data: " + bytes(value[i : i + step]) + b"\n" for i in range(0, size, step))
+    stream = body + b"\n" + b"data: after\n\n" + body + b"\n"
+    chunks = [stream[i : i + chunk] for i in range(0, len(stream), chunk)]
+    for raw in (False, True):
+        expected = feed_chunks(twin("py", raw=raw)(max_event_size=None), chunks)
+        for name in TWINS:
+            assert feed_chunks(twin(name, raw=raw)(max_event_size=None), chunks) == expected, (name, raw)
 
 
 def test_large_event_data_is_an_ordinary_str_or_bytes(decoder_cls, raw_decoder_cls):
