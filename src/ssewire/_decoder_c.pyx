@@ -644,33 +644,29 @@ cdef class CDecoder:
                 self._retry = self._event_retry = retry
         return 0
 
+    cdef inline object _copy_out(self, const char* p, Py_ssize_t n):
+        """An event's data from plain memory: bytes for CRawDecoder, else str."""
+        return PyBytes_FromStringAndSize(p, n) if self._raw else _decode(p, n)
+
     cdef int _dispatch(self, list events) except -1:
+        cdef object data = None
         self._last_id = self._id_buf
         self._block = 0
         if self._pending != NULL:  # a one-line event, still in the chunk
-            if self._raw:
-                event_type = _RawEvent
-                data = PyBytes_FromStringAndSize(self._pending, self._pending_len)
-            else:
-                event_type = _Event
-                data = _decode(self._pending, self._pending_len)
+            data = self._copy_out(self._pending, self._pending_len)
             self._pending = NULL
-            events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
         elif self._data.len:
             if self._data.obj != NULL:  # a large event, built in its own object
-                event_type = _RawEvent if self._raw else _Event
                 data = _hand_over(&self._data, self._data.len - 1)
-            elif self._raw:
-                event_type = _RawEvent
-                data = PyBytes_FromStringAndSize(self._data.ptr, self._data.len - 1)
             else:
-                event_type = _Event
-                data = _decode(self._data.ptr, self._data.len - 1)
-            events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
+                data = self._copy_out(self._data.ptr, self._data.len - 1)
             if self._data.cap > _KEEP_CAPACITY and self._data.len < self._data.cap >> 2:
                 _release(&self._data)
             self._data.len = 0
             self._data.mixed = False
+        if data is not None:
+            event_type = _RawEvent if self._raw else _Event
+            events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
         self._type = "message"
         self._event_retry = None
         return 0
