@@ -45,6 +45,7 @@ JSON, SSE = "application/json", "text/event-stream"
 HEADER_MISMATCH, UNSUPPORTED_VERSION = -32020, -32022
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_VERSION_PATH = "/request/headers/mcp-protocol-version"
 
 
 @dataclass(frozen=True)
@@ -461,21 +462,16 @@ class _Validator:
         expected = visible[-1] if visible else self.profile.name
         if expected == "2025-03-26":
             return  # that revision has no version header
-        value = _stripped(ex.request.headers.get("mcp-protocol-version"))
-        path = "/request/headers/mcp-protocol-version"
-        if value is None:
-            self.add(
-                "protocol_version_mismatch",
-                ex,
-                path,
-                f"MCP-Protocol-Version is missing (the server will assume 2025-03-26); the negotiated revision is {expected}",
-            )
-        elif value != expected:
+        value = self._version_sent(
+            ex,
+            f"MCP-Protocol-Version is missing (the server will assume 2025-03-26); the negotiated revision is {expected}",
+        )
+        if value is not None and value != expected:
             # "SHOULD be the one negotiated": a warning; a missing header breaks a MUST.
             self.add(
                 "protocol_version_mismatch",
                 ex,
-                path,
+                _VERSION_PATH,
                 f"MCP-Protocol-Version is {value!r}, the negotiated revision is {expected}",
                 level=WARNING,
             )
@@ -487,6 +483,13 @@ class _Validator:
                 "/response/status",
                 f"an unsupported MCP-Protocol-Version {value!r} was answered {resp.status}, not 400",
             )
+
+    def _version_sent(self, ex: Exchange, missing: str) -> str | None:
+        """The request's MCP-Protocol-Version; a missing one is reported as ``missing``."""
+        value = _stripped(ex.request.headers.get("mcp-protocol-version"))
+        if value is None:
+            self.add("protocol_version_mismatch", ex, _VERSION_PATH, missing)
+        return value
 
     def _request_headers(self, ex: Exchange, message: _Msg) -> bool:
         """2026-07-28: MCP-Protocol-Version, Mcp-Method, Mcp-Name agree with the body.
@@ -501,47 +504,38 @@ class _Validator:
         params = message.payload.get("params") if isinstance(message.payload, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         meta_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-        value = _stripped(headers.get("mcp-protocol-version"))
-        path = "/request/headers/mcp-protocol-version"
-        if value is None:
+        value = self._version_sent(ex, "MCP-Protocol-Version is missing; every POST must carry it")
+        if value is not None and meta_version is not None and value != meta_version:
             self.add(
                 "protocol_version_mismatch",
                 ex,
-                path,
-                "MCP-Protocol-Version is missing; every POST must carry it",
-            )
-        elif meta_version is not None and value != meta_version:
-            self.add(
-                "protocol_version_mismatch",
-                ex,
-                path,
+                _VERSION_PATH,
                 f"MCP-Protocol-Version is {value!r} but the body's _meta says {meta_version!r}",
             )
             problem = True
-        if message.kind == REQUEST:
-            method = _stripped(headers.get("mcp-method"))
-            if method != message.method:
-                got = "missing" if method is None else repr(method)
+        method = _stripped(headers.get("mcp-method"))
+        if method != message.method:
+            got = "missing" if method is None else repr(method)
+            self.add(
+                "method_header_mismatch",
+                ex,
+                "/request/headers/mcp-method",
+                f"Mcp-Method is {got}, the body's method is {message.method!r}",
+            )
+            problem = True
+        name_field = NAME_FIELDS.get(message.method or "")
+        if name_field is not None:
+            expected = params.get(name_field) if isinstance(params, dict) else None
+            name = _encoded_value(headers.get("mcp-name"))
+            if name != expected:
+                got = "missing" if name is None else "different"
                 self.add(
-                    "method_header_mismatch",
+                    "name_header_mismatch",
                     ex,
-                    "/request/headers/mcp-method",
-                    f"Mcp-Method is {got}, the body's method is {message.method!r}",
+                    "/request/headers/mcp-name",
+                    f"Mcp-Name is {got}; it must equal params.{name_field} of {message.method}",
                 )
                 problem = True
-            name_field = NAME_FIELDS.get(message.method or "")
-            if name_field is not None:
-                expected = params.get(name_field) if isinstance(params, dict) else None
-                name = _encoded_value(headers.get("mcp-name"))
-                if name != expected:
-                    got = "missing" if name is None else "different"
-                    self.add(
-                        "name_header_mismatch",
-                        ex,
-                        "/request/headers/mcp-name",
-                        f"Mcp-Name is {got}; it must equal params.{name_field} of {message.method}",
-                    )
-                    problem = True
         resp = ex.response
         if not problem and value is not None and value not in KNOWN_VERSIONS and resp is not None:
             code = self._read_body(ex, batches=False).error_code
