@@ -12,8 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssewire import RawEvent
-from ssewire.jsonrpc import InvalidMessage, Message, MessageDecoder, Priming, TornTail, classify, excerpt
+from ssewire.jsonrpc import (
+    InvalidMessage,
+    Message,
+    MessageDecoder,
+    OtherEvent,
+    Priming,
+    TornTail,
+    classify,
+    excerpt,
+)
 
 from .conftest import TWINS, twin
 
@@ -76,7 +84,7 @@ def test_an_mcp_style_stream(messages):
             ("response", 7, None, "s1-4"),
         ]
         assert items[4].payload["result"]["content"][0]["text"] == "ok"
-        assert items[5] == RawEvent("endpoint", b"/other", "s1-5")
+        assert items[5] == OtherEvent("endpoint", b"/other", "s1-5")
         assert len(items) == 6
 
 
@@ -158,7 +166,19 @@ def test_torn_tail_is_reported(messages):
     stream = sse(("1", b'{"jsonrpc":"2.0","method":"a"}')) + b'id: 2\r\ndata: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'
     items = decode_all(messages(), chunked(stream, 16))
     assert isinstance(items[0], Message)
-    assert items[1] == TornTail(len(b"id: 2") + len(b'data: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'))
+    # the torn event's own id line never becomes the cursor: it stays at the last complete event
+    assert items[1] == TornTail(len(b"id: 2") + len(b'data: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'), "1")
+
+
+def test_every_item_names_its_event_id(messages):
+    stream = sse(
+        ("p", b""),
+        ("m", b'{"jsonrpc":"2.0","method":"a"}'),
+        ("x", b"not json"),
+    ) + b"event: endpoint\r\nid: o\r\ndata: /x\r\n\r\nid: t\r\ndata: {"
+    items = decode_all(messages(), [stream])
+    assert [type(item).__name__ for item in items] == ["Priming", "Message", "InvalidMessage", "OtherEvent", "TornTail"]
+    assert [item.event_id for item in items] == ["p", "m", "x", "o", "o"]
 
 
 def test_oversized_event_becomes_an_invalid_item(messages):

@@ -7,11 +7,12 @@ not disabled, else the pure-Python ``PyDecoder``. Both behave identically.
 
 from __future__ import annotations
 
-from . import _env
 from ._decoder_py import PyDecoder, PyRawDecoder
 from ._encoder import encode_comment, encode_event
 from ._errors import EventTooLarge, SSEError, UnexpectedContentType
 from ._events import Event, RawEvent
+from ._sdk import SDKEvent, SSEBytesDecoder
+from ._select import IMPLEMENTATION, CDecoder, CRawDecoder, Decoder, RawDecoder
 
 __all__ = [
     "IMPLEMENTATION",
@@ -32,24 +33,3 @@ __all__ = [
     "encode_event",
 ]
 __version__ = "0.1.0"
-
-
-def _load_compiled():  # type: ignore[no-untyped-def]
-    mode = _env.extension_mode()
-    if mode == "off":
-        return None, None
-    try:
-        from ._decoder_c import CDecoder as compiled, CRawDecoder as compiled_raw
-    except ImportError:
-        if mode == "required":
-            raise
-        return None, None
-    return compiled, compiled_raw
-
-
-CDecoder, CRawDecoder = _load_compiled()
-Decoder = PyDecoder if CDecoder is None else CDecoder
-RawDecoder = PyRawDecoder if CRawDecoder is None else CRawDecoder
-IMPLEMENTATION = "python" if CDecoder is None else "cython"
-
-from ._sdk import SDKEvent, SSEBytesDecoder  # noqa: E402  (needs Decoder, chosen above)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from . import Decoder, Event, EventTooLarge
-from ._errors import UnexpectedContentType
+from ._errors import EventTooLarge, UnexpectedContentType
+from ._events import Event
+from ._select import Decoder
 
 EVENT_STREAM = "text/event-stream"
 

@@ -3,6 +3,9 @@
 ``SSEWIRE_NO_EXTENSIONS``      build a pure wheel / import the pure-Python twin.
 ``SSEWIRE_REQUIRE_EXTENSIONS`` a failed compile or a missing extension is an error.
 
+On an interpreter other than CPython the compiled twin is never built or imported: it
+writes CPython object internals (compact str layout, ``PyBytes`` resizing).
+
 This module imports nothing from ssewire so that ``_build/backend.py`` can load it by
 path before the package is built.
 """
@@ -10,6 +13,7 @@ path before the package is built.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 NO_EXTENSIONS = "SSEWIRE_NO_EXTENSIONS"
@@ -30,12 +34,20 @@ def flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
     raise ValueError(f"{name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off")
 
 
-def extension_mode(environ: Mapping[str, str] | None = None) -> str:
-    """Return ``"off"``, ``"optional"`` or ``"required"`` for the compiled twin."""
+def extension_mode(environ: Mapping[str, str] | None = None, implementation: str | None = None) -> str:
+    """Return ``"off"``, ``"optional"`` or ``"required"`` for the compiled twin.
+
+    ``implementation`` is ``sys.implementation.name`` unless given (for tests).
+    """
     disabled = flag(NO_EXTENSIONS, environ)
     required = flag(REQUIRE_EXTENSIONS, environ)
     if disabled and required:
         raise ValueError(f"{NO_EXTENSIONS} and {REQUIRE_EXTENSIONS} are both set; choose one")
+    implementation = sys.implementation.name if implementation is None else implementation
+    if implementation != "cpython":
+        if required:
+            raise ValueError(f"{REQUIRE_EXTENSIONS} is set, but the compiled twin needs CPython, not {implementation}")
+        return "off"
     if disabled:
         return "off"
     return "required" if required else "optional"

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._adapt import aevents_from, events_from
 from ._events import Event
+from ._select import Decoder
 
 
 class SDKEvent(Event):
@@ -43,8 +44,6 @@ class SSEBytesDecoder:
         self._options = decoder_options
 
     def _decoder(self) -> Any:
-        from . import Decoder
-
         return Decoder(**self._options)
 
     def iter_bytes(self, iterator: Any) -> Iterator[SDKEvent]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from . import Decoder, Event
+from ._events import Event
+from ._select import Decoder
 from ._adapt import aevents_from, check_content_type
 
 __all__ = ["aiter_sse"]

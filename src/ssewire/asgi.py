@@ -16,7 +16,8 @@ import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from typing import Any
 
-from . import Event, RawEvent, encode_comment, encode_event
+from ._encoder import encode_comment, encode_event
+from ._events import Event, RawEvent
 
 __all__ = ["EventStreamResponse"]
 

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from . import Decoder, EventTooLarge
+from ._errors import EventTooLarge
+from ._select import Decoder
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -124,7 +125,7 @@ def _item_line(item) -> dict:
         return {"kind": "priming", "event_id": item.event_id}
     if isinstance(item, TornTail):
         return {"kind": "torn", "discarded": item.discarded}
-    return {"kind": "event", "type": item.type, "event_id": item.id, "size": len(item.data)}
+    return {"kind": "event", "type": item.event_type, "event_id": item.event_id, "size": len(item.data)}
 
 
 def _decode(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 A message is parsed only from the data of a complete event (the core never dispatches a
 partial one), and that data reaches ``orjson.loads`` as bytes, with no str round trip.
 Anything wrong with one message becomes an :class:`InvalidMessage` value and the stream
-goes on; a stream that ends inside an event ends with a :class:`TornTail`.
+goes on; a stream that ends inside an event ends with a :class:`TornTail`. Every item
+carries ``event_id``: the stream's last event ID when it was produced.
 
     decoder = MessageDecoder()
     for chunk in body_chunks:
@@ -14,36 +15,49 @@ goes on; a stream that ends inside an event ends with a :class:`TornTail`.
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple, Union
 
 import orjson
 
-from . import RawDecoder, RawEvent
 from ._errors import EventTooLarge
+from ._events import RawEvent
+from ._secrets import mask_json_bytes
+from ._select import RawDecoder
 from ._shared import DEFAULT_MAX_EVENT_SIZE, DEFAULT_MAX_LINE_SIZE
+from ._strenum import StrEnum
 
 __all__ = [
     "InvalidMessage",
     "Item",
+    "Kind",
     "Message",
     "MessageDecoder",
+    "OtherEvent",
     "Priming",
     "TornTail",
     "classify",
 ]
 
-REQUEST = "request"
-NOTIFICATION = "notification"
-RESPONSE = "response"
-ERROR = "error"
-BATCH = "batch"
+class Kind(StrEnum):
+    """What a JSON-RPC message is (a ``str``: ``Kind.REQUEST == "request"``)."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    ERROR = "error"  # an error response
+    BATCH = "batch"  # a JSON array of messages (MCP 2025-03-26)
+
+    @property
+    def answers(self) -> bool:
+        """A response or an error response: it answers a request by its id."""
+        return self in (Kind.RESPONSE, Kind.ERROR)
+
 
 
 class Message(NamedTuple):
     """One valid JSON-RPC message (or batch) and the SSE event it came from."""
 
-    kind: str  # "request" | "notification" | "response" | "error" | "batch"
+    kind: Kind
     payload: Any  # what orjson.loads returned
     id: str | int | None  # the JSON-RPC id (None for notifications and batches)
     method: str | None  # requests and notifications
@@ -68,19 +82,31 @@ class Priming(NamedTuple):
     event_id: str
 
 
+class OtherEvent(NamedTuple):
+    """An event whose type is not ``message``: not JSON-RPC, passed on undecoded."""
+
+    event_type: str
+    data: bytes
+    event_id: str
+
+
 class TornTail(NamedTuple):
-    """The stream ended inside an event: ``discarded`` bytes were never dispatched."""
+    """The stream ended inside an event: ``discarded`` bytes were never dispatched.
+
+    ``event_id`` is the last event ID before the torn event (a torn ``id:`` line never
+    counts), i.e. the cursor to resume from."""
 
     discarded: int
+    event_id: str = ""
 
 
-Item = Union[Message, InvalidMessage, Priming, RawEvent, TornTail]
+Item = Union[Message, InvalidMessage, Priming, OtherEvent, TornTail]
 
 _MESSAGE_TYPE = "message"
 _EXCERPT = 80
 
 
-def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | int | None, str | None]:
+def classify(payload: Any, *, allow_batches: bool = False) -> tuple[Kind, str | int | None, str | None]:
     """Check a parsed JSON-RPC 2.0 envelope; return ``(kind, id, method)``.
 
     Raises ``ValueError`` naming the first rule broken.
@@ -97,7 +123,7 @@ def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | i
                 classify(member)
             except ValueError as exc:
                 raise ValueError(f"batch[{index}]: {exc}") from None
-        return BATCH, None, None
+        return Kind.BATCH, None, None
     if not isinstance(payload, dict):
         raise ValueError(f"envelope: expected a JSON object, got {type(payload).__name__}")
     if payload.get("jsonrpc") != "2.0":
@@ -114,9 +140,9 @@ def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | i
         if "params" in payload and not isinstance(params, (dict, list)):
             raise ValueError('request: "params" must be an object or an array')
         if not has_id:
-            return NOTIFICATION, None, method
+            return Kind.NOTIFICATION, None, method
         _check_id(ident, "request")
-        return REQUEST, ident, method
+        return Kind.REQUEST, ident, method
     has_result, has_error = "result" in payload, "error" in payload
     if has_result == has_error:
         raise ValueError('response: needs exactly one of "result" and "error"')
@@ -124,7 +150,7 @@ def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | i
         if not has_id:
             raise ValueError('response: missing "id"')
         _check_id(ident, "response")
-        return RESPONSE, ident, None
+        return Kind.RESPONSE, ident, None
     if not has_id:
         raise ValueError('error response: missing "id" (null when the request id was unreadable)')
     error = payload["error"]
@@ -137,7 +163,7 @@ def classify(payload: Any, *, allow_batches: bool = False) -> tuple[str, str | i
         raise ValueError('error response: "error.message" must be a string')
     if ident is not None:  # JSON-RPC allows null when the request id was unreadable
         _check_id(ident, "error response")
-    return ERROR, ident, None
+    return Kind.ERROR, ident, None
 
 
 def _check_id(ident: Any, where: str) -> None:
@@ -155,19 +181,9 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-_SECRET_VALUE = re.compile(
-    rb'("(?:[^"]*(?:token|secret|password|passwd|authorization|api[_-]?key|cookie|session)[^"]*)"\s*:\s*)"[^"]*"?',
-    re.IGNORECASE,
-)
-_LONG_RUN = re.compile(rb"[A-Za-z0-9+/=_\-.]{32,}")
-
-
 def excerpt(data: bytes) -> str:
     """The start of ``data`` for a report: secret-looking values and long tokens masked."""
-    head = data[: _EXCERPT * 2]
-    head = _SECRET_VALUE.sub(rb'\1"<redacted>"', head)
-    head = _LONG_RUN.sub(b"<redacted>", head)
-    text = head.decode("utf-8", "replace")
+    text = mask_json_bytes(data[: _EXCERPT * 2]).decode("utf-8", "replace")
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "\u2026"
 
 
@@ -213,11 +229,11 @@ class MessageDecoder:
     def close(self) -> list[Item]:
         self._core.close()
         discarded = self._core.discarded
-        return [TornTail(discarded)] if discarded else []
+        return [TornTail(discarded, self._core.last_event_id)] if discarded else []
 
     def _item(self, event: RawEvent) -> Item:
         if event.type != _MESSAGE_TYPE:
-            return event
+            return OtherEvent(event.type, event.data, event.id)
         data = event.data
         if not data:
             return Priming(event.id)

@@ -17,7 +17,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._secrets import CREDENTIAL_HEADERS, JSON_KEYS, MASK, URL_PARAMS, mask_text
+from .._secrets import CREDENTIAL_HEADERS, JSON_FIELD, JSON_KEYS, MASK, URL_PARAMS, mask_text
 from .transcript import from_document
 
 
@@ -168,12 +168,6 @@ def _shape(value: Any) -> Any:
 
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n|$)")
-_SECRET_JSON = re.compile(
-    rb'("(?:'
-    + b"|".join(re.escape(k.encode()) for k in sorted(JSON_KEYS))
-    + rb')"\s*:\s*)"(?:[^"\\\r\n]|\\.)*"',
-    re.IGNORECASE,
-)
 
 
 def _sse(pieces: list[bytes], event_ids: _Names) -> list[bytes]:
@@ -196,7 +190,7 @@ def _sse(pieces: list[bytes], event_ids: _Names) -> list[bytes]:
                         event_ids(value.decode("utf-8", "replace")).encode(),
                     )
                 )
-    for match in _SECRET_JSON.finditer(whole):
+    for match in JSON_FIELD.finditer(whole):
         value_start = match.start() + len(match.group(1))
         if not any(s < match.end() and value_start < e for s, e, _ in spans):
             spans.append((value_start, match.end(), b'"' + MASK.encode() + b'"'))

@@ -1,10 +1,14 @@
-"""What counts as a credential in a transcript, shared by ``redact`` and ``validate``."""
+"""What looks like a secret: the one definition behind every mask and every finding.
+
+Used by ``jsonrpc`` (the excerpt of an invalid message), ``mcp.redact`` and the
+validator's ``unredacted_credential`` rules. No I/O, no imports beyond the stdlib.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 MASK = "<redacted>"
@@ -97,3 +101,19 @@ def text_credentials(text: str) -> list[str]:
 def mask_text(text: str) -> str:
     """Free text with every credential field's value masked."""
     return _IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{MASK}", text)
+
+
+# ``"key": "value"`` for a credential key in raw JSON bytes (SSE data); a value cut short
+# (a torn event, an excerpt's end) is masked to where it stops.
+JSON_FIELD = re.compile(
+    rb'("(?:' + b"|".join(re.escape(k.encode()) for k in sorted(JSON_KEYS)) + rb')"\s*:\s*)"(?:[^"\\\r\n]|\\.)*"?',
+    re.IGNORECASE,
+)
+# A run long enough to be a token or key whatever its field name.
+LONG_TOKEN = re.compile(rb"[A-Za-z0-9+/=_\-.]{32,}")
+
+
+def mask_json_bytes(data: bytes) -> bytes:
+    """``data`` with credential fields' values and token-like runs masked."""
+    data = JSON_FIELD.sub(rb'\1"' + MASK.encode() + b'"', data)
+    return LONG_TOKEN.sub(MASK.encode(), data)
