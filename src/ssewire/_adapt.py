@@ -11,16 +11,14 @@ from typing import Any
 
 from ._errors import EventTooLarge, UnexpectedContentType
 from ._events import Event
+from ._http import EVENT_STREAM, media_type
 from ._select import Decoder
-
-EVENT_STREAM = "text/event-stream"
 
 
 def check_content_type(content_type: str | None) -> None:
     """The media type must be text/event-stream (case-insensitive; parameters such as a
     declared charset are ignored: SSE is always UTF-8)."""
-    media_type = (content_type or "").partition(";")[0].strip().lower()
-    if media_type != EVENT_STREAM:
+    if media_type(content_type) != EVENT_STREAM:
         raise UnexpectedContentType(content_type or "")
 
 

@@ -5,18 +5,23 @@ result = validate(load("session.json"), profile="2025-11-25")
 for finding in result.findings: ...
 """
 
-from .findings import RULES, Finding
+from .findings import Finding, Level, Status
+from .ledger import Recovery, StreamLedger
 from .profiles import PROFILES, Profile, UnknownProfile, resolve
 from .transcript import Transcript, TranscriptError, from_document, load, loads
-from .validate import Recovery, Result, validate
+from .rules import CATALOGUE as RULES
+from .validate import Result, validate
 
 __all__ = [
     "PROFILES",
     "RULES",
     "Finding",
+    "Level",
     "Profile",
     "Recovery",
     "Result",
+    "Status",
+    "StreamLedger",
     "Transcript",
     "TranscriptError",
     "UnknownProfile",

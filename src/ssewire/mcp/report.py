@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
-from .findings import ERROR, INFO, RULES, WARNING, Finding
+from .findings import Finding, Level
+from .rules import CATALOGUE as RULES
 from .transcript import TranscriptError, load_document
 from .validate import Result
 
@@ -74,7 +75,7 @@ def baseline_document(result: Result) -> dict:
     """A baseline that accepts every error and warning of ``result`` (``--write-baseline``)."""
     seen: dict[tuple, None] = {}
     for finding in result.findings:
-        if finding.level != INFO:
+        if finding.level != Level.INFO:
             seen[(finding.code, finding.exchange)] = None
     expected = [Expectation(code, exchange).as_dict() for code, exchange in seen]
     return {"format": BASELINE_FORMAT, "expected": expected}
@@ -104,20 +105,20 @@ class Outcome:
 
     @property
     def failing(self) -> list[Finding]:
-        return [f for f, b in zip(self.result.findings, self.baselined) if f.level == ERROR and not b]
+        return [f for f, b in zip(self.result.findings, self.baselined) if f.level == Level.ERROR and not b]
 
     @property
     def passed(self) -> bool:
         return not self.failing and not self.stale
 
     def summary(self) -> dict[str, int]:
-        counts = {level: 0 for level in (ERROR, WARNING, INFO)}
+        counts = {level: 0 for level in tuple(Level)}
         for finding in self.result.findings:
             counts[finding.level] += 1
         return {
-            "errors": counts[ERROR],
-            "warnings": counts[WARNING],
-            "info": counts[INFO],
+            "errors": counts[Level.ERROR],
+            "warnings": counts[Level.WARNING],
+            "info": counts[Level.INFO],
             "failing": len(self.failing),
             "baselined": sum(self.baselined),
             "stale_baseline": len(self.stale),
@@ -172,14 +173,14 @@ def to_junit(outcome: Outcome, source: str, exchange_ids: list[str]) -> str:
     failures = 0
     for name, found in cases.items():
         case = ElementTree.SubElement(suite, "testcase", classname=f"mcp.{result.profile}", name=name)
-        failing = [f for f, b in found if f.level == ERROR and not b]
+        failing = [f for f, b in found if f.level == Level.ERROR and not b]
         if failing:
             failures += 1
             failure = ElementTree.SubElement(
                 case, "failure", type=failing[0].code, message=failing[0].message
             )
             failure.text = "\n".join(f"{f.code} {f.path}: {f.message} [{f.requirement}]" for f in failing)
-        others = [(f, b) for f, b in found if f.level != ERROR or b]
+        others = [(f, b) for f, b in found if f.level != Level.ERROR or b]
         if others:
             out = ElementTree.SubElement(case, "system-out")
             out.text = "\n".join(

@@ -1,0 +1,32 @@
+"""The few HTTP field rules ssewire needs, written once for the adapters and the MCP code.
+
+No I/O: strings in, answers out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+EVENT_STREAM = "text/event-stream"
+JSON = "application/json"
+
+
+def media_type(value: str | None) -> str | None:
+    """The media type of a Content-Type value: lower case, parameters dropped, None if empty."""
+    if value is None:
+        return None
+    return value.split(";", 1)[0].strip().lower() or None
+
+
+def accept_value(values: Iterable[str]) -> str | None:
+    """One Accept value from all the field lines (a list-valued field), None if there are none."""
+    return ", ".join(values) or None
+
+
+def accepts(value: str, media: str) -> bool:
+    """Whether an Accept value lists ``media`` itself (parameters and q-values ignored)."""
+    return any(media_type(part) == media for part in value.split(","))
+
+
+def is_success(status: int) -> bool:
+    return 200 <= status < 300
