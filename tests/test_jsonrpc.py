@@ -262,4 +262,4 @@ def test_cli_jsonrpc_invalid_item_exits_1():
 def test_cli_jsonrpc_torn_stream_exits_1():
     result = run_cli(b'data: {"jsonrpc":"2.0","id":1,"res')
     assert result.returncode == 1
-    assert lines(result.stdout) == [{"kind": "torn", "discarded": len(b'data: {"jsonrpc":"2.0","id":1,"res')}]
+    assert lines(result.stdout) == [{"kind": "torn", "discarded": len(b'data: {"jsonrpc":"2.0","id":1,"res'), "event_id": ""}]

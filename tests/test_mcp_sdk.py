@@ -1,14 +1,13 @@
 """Transcripts recorded from the official MCP Python SDK server, checked finding by finding.
 
 The test starts the SDK's Streamable HTTP app with uvicorn on 127.0.0.1, drives it with
-raw httpx requests through :class:`ssewire.mcp.record.Recorder`, and validates what was
+raw httpx requests through :class:`ssewire.mcp.live.record.Recorder`, and validates what was
 on the wire. Every finding expected below is argued from the revision's text.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from typing import Any
 
@@ -17,7 +16,8 @@ import httpx2
 import pytest
 
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.record import Recorder
+from ssewire.mcp.live.record import Recorder
+from ssewire.mcp.transcript import ExchangeRecord, TranscriptWriter
 
 from .servers import uvicorn_server
 
@@ -276,53 +276,40 @@ def test_sdk_2026_07_28_streams_without_event_ids(recorded):
 class _RecordedBody(httpx2.AsyncByteStream):
     """Passes the body through, keeping each piece as the SDK client read it."""
 
-    def __init__(self, inner: Any, record: dict) -> None:
+    def __init__(self, inner: Any, record: ExchangeRecord) -> None:
         self.inner, self.record = inner, record
 
     async def __aiter__(self):
         async for chunk in self.inner:
-            self.record["chunks"].append(chunk)
+            self.record.chunk(chunk)
             yield chunk
-        self.record["disconnected"] = False
+        self.record.end()  # disconnected until the client reads the body to its end
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
 class _RecordingTransport(httpx2.AsyncBaseTransport):
-    """An httpx2 transport that records each exchange in transcript form."""
+    """An httpx2 transport that records each exchange through the library's one writer."""
 
     def __init__(self) -> None:
         self.inner = httpx2.AsyncHTTPTransport()
-        self.exchanges: list[dict] = []
+        self.writer = TranscriptWriter()
 
     async def handle_async_request(self, request):
-        record = {
-            "method": request.method,
-            "url": request.url.path,
-            "headers": dict(request.headers.multi_items()),
-        }
-        if request.content:
-            record["body"] = json.loads(request.content)
-        exchange = {"id": f"e{len(self.exchanges) + 1}", "request": record}
-        self.exchanges.append(exchange)
+        record = self.writer.request(
+            request.method, request.url.path, request.headers.multi_items(), request.content
+        )
         response = await self.inner.handle_async_request(request)
-        # disconnected until the client reads the body to its end
-        body = {
-            "status": response.status_code,
-            "headers": dict(response.headers.multi_items()),
-            "chunks": [],
-            "disconnected": True,
-        }
-        exchange["response"] = body
-        response.stream = _RecordedBody(response.stream, body)
+        record.respond(response.status_code, response.headers.multi_items())
+        response.stream = _RecordedBody(response.stream, record)
         return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
-async def _sdk_client_session(url: str, mode: str) -> tuple[list[dict], str]:
+async def _sdk_client_session(url: str, mode: str) -> tuple[TranscriptWriter, str]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
@@ -333,10 +320,7 @@ async def _sdk_client_session(url: str, mode: str) -> tuple[list[dict], str]:
             await client.call_tool("echo", {"text": "hi"})
             await client.call_tool("notify_echo", {"text": "hi"})
             version = client.protocol_version
-    for exchange in transport.exchanges:
-        response = exchange["response"]
-        response["chunks_b64"] = [base64.b64encode(c).decode() for c in response.pop("chunks")]
-    return transport.exchanges, version
+    return transport.writer, version
 
 
 @pytest.mark.parametrize(
@@ -344,9 +328,10 @@ async def _sdk_client_session(url: str, mode: str) -> tuple[list[dict], str]:
 )
 def test_the_sdk_client_and_server_together_break_no_rule(mode, store, version):
     with uvicorn_server(sdk_app(MemoryEventStore() if store else None), lifespan="on") as url:
-        exchanges, negotiated = asyncio.run(_sdk_client_session(url, mode))
+        writer, negotiated = asyncio.run(_sdk_client_session(url, mode))
     assert negotiated == version
-    document = {"format": "ssewire-transcript/1", "profile": version, "exchanges": exchanges}
+    document = writer.document(version)
+    exchanges = document["exchanges"]
     result = validate(from_document(document))
     assert [(f.code, f.exchange) for f in result.findings] == []
     methods = [e["request"]["method"] for e in exchanges]

@@ -46,7 +46,9 @@ def extension_mode(environ: Mapping[str, str] | None = None, implementation: str
     implementation = sys.implementation.name if implementation is None else implementation
     if implementation != "cpython":
         if required:
-            raise ValueError(f"{REQUIRE_EXTENSIONS} is set, but the compiled twin needs CPython, not {implementation}")
+            raise ValueError(
+                f"{REQUIRE_EXTENSIONS} is set, but the compiled twin needs CPython, not {implementation}"
+            )
         return "off"
     if disabled:
         return "off"

@@ -44,3 +44,11 @@ class UnexpectedContentType(SSEError):
     def __init__(self, content_type: str):
         self.content_type = content_type
         super().__init__(f"expected a text/event-stream response, got Content-Type {content_type!r}")
+
+
+class InputError(ValueError):
+    """Input a tool cannot read or check: a file, a transcript, a profile, a baseline.
+
+    The base of every such error, so the command line turns them all into exit code 2;
+    never a finding about the input's content.
+    """

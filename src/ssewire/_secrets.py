@@ -106,7 +106,9 @@ def mask_text(text: str) -> str:
 # ``"key": "value"`` for a credential key in raw JSON bytes (SSE data); a value cut short
 # (a torn event, an excerpt's end) is masked to where it stops.
 JSON_FIELD = re.compile(
-    rb'("(?:' + b"|".join(re.escape(k.encode()) for k in sorted(JSON_KEYS)) + rb')"\s*:\s*)"(?:[^"\\\r\n]|\\.)*"?',
+    rb'("(?:'
+    + b"|".join(re.escape(k.encode()) for k in sorted(JSON_KEYS))
+    + rb')"\s*:\s*)"(?:[^"\\\r\n]|\\.)*"?',
     re.IGNORECASE,
 )
 # A run long enough to be a token or key whatever its field name.

@@ -38,6 +38,7 @@ __all__ = [
     "classify",
 ]
 
+
 class Kind(StrEnum):
     """What a JSON-RPC message is (a ``str``: ``Kind.REQUEST == "request"``)."""
 
@@ -51,7 +52,6 @@ class Kind(StrEnum):
     def answers(self) -> bool:
         """A response or an error response: it answers a request by its id."""
         return self in (Kind.RESPONSE, Kind.ERROR)
-
 
 
 class Message(NamedTuple):

@@ -62,9 +62,13 @@ class Body:
     last_event_id: str = ""  # the last non-empty event id
     id_events: list[int] = field(default_factory=list)  # indices of events that set a new event id
     events: int = 0  # SSE events dispatched (1 for a JSON body)
-    invalid: list[tuple[int, InvalidMessage]] = field(default_factory=list)  # SSE events that are not messages
+    invalid: list[tuple[int, InvalidMessage]] = field(
+        default_factory=list
+    )  # SSE events that are not messages
     torn: tuple[int, int] | None = None  # (event index, bytes discarded) when it ended inside an event
-    credentials: list[tuple[int, str]] = field(default_factory=list)  # (event index, JSON pointer) in SSE data
+    credentials: list[tuple[int, str]] = field(
+        default_factory=list
+    )  # (event index, JSON pointer) in SSE data
     json_unparsable: int | None = None  # bytes of a JSON body that does not parse
     json_invalid: list[str] = field(default_factory=list)  # reasons JSON body items are not messages
     error_code: int | None = None  # the first JSON-RPC error's code
@@ -84,7 +88,9 @@ class Headers2026:
 
     @property
     def version_differs(self) -> bool:
-        return self.version is not None and self.meta_version is not None and self.version != self.meta_version
+        return (
+            self.version is not None and self.meta_version is not None and self.version != self.meta_version
+        )
 
     @property
     def method_differs(self) -> bool:
@@ -151,7 +157,9 @@ class Model:
 
 def before(ex: Exchange, other: Exchange) -> bool:
     """``other`` happened before ``ex`` (not concurrently with it)."""
-    return other.index < ex.index and (ex.concurrent_group is None or other.concurrent_group != ex.concurrent_group)
+    return other.index < ex.index and (
+        ex.concurrent_group is None or other.concurrent_group != ex.concurrent_group
+    )
 
 
 def stripped(value: str | None) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._errors import InputError
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -62,7 +64,7 @@ ALIASES: dict[str, tuple[str, str]] = {
 KNOWN_VERSIONS = frozenset({"2024-11-05", *PROFILES})
 
 
-class UnknownProfile(ValueError):
+class UnknownProfile(InputError):
     """The profile names no published revision: the validator refuses to guess."""
 
 

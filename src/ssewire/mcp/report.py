@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
+from .._errors import InputError
 from .findings import Finding, Level
 from .rules import CATALOGUE as RULES
 from .transcript import TranscriptError, load_document
@@ -21,7 +22,7 @@ from .validate import Result
 BASELINE_FORMAT = "ssewire-baseline/1"
 
 
-class BaselineError(ValueError):
+class BaselineError(InputError):
     """The baseline file is unreadable or not a ``ssewire-baseline/1`` document."""
 
 
@@ -83,14 +84,21 @@ def baseline_document(result: Result) -> dict:
 
 @dataclass
 class Outcome:
-    """A result seen through a baseline: what fails the run and what is stale."""
+    """A result seen through a baseline: what fails the run and what is stale.
+
+    ``fail_on``: the lowest level that fails the run (``warning`` gates on every finding
+    but info, e.g. 2026-07-28 migration leftovers or an event torn by a disconnect).
+    """
 
     result: Result
     baselined: list[bool]  # parallel to result.findings
     stale: list[Expectation] = field(default_factory=list)
+    fail_on: Level = Level.ERROR
 
     @classmethod
-    def of(cls, result: Result, baseline: list[Expectation] | None = None) -> Outcome:
+    def of(
+        cls, result: Result, baseline: list[Expectation] | None = None, *, fail_on: Level = Level.ERROR
+    ) -> Outcome:
         baseline = baseline or []
         used = [False] * len(baseline)
         baselined = []
@@ -101,11 +109,17 @@ class Outcome:
                     used[index] = hit = True
             baselined.append(hit)
         stale = [expectation for expectation, was_used in zip(baseline, used) if not was_used]
-        return cls(result, baselined, stale)
+        return cls(result, baselined, stale, fail_on)
+
+    def fails(self, finding: Finding) -> bool:
+        """Whether ``finding`` (not baselined) is at a level that fails the run."""
+        return finding.level == Level.ERROR or (
+            finding.level == Level.WARNING and self.fail_on == Level.WARNING
+        )
 
     @property
     def failing(self) -> list[Finding]:
-        return [f for f, b in zip(self.result.findings, self.baselined) if f.level == Level.ERROR and not b]
+        return [f for f, b in zip(self.result.findings, self.baselined) if self.fails(f) and not b]
 
     @property
     def passed(self) -> bool:
@@ -173,14 +187,14 @@ def to_junit(outcome: Outcome, source: str, exchange_ids: list[str]) -> str:
     failures = 0
     for name, found in cases.items():
         case = ElementTree.SubElement(suite, "testcase", classname=f"mcp.{result.profile}", name=name)
-        failing = [f for f, b in found if f.level == Level.ERROR and not b]
+        failing = [f for f, b in found if outcome.fails(f) and not b]
         if failing:
             failures += 1
             failure = ElementTree.SubElement(
                 case, "failure", type=failing[0].code, message=failing[0].message
             )
             failure.text = "\n".join(f"{f.code} {f.path}: {f.message} [{f.requirement}]" for f in failing)
-        others = [(f, b) for f, b in found if f.level != Level.ERROR or b]
+        others = [(f, b) for f, b in found if not outcome.fails(f) or b]
         if others:
             out = ElementTree.SubElement(case, "system-out")
             out.text = "\n".join(

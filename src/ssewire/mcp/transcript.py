@@ -6,6 +6,7 @@ that an input problem is never mistaken for a conformance finding: non-standard 
 (``NaN``, ``Infinity``), a duplicate key, a shape the format does not allow or a
 duplicate exchange id raise :class:`TranscriptError`. Keys starting with ``x-`` are
 extension points and are ignored. The schema is ``docs/transcript.schema.json``.
+:class:`TranscriptWriter` is the one writer of the format.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ import binascii
 import json
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from .._errors import InputError
 
 FORMAT = "ssewire-transcript/1"
 
 
-class TranscriptError(ValueError):
+class TranscriptError(InputError):
     """The input is not a readable ``ssewire-transcript/1`` document."""
 
 
@@ -355,3 +359,124 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
             raise TranscriptError(f"duplicate key {key!r} in one JSON object")
         result[key] = value
     return result
+
+
+# -- writing -----------------------------------------------------------------------
+
+
+class ExchangeRecord:
+    """One exchange being recorded: the request as sent, the response as it arrives.
+
+    A response is ``disconnected`` until :meth:`end` says otherwise, so a stream the
+    client abandoned (or that broke) is recorded as such without extra bookkeeping.
+    """
+
+    __slots__ = (
+        "id",
+        "idempotent",
+        "concurrent_group",
+        "request",
+        "status",
+        "response_headers",
+        "chunks",
+        "disconnected",
+    )
+
+    def __init__(
+        self, ident: str, request: dict[str, Any], idempotent: bool | None, group: str | None
+    ) -> None:
+        self.id = ident
+        self.request = request
+        self.idempotent = idempotent
+        self.concurrent_group = group
+        self.status: int | None = None
+        self.response_headers: dict[str, Any] = {}
+        self.chunks: list[bytes] = []
+        self.disconnected = True
+
+    def respond(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
+        self.status, self.response_headers = status, header_fields(headers)
+
+    def chunk(self, data: bytes) -> None:
+        """A piece of the body exactly as it was read off the connection."""
+        if data:
+            self.chunks.append(bytes(data))
+
+    def end(self, *, disconnected: bool = False) -> None:
+        self.disconnected = disconnected
+
+    def as_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": self.id}
+        if self.concurrent_group is not None:
+            record["concurrent_group"] = self.concurrent_group
+        if self.idempotent is not None:
+            record["idempotent"] = self.idempotent
+        record["request"] = self.request
+        if self.status is not None:
+            record["response"] = {
+                "status": self.status,
+                "headers": self.response_headers,
+                **chunk_fields(self.chunks),
+                "disconnected": self.disconnected,
+            }
+        return record
+
+
+class TranscriptWriter:
+    """The one writer of ``ssewire-transcript/1``: the recorder, the probe and the tests
+    all record through it, so repeated headers and chunk boundaries are kept alike."""
+
+    def __init__(self) -> None:
+        self.records: list[ExchangeRecord] = []
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes | None = None,
+        *,
+        idempotent: bool | None = None,
+        concurrent_group: str | None = None,
+    ) -> ExchangeRecord:
+        """Start an exchange; ``body`` is the request body as sent (JSON is kept parsed)."""
+        request: dict[str, Any] = {"method": method, "url": url, "headers": header_fields(headers)}
+        if body:
+            request.update(body_field(body))
+        record = ExchangeRecord(f"e{len(self.records) + 1}", request, idempotent, concurrent_group)
+        self.records.append(record)
+        return record
+
+    def document(self, profile: str, **tuple_: str) -> dict[str, Any]:
+        document: dict[str, Any] = {"format": FORMAT, "profile": profile}
+        if tuple_:
+            document["tuple"] = tuple_
+        document["exchanges"] = [record.as_dict() for record in self.records]
+        return document
+
+
+def header_fields(headers: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """Header pairs as transcript headers: a repeated field becomes an array (never dropped)."""
+    out: dict[str, Any] = {}
+    for name, value in headers:
+        if name in out:
+            out[name] = [*out[name], value] if isinstance(out[name], list) else [out[name], value]
+        else:
+            out[name] = value
+    return out
+
+
+def body_field(data: bytes) -> dict[str, Any]:
+    """A request body: parsed JSON when it is strict JSON, else its text (invalid UTF-8 replaced)."""
+    try:
+        return {"body": loads_document(data)}
+    except TranscriptError:
+        return {"body_text": data.decode("utf-8", "replace")}
+
+
+def chunk_fields(chunks: list[bytes]) -> dict[str, Any]:
+    """Response chunks as text when every one is UTF-8 on its own, else base64."""
+    try:
+        return {"chunks": [chunk.decode("utf-8") for chunk in chunks]}
+    except UnicodeDecodeError:  # a chunk split inside a character, or not UTF-8 at all
+        return {"chunks_b64": [base64.b64encode(chunk).decode("ascii") for chunk in chunks]}

@@ -97,4 +97,3 @@ def rule(
         return func
 
     return register
-

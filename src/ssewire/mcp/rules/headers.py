@@ -63,7 +63,8 @@ def version_header_2026(x: ExchangeView, m: Model) -> Iterator[Hit]:
         yield Hit(VERSION_PATH, "MCP-Protocol-Version is missing; every POST must carry it")
     elif h.version_differs:
         yield Hit(
-            VERSION_PATH, f"MCP-Protocol-Version is {h.version!r} but the body's _meta says {h.meta_version!r}"
+            VERSION_PATH,
+            f"MCP-Protocol-Version is {h.version!r} but the body's _meta says {h.meta_version!r}",
         )
 
 
@@ -79,7 +80,9 @@ def method_header(x: ExchangeView, m: Model) -> Iterator[Hit]:
     h = x.headers_2026
     if h is not None and h.method_differs:
         got = "missing" if h.method is None else repr(h.method)
-        yield Hit("/request/headers/mcp-method", f"Mcp-Method is {got}, the body's method is {h.body_method!r}")
+        yield Hit(
+            "/request/headers/mcp-method", f"Mcp-Method is {got}, the body's method is {h.body_method!r}"
+        )
 
 
 @rule(

@@ -55,7 +55,9 @@ def credential_headers(x: ExchangeView, m: Model) -> Iterator[Hit]:
     for side, headers in _sides(x):
         for name, value in headers.fields:
             if name.lower() in CREDENTIAL_HEADERS and not is_masked(value):
-                yield Hit(f"/{side}/headers/{name}", f"the {name} header carries a credential (value not shown)")
+                yield Hit(
+                    f"/{side}/headers/{name}", f"the {name} header carries a credential (value not shown)"
+                )
 
 
 @rule("unredacted_credential", on=EVERY)
@@ -72,7 +74,8 @@ def credential_bodies(x: ExchangeView, m: Model) -> Iterator[Hit]:
         names = text_credentials(text) if text else []
         if names:
             yield Hit(
-                f"/{side}/body_text", f"the body carries credentials in: {', '.join(names)} (values not shown)"
+                f"/{side}/body_text",
+                f"the body carries credentials in: {', '.join(names)} (values not shown)",
             )
     for side, body in (("request", req.body), ("response", resp.body if resp else ABSENT)):
         for where in json_credentials(body) if body is not ABSENT else ():
@@ -82,4 +85,6 @@ def credential_bodies(x: ExchangeView, m: Model) -> Iterator[Hit]:
 @rule("unredacted_credential", on=EVERY)
 def credential_events(x: ExchangeView, m: Model) -> Iterator[Hit]:
     for index, where in x.body.credentials if x.body else ():
-        yield Hit(f"/response/events/{index}", f"a credential field ({where}) in the event's data (value not shown)")
+        yield Hit(
+            f"/response/events/{index}", f"a credential field ({where}) in the event's data (value not shown)"
+        )

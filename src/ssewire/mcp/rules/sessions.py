@@ -25,9 +25,13 @@ def session_header_removed(x: ExchangeView, m: Model) -> Iterator[Hit]:
         return
     resp, name = x.ex.response, m.profile.name
     if x.ex.request.headers.get("mcp-session-id") is not None:
-        yield Hit("/request/headers/mcp-session-id", f"the client sent Mcp-Session-Id; {name} has no sessions")
+        yield Hit(
+            "/request/headers/mcp-session-id", f"the client sent Mcp-Session-Id; {name} has no sessions"
+        )
     if resp is not None and resp.headers.get("mcp-session-id") is not None:
-        yield Hit("/response/headers/mcp-session-id", f"the server sent Mcp-Session-Id; {name} has no sessions")
+        yield Hit(
+            "/response/headers/mcp-session-id", f"the server sent Mcp-Session-Id; {name} has no sessions"
+        )
 
 
 def _needs_session(x: ExchangeView, m: Model) -> bool:

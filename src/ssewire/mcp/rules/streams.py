@@ -25,7 +25,9 @@ RESUMABILITY = "Resumability and Redelivery"
 def invalid_sse_json(x: ExchangeView, m: Model) -> Iterator[Hit]:
     for event, item in x.body.invalid if x.body else ():
         reason = item.reason.split(":", 1)[0] if item.reason.startswith("invalid JSON") else item.reason
-        yield Hit(f"/response/events/{event}", f"event data ({item.size} bytes) is not a JSON-RPC message: {reason}")
+        yield Hit(
+            f"/response/events/{event}", f"event data ({item.size} bytes) is not a JSON-RPC message: {reason}"
+        )
 
 
 @rule(
@@ -127,7 +129,9 @@ def cross_stream_duplicate(x: ExchangeView, m: Model) -> Iterator[Hit]:
 )
 def last_event_id_on_post(x: ExchangeView, m: Model) -> Iterator[Hit]:
     if m.profile.resumability and x.ex.request.headers.get("last-event-id") is not None:
-        yield Hit("/request/headers/last-event-id", "Last-Event-ID sent on a POST: streams are resumed with GET")
+        yield Hit(
+            "/request/headers/last-event-id", "Last-Event-ID sent on a POST: streams are resumed with GET"
+        )
 
 
 @rule(

@@ -9,13 +9,27 @@ from ..model import Model
 from ._registry import TRANSCRIPT, Hit, rule
 
 
-@rule("profile_alias", Level.INFO, "convention", "", "name the published revision in the transcript", on=TRANSCRIPT)
+@rule(
+    "profile_alias",
+    Level.INFO,
+    "convention",
+    "",
+    "name the published revision in the transcript",
+    on=TRANSCRIPT,
+)
 def profile_alias(m: Model) -> Iterator[Hit]:
     if m.alias_note:
         yield Hit("/profile", f"profile {m.name!r}: {m.alias_note}")
 
 
-@rule("profile_overridden", Level.INFO, "convention", "", "the --profile option replaced the transcript's profile", on=TRANSCRIPT)
+@rule(
+    "profile_overridden",
+    Level.INFO,
+    "convention",
+    "",
+    "the --profile option replaced the transcript's profile",
+    on=TRANSCRIPT,
+)
 def profile_overridden(m: Model) -> Iterator[Hit]:
     declared = m.transcript.profile
     if m.override and declared and m.override != declared:

@@ -1,0 +1,52 @@
+"""The ``ssewire`` command line: one module per command, each with ``add_parser`` and ``run``.
+
+Thin by design: arguments and file I/O around the library. A command's heavy imports
+happen inside its ``run``, so ``ssewire decode`` never loads the MCP tooling. Every
+:class:`~ssewire._errors.InputError` becomes one stderr line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from . import decode, redact, validate
+from ._common import InputError, input_error
+
+COMMANDS = {module.NAME: module for module in (decode, validate, redact)}
+
+DESCRIPTION = "Exact, fast Server-Sent Events decoding, and MCP Streamable HTTP transport checks."
+EPILOG = """exit codes:
+  0  clean
+  1  findings: a dropped or torn event (decode), a failing finding or stale baseline entry (validate)
+  2  unreadable or invalid input, or bad usage
+
+Run 'ssewire COMMAND --help' for a command's options."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ssewire",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ssewire {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS.values():
+        module.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command].run(args)
+    except InputError as exc:
+        return input_error(args.command, exc)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

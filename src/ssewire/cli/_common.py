@@ -1,0 +1,52 @@
+"""What every command shares: exit codes, the input-error exit, and writing to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .._errors import InputError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_OK", "InputError", "input_error", "positive_int", "write"]
+
+
+def input_error(command: str, error: Exception) -> int:
+    """Say what is wrong with the input on one stderr line; exit code 2."""
+    print(f"ssewire {command}: {error}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+def cannot(action: str, path: str, error: OSError) -> InputError:
+    """An OSError as an input error that names the file (``cannot read x: No such file``)."""
+    return InputError(f"cannot {action} {path}: {error.strerror or error}")
+
+
+def write(data: bytes | str) -> bool:
+    """Write to stdout and flush; False when the reader went away (``| head``).
+
+    Then stdout is pointed at /dev/null, so the interpreter's final flush stays quiet too.
+    """
+    try:
+        if isinstance(data, str):
+            sys.stdout.write(data)
+        else:
+            sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return False
+    return True
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
