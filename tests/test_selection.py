@@ -4,12 +4,14 @@ fresh interpreter each time), and the one parser behind both switches."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 
 import pytest
 
+import ssewire
 from ssewire import _env
 
 # Whether this install has the compiled module at all (it may still be disabled here).
@@ -74,13 +76,46 @@ def test_contradictory_or_unclear_switches_fail_loudly():
     ],
 )
 def test_extension_mode(environ, mode):
-    assert _env.extension_mode(environ) == mode
+    assert _env.extension_mode(environ, "cpython") == mode
+
+
+@pytest.mark.parametrize("implementation", ["pypy", "graalpy"])
+def test_other_interpreters_get_the_pure_twin(implementation):
+    # the compiled module writes CPython object internals: never built or imported elsewhere
+    assert _env.extension_mode({}, implementation) == "off"
+    with pytest.raises(ValueError, match=f"needs CPython, not {implementation}"):
+        _env.extension_mode({"SSEWIRE_REQUIRE_EXTENSIONS": "1"}, implementation)
+
+
+def test_the_package_root_only_re_exports_the_selector():
+    from ssewire import _select
+
+    assert (ssewire.Decoder, ssewire.RawDecoder, ssewire.IMPLEMENTATION) == (
+        _select.Decoder,
+        _select.RawDecoder,
+        _select.IMPLEMENTATION,
+    )
+
+
+def _loaded_after(imports: str, watched: tuple[str, ...]) -> list[str]:
+    code = f"import json, sys, {imports}; print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+IO = ("asyncio", "httpx", "httpx2", "aiohttp", "socket", "uvicorn")
 
 
 def test_importing_ssewire_pulls_in_no_io_libraries():
-    code = (
-        "import sys, ssewire; "
-        "print(sorted(m for m in ('asyncio', 'httpx', 'orjson', 'aiohttp') if m in sys.modules))"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.strip() == "[]", result.stderr
+    assert _loaded_after("ssewire", (*IO, "orjson")) == []
+
+
+def test_importing_the_mcp_tooling_pulls_in_no_io_libraries():
+    # the sans-IO part: only ssewire.mcp.live may talk to the network
+    modules = "ssewire.mcp, ssewire.mcp.report, ssewire.mcp.redact, ssewire.mcp.ledger"
+    assert _loaded_after(modules, (*IO, "ssewire.mcp.live")) == []
+
+
+def test_the_cli_loads_a_commands_libraries_only_when_it_runs():
+    assert _loaded_after("ssewire.cli", ("orjson", "ssewire.mcp", "ssewire.jsonrpc", *IO)) == []
