@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import ssewire
 from ssewire import Event, EventTooLarge, RawEvent, SSEError
 
-from .conftest import TWINS, feed_chunks, splits, twin
+from .budget import examples
+from .helpers import TWINS, feed_chunks, run, splits, twin
 
 M = "message"
 
@@ -330,8 +331,6 @@ def test_multi_megabyte_events_match_the_pure_twin(decoder_cls, raw_decoder_cls,
 
 @pytest.mark.parametrize("limit", [2 * BLOCK - 1, 2 * BLOCK, 2 * BLOCK + 7])
 def test_event_limit_on_multi_megabyte_events_matches_the_pure_twin(decoder_cls, limit):
-    from .test_differential import run
-
     stream = (
         b"data: " + b"x" * (limit - 1) + b"\n\n"  # exactly at the limit
         + b"data: " + b"y" * (BLOCK + 3) + b"\ndata: " + b"y" * (BLOCK + 10) + b"\n\n"  # over it
@@ -400,7 +399,7 @@ def test_events_around_the_handover_size_match_the_pure_twin(decoder_cls, odd, a
     assert raw[1] == text[1] >= 1 and raw[2] == text[2] == 90_006
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(
     size=st.integers(60_000, 140_000),
     odd=st.lists(st.tuples(st.floats(0, 1), st.sampled_from([b"\xc3\xa9", b"\xff", b"\x80", b"\xe2\x82"])), max_size=3),

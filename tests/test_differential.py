@@ -9,9 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssewire import EventTooLarge
-
-from .conftest import TWINS, twin
+from .helpers import TWINS, run, twin
 from .reference import read_stream
 
 EOL = st.sampled_from([b"\n", b"\r", b"\r\n"])
@@ -77,20 +75,6 @@ def chunkings(draw, stream: bytes) -> list[bytes]:
 def stream_and_chunks(draw):
     stream = draw(streams())
     return stream, draw(chunkings(stream))
-
-
-def run(cls, chunks, **options):
-    """Feed everything; record events (also those carried by errors) and each error."""
-    decoder = cls(**options)
-    events, errors = [], []
-    for index, chunk in enumerate(chunks):
-        try:
-            events.extend(decoder.feed(chunk))
-        except EventTooLarge as error:
-            events.extend(error.events)
-            errors.append((index, error.limit, error.max_size, error.size))
-    events.extend(decoder.close())
-    return events, errors, decoder.last_event_id, decoder.retry, decoder.discarded, decoder.comments
 
 
 @given(stream_and_chunks())

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ssewire import Event, encode_comment, encode_event
 
-from .conftest import feed_chunks
+from .helpers import feed_chunks
 
 
 def decode(decoder_cls, stream: bytes):

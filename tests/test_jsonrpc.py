@@ -23,7 +23,7 @@ from ssewire.jsonrpc import (
     excerpt,
 )
 
-from .conftest import TWINS, twin
+from .helpers import TWINS, twin
 
 MIB = 1024 * 1024
 

@@ -10,7 +10,7 @@ import pytest
 
 from ssewire import Event
 
-from .conftest import feed_chunks, splits
+from .helpers import feed_chunks, splits
 from .reference import read_stream
 
 M = "message"

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..jsonrpc import Kind
+from ..jsonrpc import Item, Kind, Message, TornTail, classify
 from .profiles import Profile
 
 RESUME, REISSUE, DO_NOT_REPLAY = "resume-with-get", "reissue-with-fresh-id", "do-not-replay"
@@ -138,6 +138,20 @@ class StreamLedger:
                 self._delivered.setdefault(root, set()).add(message.id)
         stream.events += 1
         self._chain_length[root] = position + 1
+
+    def feed(self, name: str, items: Iterable[Item]) -> None:
+        """Items of a :class:`~ssewire.jsonrpc.MessageDecoder`, one event each (a torn tail
+        was never dispatched and owns nothing; a batch's members are messages of one event)."""
+        for item in items:
+            if isinstance(item, TornTail):
+                continue
+            messages: list[LedgerMessage] = []
+            if isinstance(item, Message):
+                batch = item.kind == Kind.BATCH
+                for member in item.payload if batch else [item.payload]:
+                    kind, ident, _ = classify(member) if batch else (item.kind, item.id, None)
+                    messages.append(LedgerMessage(kind, ident, member))
+            self.event(name, item.event_id, messages)
 
     def close(self, name: str, *, disconnected: bool = False, idempotent: bool = False) -> Recovery | None:
         """The stream ended; after a disconnect, the recovery that is safe."""

@@ -436,14 +436,20 @@ class TranscriptWriter:
         headers: Iterable[tuple[str, str]],
         body: bytes | None = None,
         *,
+        name: str | None = None,
         idempotent: bool | None = None,
         concurrent_group: str | None = None,
     ) -> ExchangeRecord:
-        """Start an exchange; ``body`` is the request body as sent (JSON is kept parsed)."""
+        """Start an exchange; ``body`` is the request body as sent (JSON is kept parsed).
+
+        ``name`` is the exchange id (default ``e1``, ``e2``, ...); it must be unique."""
         request: dict[str, Any] = {"method": method, "url": url, "headers": header_fields(headers)}
         if body:
             request.update(body_field(body))
-        record = ExchangeRecord(f"e{len(self.records) + 1}", request, idempotent, concurrent_group)
+        ident = name or f"e{len(self.records) + 1}"
+        if any(record.id == ident for record in self.records):
+            raise ValueError(f"exchange id {ident!r} is already recorded")
+        record = ExchangeRecord(ident, request, idempotent, concurrent_group)
         self.records.append(record)
         return record
 

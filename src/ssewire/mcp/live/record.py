@@ -35,12 +35,14 @@ class Recorder:
         body: Any = None,
         *,
         read_timeout: float | None = None,
+        name: str | None = None,
         idempotent: bool | None = None,
     ) -> dict[str, Any]:
         """Send one request, record it with its response, and return the record.
 
         ``read_timeout``: for a stream the server keeps open, stop reading after this
-        many idle seconds, close it, and mark the response ``disconnected``.
+        many idle seconds, close it, and mark the response ``disconnected``. ``name``: the
+        exchange id (default ``e1``, ``e2``, ...).
         """
         content = None if body is None else orjson.dumps(body)
         request = self.client.build_request(method, url, headers=headers, content=content)
@@ -49,7 +51,7 @@ class Recorder:
                 self.client.timeout.connect or 10.0, read=read_timeout
             ).as_dict()
         record = self.writer.request(
-            method, url, request.headers.multi_items(), content, idempotent=idempotent
+            method, url, request.headers.multi_items(), content, name=name, idempotent=idempotent
         )
         response = self.client.send(request, stream=True)
         record.respond(response.status_code, response.headers.multi_items())

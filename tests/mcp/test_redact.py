@@ -10,19 +10,20 @@ from ssewire import cli
 from ssewire.mcp import from_document, validate
 from ssewire.mcp.redact import redact
 
-from .mcp_cases import BASES, SID, event, find, priming, result
+from .builders import SID, event, priming, result
+from .sessions import BASES, find
 
 
 def leaky() -> dict:
     document = BASES["2025-11-25"]()
-    e7 = find(document, "e7")
-    e7["request"]["url"] = "https://user:hunter2@mcp.example/mcp?access_token=tok-123&mode=fast"
-    e7["request"]["headers"].update(
+    listing = find(document, "list-tools")
+    listing["request"]["url"] = "https://user:hunter2@mcp.example/mcp?access_token=tok-123&mode=fast"
+    listing["request"]["headers"].update(
         {"Authorization": "Bearer sk-secret-1", "Cookie": "sid=cookie-secret", "X-Api-Key": "key-secret"}
     )
-    e7["response"]["headers"]["Set-Cookie"] = ["a=set-secret-1", "b=set-secret-2"]
-    e7["response"]["body"] = result(4, {"tools": [], "access_token": "oauth-secret"})
-    find(document, "e3")["request"]["body"]["params"]["arguments"] = {
+    listing["response"]["headers"]["Set-Cookie"] = ["a=set-secret-1", "b=set-secret-2"]
+    listing["response"]["body"] = result(4, {"tools": [], "access_token": "oauth-secret"})
+    find(document, "call-echo")["request"]["body"]["params"]["arguments"] = {
         "text": "private words",
         "count": 3,
         "deep": [{"pin": "1234"}],
@@ -62,12 +63,12 @@ def test_structure_statuses_and_jsonrpc_ids_are_kept():
     assert [e["request"].get("body", {}).get("id") for e in redacted["exchanges"]] == [
         e["request"].get("body", {}).get("id") for e in original["exchanges"]
     ]
-    e7 = find(redacted, "e7")
-    assert e7["request"]["headers"]["Authorization"] == "Bearer <redacted>"
-    assert e7["request"]["url"] == "https://<redacted>@mcp.example/mcp?access_token=<redacted>&mode=fast"
-    assert e7["response"]["headers"]["Set-Cookie"] == ["<redacted>", "<redacted>"]
-    assert e7["response"]["body"]["result"] == {"tools": [], "access_token": "<redacted>"}
-    arguments = find(redacted, "e3")["request"]["body"]["params"]["arguments"]
+    listing = find(redacted, "list-tools")
+    assert listing["request"]["headers"]["Authorization"] == "Bearer <redacted>"
+    assert listing["request"]["url"] == "https://<redacted>@mcp.example/mcp?access_token=<redacted>&mode=fast"
+    assert listing["response"]["headers"]["Set-Cookie"] == ["<redacted>", "<redacted>"]
+    assert listing["response"]["body"]["result"] == {"tools": [], "access_token": "<redacted>"}
+    arguments = find(redacted, "call-echo")["request"]["body"]["params"]["arguments"]
     assert arguments == {"text": "<redacted>", "count": 0, "deep": [{"pin": "<redacted>"}], "ok": True}
     assert [len(e["response"].get("chunks", [])) for e in redacted["exchanges"]] == [
         len(e["response"].get("chunks", [])) for e in original["exchanges"]
@@ -76,17 +77,17 @@ def test_structure_statuses_and_jsonrpc_ids_are_kept():
 
 def test_session_and_event_ids_are_renamed_consistently():
     document = BASES["2025-11-25"]()
-    second = json.loads(json.dumps(find(document, "e9")))
-    second.update(id="e10")
+    second = json.loads(json.dumps(find(document, "after-delete")))
+    second.update(id="another-session")
     second["request"]["headers"]["Mcp-Session-Id"] = "another-session"
     document["exchanges"].append(second)
     redacted = redact(document)
     sessions = [e["request"]["headers"].get("Mcp-Session-Id") for e in redacted["exchanges"]]
-    assert sessions == [None, *["session-A"] * 7, "session-A", "session-B"][: len(sessions)]
-    assert find(redacted, "e1")["response"]["headers"]["Mcp-Session-Id"] == "session-A"
+    assert sessions == [None, *["session-A"] * 8, "session-B"]
+    assert find(redacted, "initialize")["response"]["headers"]["Mcp-Session-Id"] == "session-A"
     # the resumption cursor names the same event as the stream it came from
-    cursor = find(redacted, "e6")["request"]["headers"]["Last-Event-ID"]
-    assert f"id: {cursor}\r\n" in "".join(find(redacted, "e5")["response"]["chunks"])
+    cursor = find(redacted, "resume-slow")["request"]["headers"]["Last-Event-ID"]
+    assert f"id: {cursor}\r\n" in "".join(find(redacted, "call-slow")["response"]["chunks"])
     assert validate(from_document(redacted)).recovery == validate(from_document(document)).recovery
 
 
@@ -94,8 +95,8 @@ def test_a_split_id_line_stays_split():
     document = BASES["2025-11-25"]()
     text = priming("a-1") + event(result(2), "a-222222")
     cut = text.index("a-222222") + 3
-    find(document, "e3")["response"]["chunks"] = [text[:cut], text[cut:]]
-    pieces = find(redact(document), "e3")["response"]["chunks"]
+    find(document, "call-echo")["response"]["chunks"] = [text[:cut], text[cut:]]
+    pieces = find(redact(document), "call-echo")["response"]["chunks"]
     assert len(pieces) == 2
     first, second = re.findall(r"id: (event-\d+)\r\n", "".join(pieces))
     assert "".join(pieces) == priming(first) + event(result(2), second)
@@ -108,13 +109,13 @@ def test_bytes_bodies_are_redacted_too():
     raw = (
         'id: caf\u00e9-1\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"refresh_token":"rt-secret"}}\r\n\r\n'
     ).encode()
-    response = find(document, "e3")["response"]
+    response = find(document, "call-echo")["response"]
     del response["chunks"]
     response["chunks_b64"] = [
         base64.b64encode(raw[:5]).decode(),
         base64.b64encode(raw[5:]).decode(),
     ]  # cut inside "é"
-    pieces = [base64.b64decode(p) for p in find(redact(document), "e3")["response"]["chunks_b64"]]
+    pieces = [base64.b64decode(p) for p in find(redact(document), "call-echo")["response"]["chunks_b64"]]
     assert len(pieces) == 2
     assert re.fullmatch(
         rb'id: event-\d+\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"refresh_token":"<redacted>"}}\r\n\r\n',

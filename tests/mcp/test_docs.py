@@ -12,19 +12,26 @@ import pytest
 
 from ssewire.mcp import RULES
 
-from .mcp_cases import BASES, CASES
-from .test_mcp_validate import BAD_DOCUMENTS
+from .faults import CASES
+from .helpers import BAD_DOCUMENTS
+from .sessions import BASES
 
-DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 SCHEMA = jsonschema.Draft202012Validator(json.loads((DOCS / "transcript.schema.json").read_text()))
 
 
-def test_every_code_is_documented_with_its_level():
-    rows = dict(
-        re.findall(r"^\| `([a-z_0-9]+)` \| ([a-z]+)", (DOCS / "validator.md").read_text(), re.MULTILINE)
-    )
+def test_every_code_is_documented_with_its_level_and_keyword():
+    # the table rows: | `code` | level ... | KEYWORD, section ... | meaning |
+    rows = {
+        code: (level, keyword.strip())
+        for code, level, keyword in re.findall(
+            r"^\| `([a-z_0-9]+)` \| ([a-z]+)[^|]*\| ([A-Za-z ]+)[,|]",
+            (DOCS / "validator.md").read_text(),
+            re.MULTILINE,
+        )
+    }
     assert set(rows) == set(RULES)
-    assert {code: rows[code] for code in RULES} == {code: rule.level for code, rule in RULES.items()}
+    assert rows == {code: (rule.level, rule.keyword) for code, rule in RULES.items()}
 
 
 @pytest.mark.parametrize("document", [base() for base in BASES.values()] + [case.invalid() for case in CASES])

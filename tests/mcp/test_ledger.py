@@ -1,0 +1,185 @@
+"""The stream ledger on its own: ownership of event ids and messages, resume chains,
+deliveries and the recovery decision, fed whole, split at every point and event by event."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ssewire.jsonrpc import Kind, MessageDecoder
+from ssewire.mcp import PROFILES, StreamLedger
+from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME, LedgerMessage
+
+from .builders import event, notification, priming, progress, request, result
+
+V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
+
+# A POST stream: priming, progress, the result; and the GET stream of the same session.
+CALL = priming("c-1") + event(progress(7), "c-2") + event(result(7, {"n": 1}), "c-3")
+LISTEN = event(notification("notifications/tools/list_changed"), "g-1") + event(request("s-1", "ping"), "g-2")
+
+
+def items(text: str, cuts: list[int] | None = None) -> list:
+    """MessageDecoder items of ``text`` cut at ``cuts`` (byte offsets)."""
+    data, decoder = text.encode(), MessageDecoder()
+    bounds = [0, *(cuts or []), len(data)]
+    out = [item for a, b in zip(bounds, bounds[1:]) for item in decoder.feed(data[a:b])]
+    return out + decoder.close()
+
+
+def stream(ledger: StreamLedger, name: str, text: str, *, last_event_id=None, disconnected=False):
+    ledger.open(name, "session-A", last_event_id=last_event_id)
+    ledger.feed(name, items(text))
+    return ledger.close(name, disconnected=disconnected)
+
+
+def facts(ledger: StreamLedger, name: str) -> tuple:
+    s = ledger.stream(name)
+    return (
+        s.root,
+        s.events,
+        s.event_ids,
+        s.last_event_id,
+        s.reused_ids,
+        s.copies,
+        s.replayed_before,
+        s.replayed_other,
+        sorted(map(str, ledger.delivered(name))),
+        ledger.cursor(name),
+    )
+
+
+def test_a_stream_owns_its_event_ids_and_delivers_its_response():
+    ledger = StreamLedger(V11)
+    assert stream(ledger, "call", CALL) is None  # ended cleanly: no recovery needed
+    s = ledger.stream("call")
+    assert (s.events, s.event_ids, s.last_event_id) == (3, [(0, "c-1"), (1, "c-2"), (2, "c-3")], "c-3")
+    assert ledger.delivered("call") == {7} and ledger.cursor("call") == "c-3"
+    assert (s.reused_ids, s.copies, s.replayed_before, s.replayed_other) == (0, {True: [], False: []}, [], [])
+
+
+def test_an_event_id_reused_on_another_stream_is_counted():
+    ledger = StreamLedger(V11)
+    stream(ledger, "call", CALL)
+    stream(ledger, "listen", event(notification("notifications/x"), "c-2") + LISTEN)
+    assert ledger.stream("listen").reused_ids == 1
+
+
+def test_a_message_on_two_streams_is_a_copy_by_kind():
+    ledger = StreamLedger(V11)
+    stream(ledger, "call", CALL)
+    stream(ledger, "listen", LISTEN + event(progress(7), "g-3") + event(result(7, {"n": 1}), "g-4"))
+    assert ledger.stream("listen").copies == {True: [3], False: [2]}  # the response; the progress
+
+
+def test_legitimate_copies_are_not_counted():
+    # two requests with one id get two equal answers
+    ledger = StreamLedger(V11)
+    ledger.request_sent("session-A", 7)
+    ledger.request_sent("session-A", 7)
+    stream(ledger, "first", event(result(7), "a-1"))
+    stream(ledger, "second", event(result(7), "b-1"))
+    assert ledger.stream("second").copies == {True: [], False: []}
+    # 2026-07-28: each request's notifications are its own
+    ledger = StreamLedger(V26)
+    stream(ledger, "first", event(progress(1)))
+    stream(ledger, "second", event(progress(1)))
+    assert ledger.stream("second").copies == {True: [], False: []}
+
+
+def test_a_resumption_joins_the_chain_of_its_cursor():
+    ledger = StreamLedger(V11)
+    stream(ledger, "call", priming("c-1") + event(progress(7), "c-2"), disconnected=True)
+    stream(ledger, "resume", event(result(7), "c-3"), last_event_id="c-2")
+    resumed = ledger.stream("resume")
+    assert (resumed.root, resumed.resumes, resumed.cursor) == ("call", "c-2", 1)
+    assert ledger.delivered("call") == {7} and ledger.cursor("call") == "c-3"
+    assert (resumed.replayed_before, resumed.replayed_other, resumed.unknown_resume) == ([], [], False)
+
+
+def test_a_replay_from_before_the_cursor_or_from_another_chain_is_counted():
+    ledger = StreamLedger(V11)
+    stream(ledger, "listen", LISTEN)
+    stream(ledger, "call", CALL, disconnected=True)
+    stream(
+        ledger,
+        "resume",
+        event(progress(7), "c-2") + event(request("s-1", "ping"), "r-1") + event(result(7, {"n": 2}), "r-2"),
+        last_event_id="c-2",
+    )
+    resumed = ledger.stream("resume")
+    assert resumed.replayed_before == [0, 0]  # the cursor's own id, and its message
+    assert resumed.replayed_other == [1]  # the ping of the GET stream
+
+
+def test_an_unknown_cursor_opens_a_chain_of_its_own():
+    ledger = StreamLedger(V11)
+    stream(ledger, "resume", LISTEN, last_event_id="never-seen")
+    s = ledger.stream("resume")
+    assert (s.unknown_resume, s.resumes, s.root) == (True, None, "resume")
+
+
+@pytest.mark.parametrize(
+    ("profile", "body", "idempotent", "action"),
+    [
+        (V11, priming("c-1") + event(progress(7), "c-2"), False, RESUME),
+        (V11, event(progress(7)), True, REISSUE),
+        (V11, event(progress(7)), False, DO_NOT_REPLAY),
+        (V26, event(progress(7), "c-2"), True, REISSUE),  # no resumption in 2026-07-28, ids or not
+        (V26, event(progress(7), "c-2"), False, DO_NOT_REPLAY),
+    ],
+)
+def test_the_recovery_after_a_disconnect(profile, body, idempotent, action):
+    ledger = StreamLedger(profile)
+    ledger.open("call")
+    ledger.feed("call", items(body))
+    recovery = ledger.close("call", disconnected=True, idempotent=idempotent)
+    assert recovery is not None and (recovery.exchange, recovery.action) == ("call", action)
+
+
+def test_a_torn_event_owns_nothing_and_a_batch_is_one_event():
+    ledger = StreamLedger(PROFILES["2025-03-26"])
+    ledger.open("call")
+    decoder = MessageDecoder(allow_batches=True)
+    batch = event([result(1), result(2)], "b-1") + "id: b-2\r\ndata: {"
+    ledger.feed("call", decoder.feed(batch.encode()) + decoder.close())
+    s = ledger.stream("call")
+    assert (s.events, s.event_ids, ledger.delivered("call")) == (1, [(0, "b-1")], {1, 2})
+
+
+def test_misuse_is_refused():
+    ledger = StreamLedger(V11)
+    ledger.open("call")
+    with pytest.raises(ValueError, match="already open"):
+        ledger.open("call")
+    ledger.close("call")
+    with pytest.raises(ValueError, match="closed"):
+        ledger.event("call", "x", [LedgerMessage(Kind.NOTIFICATION, None, {})])
+
+
+def _fed(split) -> tuple:
+    ledger = StreamLedger(V11)
+    stream(ledger, "listen", LISTEN)
+    ledger.open("call", "session-A")
+    text = CALL + event(request("s-1", "ping"), "c-4")
+    split(ledger, text)
+    ledger.close("call", disconnected=True)
+    return facts(ledger, "call")
+
+
+def _whole(ledger, text):
+    ledger.feed("call", items(text))
+
+
+def _event_by_event(ledger, text):
+    for item in items(text):
+        ledger.feed("call", [item])
+
+
+@given(st.lists(st.integers(1, len((CALL + event(request("s-1", "ping"), "c-4")).encode()) - 1), max_size=12))
+def test_fed_whole_split_anywhere_or_event_by_event_the_facts_are_the_same(cuts):
+    expected = _fed(_whole)
+    assert _fed(_event_by_event) == expected
+    assert _fed(lambda ledger, text: ledger.feed("call", items(text, sorted(set(cuts))))) == expected
+    assert expected[5] == {True: [3], False: []}  # the ping of the GET stream, copied here
