@@ -19,15 +19,17 @@ def copy_through(region: int):
     of about that size)."""
 
     def run(chunks: Sequence[bytes]) -> int:
+        """Returns the bytes copied."""
         buffer = memoryview(bytearray(region + max(map(len, chunks), default=0)))
-        at = 0
+        at = copied = 0
         for chunk in chunks:
             n = len(chunk)
             if at + n > region:
+                copied += at
                 at = 0
             buffer[at : at + n] = chunk
             at += n
-        return at
+        return copied + at
 
     return run
 

@@ -1,4 +1,8 @@
-"""Every decoder the suite times, behind one signature: ``run(chunks) -> events seen``.
+"""Every decoder the suite times, behind one signature: ``run(chunks) -> (events, data size)``.
+
+The data size (the sum of ``len(event.data)``) is how a run proves it decoded the data, not
+only counted events: a decoder that truncated or dropped data fails the check. Its cost
+(one ``len`` per event) is the same for every contender.
 
 Peers are driven the way their own streaming code drives them (bytes -> incremental
 UTF-8 text -> lines -> events for the httpx family). A peer that is not installed is
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 
 import ssewire
 
-Runner = Callable[[Iterable[bytes]], int]
+Runner = Callable[[Iterable[bytes]], tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -28,13 +32,15 @@ def _ssewire(cls: type | None) -> Runner | None:
     if cls is None:
         return None
 
-    def run(chunks: Iterable[bytes]) -> int:
+    def run(chunks: Iterable[bytes]) -> tuple[int, int]:
         decoder = cls(max_event_size=None, max_line_size=None)
-        n = 0
+        n = size = 0
         for chunk in chunks:
-            n += len(decoder.feed(chunk))
+            for event in decoder.feed(chunk):
+                n += 1
+                size += len(event.data)
         decoder.close()
-        return n
+        return n, size
 
     return run
 
@@ -51,16 +57,20 @@ def _text(chunks: Iterable[bytes]):
 def _httpx_sse() -> Runner:
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
-    def run(chunks: Iterable[bytes]) -> int:
-        lines, events, n = SSELineDecoder(), SSEDecoder(), 0
+    def run(chunks: Iterable[bytes]) -> tuple[int, int]:
+        lines, events, n, size = SSELineDecoder(), SSEDecoder(), 0, 0
         for text in _text(chunks):
             for line in lines.decode(text):
-                if events.decode(line) is not None:
+                event = events.decode(line)
+                if event is not None:
                     n += 1
+                    size += len(event.data)
         for line in lines.flush():
-            if events.decode(line) is not None:
+            event = events.decode(line)
+            if event is not None:
                 n += 1
-        return n
+                size += len(event.data)
+        return n, size
 
     return run
 
@@ -68,23 +78,33 @@ def _httpx_sse() -> Runner:
 def _httpx2() -> Runner:
     from httpx2._sse import _SSEParser
 
-    def run(chunks: Iterable[bytes]) -> int:
-        parser, n = _SSEParser(None), 0
+    def run(chunks: Iterable[bytes]) -> tuple[int, int]:
+        parser, n, size = _SSEParser(None), 0, 0
         for text in _text(chunks):
-            for _ in parser.decode(text):
+            for event in parser.decode(text):
                 n += 1
-        for _ in parser.flush():
+                size += len(event.data)
+        for event in parser.flush():
             n += 1
-        return n
+            size += len(event.data)
+        return n, size
 
     return run
+
+
+def _tally(events: Iterable) -> tuple[int, int]:
+    n = size = 0
+    for event in events:
+        n += 1
+        size += len(event.data)
+    return n, size
 
 
 def _sseclient() -> Runner:
     from sseclient import SSEClient
 
-    def run(chunks: Iterable[bytes]) -> int:
-        return sum(1 for _ in SSEClient(iter(chunks)).events())
+    def run(chunks: Iterable[bytes]) -> tuple[int, int]:
+        return _tally(SSEClient(iter(chunks)).events())
 
     return run
 
@@ -154,8 +174,8 @@ class SDKPatternDecoder:
 
 
 def _sdk_pattern() -> Runner:
-    def run(chunks: Iterable[bytes]) -> int:
-        return sum(1 for _ in SDKPatternDecoder().iter_bytes(chunks))
+    def run(chunks: Iterable[bytes]) -> tuple[int, int]:
+        return _tally(SDKPatternDecoder().iter_bytes(chunks))
 
     return run
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import json
+
 import pytest
 
 import ssewire
@@ -11,21 +14,36 @@ from workloads import workload
 orjson = pytest.importorskip("orjson")
 
 
+def _text_of(message) -> str:
+    return message["result"]["content"][0]["text"]
+
+
+@functools.cache
+def parsed_text_size() -> int:
+    """What every W6 pipeline must parse: the tool results' text, read by the stdlib parser."""
+    return sum(len(_text_of(json.loads(payload))) for payload in workload("W2").payloads)
+
+
+# Each pipeline returns (messages, total length of their parsed text): proof that it parsed.
+
+
 def _orjson_alone(payloads):
+    n = size = 0
     for payload in payloads:
-        orjson.loads(payload)
-    return len(payloads)
+        size += len(_text_of(orjson.loads(payload)))
+        n += 1
+    return n, size
 
 
 def _ssewire_then_orjson(cls):
     def run(chunks):
-        decoder, n = cls(max_event_size=None), 0
+        decoder, n, size = cls(max_event_size=None), 0, 0
         loads = orjson.loads
         for chunk in chunks:
             for event in decoder.feed(chunk):
-                loads(event.data)
+                size += len(_text_of(loads(event.data)))
                 n += 1
-        return n
+        return n, size
 
     return run
 
@@ -33,11 +51,13 @@ def _ssewire_then_orjson(cls):
 def _message_decoder(chunks):
     from ssewire.jsonrpc import Message, MessageDecoder
 
-    decoder, n = MessageDecoder(max_event_size=None), 0
+    decoder, n, size = MessageDecoder(max_event_size=None), 0, 0
     for chunk in chunks:
         for item in decoder.feed(chunk):
-            n += type(item) is Message
-    return n
+            if type(item) is Message:
+                size += len(_text_of(item.payload))
+                n += 1
+    return n, size
 
 
 def _httpx_sse_then_orjson(chunks):
@@ -45,14 +65,14 @@ def _httpx_sse_then_orjson(chunks):
 
     from peers import _text
 
-    lines, events, n = SSELineDecoder(), SSEDecoder(), 0
+    lines, events, n, size = SSELineDecoder(), SSEDecoder(), 0, 0
     for text in _text(chunks):
         for line in lines.decode(text):
             event = events.decode(line)
             if event is not None:
-                orjson.loads(event.data)
+                size += len(_text_of(orjson.loads(event.data)))
                 n += 1
-    return n
+    return n, size
 
 
 def pipelines():
@@ -84,4 +104,4 @@ def test_w6_decode_and_parse(measure, pipeline):
         bytes=work.nbytes,
         events=work.events,
     )
-    assert seen == work.events
+    assert seen == (work.events, parsed_text_size())

@@ -20,7 +20,7 @@ import pytest
 import floors
 import report
 from peers import contenders
-from test_end_to_end import pipelines
+from test_end_to_end import parsed_text_size, pipelines
 from workloads import MIB, THROUGHPUT, workload
 
 ROUNDS = int(os.environ.get("SSEWIRE_BENCH_ROUNDS", "5"))
@@ -28,7 +28,7 @@ CONTENDERS = contenders()
 
 
 def interleave(runners: dict, rounds: int) -> dict[str, tuple[float, float]]:
-    """``{name: (run, argument, expected count or None)}`` -> ``{name: (min, median)}``
+    """``{name: (run, argument, expected result)}`` -> ``{name: (min, median)}``
     in seconds. Each round starts one further along, so no contender always follows
     the same one."""
     names = list(runners)
@@ -41,7 +41,7 @@ def interleave(runners: dict, rounds: int) -> dict[str, tuple[float, float]]:
             start = time.perf_counter()
             seen = run(argument)
             times[name].append(time.perf_counter() - start)
-            assert expected is None or seen == expected, (name, seen, expected)
+            assert seen == expected, (name, seen, expected)
     return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
@@ -60,9 +60,10 @@ def _measure(benchmark, runners, info, ours, references):
 @pytest.mark.parametrize("name", THROUGHPUT)
 def test_side_by_side(benchmark, name):
     work = workload(name)
-    runners = {c.name: (c.run, work.chunks, work.events) for c in CONTENDERS if c.run is not None}
+    expected = (work.events, work.data_size)
+    runners = {c.name: (c.run, work.chunks, expected) for c in CONTENDERS if c.run is not None}
     if name == "W2":
-        runners[floors.NAME] = (floors.copy_through(4 * MIB), work.chunks, None)
+        runners[floors.NAME] = (floors.copy_through(4 * MIB), work.chunks, work.nbytes)
     info = {
         "kind": "side-by-side",
         "workload": name,
@@ -77,7 +78,7 @@ def test_side_by_side(benchmark, name):
 def test_w6_side_by_side(benchmark):
     work = workload("W2")
     runners = {
-        name: (run, work.payloads if baseline else work.chunks, work.events)
+        name: (run, work.payloads if baseline else work.chunks, (work.events, parsed_text_size()))
         for name, run, baseline in pipelines()
     }
     info = {

@@ -28,7 +28,7 @@ def test_throughput(measure, name, contender):
         bytes=work.nbytes,
         events=work.events,
     )
-    assert seen == work.events
+    assert seen == (work.events, work.data_size)
 
 
 def test_w2_copy_floor(measure):
@@ -46,4 +46,4 @@ def test_w2_copy_floor(measure):
         bytes=work.nbytes,
         events=work.events,
     )
-    assert copied > 0
+    assert copied == work.nbytes  # every byte, once

@@ -22,6 +22,7 @@ class Workload:
     title: str
     chunks: tuple[bytes, ...]
     events: int
+    data_size: int  # sum of every event's data length (each is ASCII: bytes = characters)
     payloads: tuple[bytes, ...] = ()  # the JSON data of each event, where it is JSON
 
     @property
@@ -55,6 +56,10 @@ def _notification(i: int) -> bytes:
     )
 
 
+def _small_size(count: int) -> int:
+    return sum(len(_notification(i)) for i in range(count))
+
+
 @functools.cache
 def small_events(count: int, eol: bytes = b"\n") -> bytes:
     return b"".join(b"data: " + _notification(i) + eol + eol for i in range(count))
@@ -73,26 +78,39 @@ def tool_result(i: int, size: int) -> bytes:
 def workload(name: str) -> Workload:
     if name == "W1":
         n = _scaled(1_000_000)
-        return Workload(name, f"{n:,} small JSON-RPC events, 64 KiB chunks", _fixed_chunks(small_events(n), 64 * KIB), n)
+        return Workload(
+            name, f"{n:,} small JSON-RPC events, 64 KiB chunks", _fixed_chunks(small_events(n), 64 * KIB), n, _small_size(n)
+        )
     if name == "W2":
         n = _scaled(100)
         payloads = tuple(tool_result(i, 4 * MIB) for i in range(n))
         stream = b"".join(b"data: " + p + b"\n\n" for p in payloads)
-        return Workload(name, f"{n} events of 4 MiB (one data line), 64 KiB chunks", _fixed_chunks(stream, 64 * KIB), n, payloads)
+        return Workload(
+            name,
+            f"{n} events of 4 MiB (one data line), 64 KiB chunks",
+            _fixed_chunks(stream, 64 * KIB),
+            n,
+            sum(map(len, payloads)),
+            payloads,
+        )
     if name == "W3":
         n = _scaled(20_000)
-        lines = b"".join(b"data: line %02d of a multi-line event, some payload text\n" % j for j in range(50))
-        stream = (lines + b"\n") * n
-        return Workload(name, f"{n:,} events of 50 data lines, 64 KiB chunks", _fixed_chunks(stream, 64 * KIB), n)
+        values = [b"line %02d of a multi-line event, some payload text" % j for j in range(50)]
+        stream = (b"".join(b"data: " + v + b"\n" for v in values) + b"\n") * n
+        size = n * (sum(map(len, values)) + len(values) - 1)  # the lines joined with LF
+        return Workload(name, f"{n:,} events of 50 data lines, 64 KiB chunks", _fixed_chunks(stream, 64 * KIB), n, size)
     if name == "W4":
         n = _scaled(1_000_000)
-        return Workload(name, f"W1 with CRLF line ends", _fixed_chunks(small_events(n, b"\r\n"), 64 * KIB), n)
+        return Workload(
+            name, "W1 with CRLF line ends", _fixed_chunks(small_events(n, b"\r\n"), 64 * KIB), n, _small_size(n)
+        )
     if name == "W5":
         n = _scaled(1_000_000)
-        return Workload(name, "W1 in random chunks of 1..4096 bytes", _random_chunks(small_events(n), 1, 4096, seed=5), n)
+        chunks = _random_chunks(small_events(n), 1, 4096, seed=5)
+        return Workload(name, "W1 in random chunks of 1..4096 bytes", chunks, n, _small_size(n))
     if name == "W5-1B":
         n = _scaled(20_000)
-        return Workload(name, f"{n:,} small events in 1-byte chunks", _fixed_chunks(small_events(n), 1), n)
+        return Workload(name, f"{n:,} small events in 1-byte chunks", _fixed_chunks(small_events(n), 1), n, _small_size(n))
     raise KeyError(name)
 
 
@@ -103,4 +121,4 @@ THROUGHPUT = ("W1", "W2", "W3", "W4", "W5", "W5-1B")
 def single_event(size: int, chunk: int) -> Workload:
     """One event of ``size`` bytes of data fed in ``chunk``-byte pieces (growth, memory)."""
     stream = b"data: " + b"x" * size + b"\n\n"
-    return Workload(f"{size // MIB} MiB", f"one {size // MIB} MiB event", _fixed_chunks(stream, chunk), 1)
+    return Workload(f"{size // MIB} MiB", f"one {size // MIB} MiB event", _fixed_chunks(stream, chunk), 1, size)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ssewire._shared import MAX_RETRY_DIGITS
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BYTE_LINE_END = re.compile(rb"\r\n|\r|\n")
 
@@ -55,8 +57,11 @@ def read_stream(stream: bytes) -> Reading:
             if "\0" not in value:
                 id_buffer = value
         elif name == "retry":
-            if value and all("0" <= c <= "9" for c in value):
-                out.retry = event_retry = int(value)
+            significant = value.lstrip("0")
+            # ssewire's one deviation, a bound the spec leaves open: more significant digits
+            # than MAX_RETRY_DIGITS are ignored (int() of such a string is quadratic)
+            if value and all("0" <= c <= "9" for c in value) and len(significant) <= MAX_RETRY_DIGITS:
+                out.retry = event_retry = int(significant or "0")
     out.discarded = _unterminated_bytes(stream)
     return out
 

@@ -268,14 +268,13 @@ def test_compiled_decoder_made_without_init_is_safe():
 
 
 def test_twins_raise_the_same_error(decoder_cls):
-    def error_from(cls):
-        with pytest.raises(EventTooLarge) as info:
-            cls(max_event_size=1).feed(b"data: xx\n\n")
-        return info.value
-
-    error = error_from(decoder_cls)
+    with pytest.raises(EventTooLarge) as info:
+        decoder_cls(max_event_size=1).feed(b"data: xx\n\n")
+    error = info.value
     assert type(error) is EventTooLarge
-    assert str(error) == str(error_from(ssewire.PyDecoder))
+    # "xx" and its LF: 3 bytes of data, noticed once the line is in
+    assert (error.limit, error.max_size, error.size, error.events) == ("max_event_size", 1, 3, [])
+    assert str(error) == "max_event_size=1 exceeded: reached 3 bytes; the event was dropped"
 
 
 # -- raw data ------------------------------------------------------------------------

@@ -7,17 +7,14 @@ import asyncio
 import importlib.util
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ssewire import Event
 from ssewire.asgi import EventStreamResponse
+from ssewire.httpx import connect_sse
 
-httpx = pytest.importorskip("httpx")
-uvicorn = pytest.importorskip("uvicorn")
-
-from ssewire.httpx import connect_sse  # noqa: E402
-
-from .servers import uvicorn_server  # noqa: E402
+from .servers import uvicorn_server
 
 GATEWAY = Path(__file__).resolve().parent.parent / "examples" / "gateway.py"
 SEEN_LAST_EVENT_ID: list[str] = []

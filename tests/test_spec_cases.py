@@ -98,6 +98,16 @@ CASES: dict[str, tuple[bytes, list[Event], str, int | None, int]] = {
     "retry digits": (b"retry: 1500\ndata: x\n\n", [Event(M, "x", "", 1500)], "", 1500, 0),
     "retry leading zeros": (b"retry: 0042\ndata: x\n\n", [Event(M, "x", "", 42)], "", 42, 0),
     "retry zero": (b"retry: 0\n\n", [], "", 0, 0),
+    # ssewire's bound where the spec sets none: up to 4000 significant digits are kept
+    # (leading zeros do not count), longer values are ignored like any invalid one
+    "retry at the 4000-significant-digit cap is kept": (
+        b"retry: " + b"0" * 10 + b"1" + b"0" * 3999 + b"\n\n",
+        [],
+        "",
+        10**3999,
+        0,
+    ),
+    "retry over the cap is ignored": (b"retry: 7\nretry: 1" + b"0" * 4000 + b"\n\n", [], "", 7, 0),
     "retry without data still sets the stream's retry": (
         b"retry: 10\n\ndata: x\n\n",
         [Event(M, "x")],
