@@ -16,7 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import report  # noqa: E402
+import report
+
 
 @pytest.fixture
 def measure(benchmark):

@@ -36,7 +36,17 @@ def _collected(workload: str, contender: str, count: int) -> int:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     env.setdefault("SSEWIRE_BENCH_SCALE", "0.02")
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__, "--passes", workload, contender, str(count)],
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--passes",
+            workload,
+            contender,
+            str(count),
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -110,9 +110,9 @@ def _sseclient() -> Runner:
 
 
 class _SDKEvent:
-    __slots__ = ("event", "data", "id", "retry")
+    __slots__ = ("data", "event", "id", "retry")
 
-    def __init__(self, event, data, id, retry):  # noqa: A002
+    def __init__(self, event, data, id, retry):
         self.event, self.data, self.id, self.retry = event, data, id, retry
 
 

@@ -1,6 +1,6 @@
 """Render a saved pytest-benchmark JSON into docs/benchmarks.md and a PNG bar chart.
 
-    python bench/render.py bench/results.json   # writes docs/benchmarks.md, docs/benchmarks.png
+python bench/render.py bench/results.json   # writes docs/benchmarks.md, docs/benchmarks.png
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import report  # noqa: E402
+import report
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = (
@@ -47,7 +47,9 @@ def chart(records: list[report.Record], path: Path) -> bool:
     except ImportError:
         return False
     # the side-by-side figures, which the ratios are read from (per-benchmark ones if absent)
-    rows = [r for r in records if r["kind"] == "side-by-side"] or [r for r in records if r["kind"] == "throughput"]
+    rows = [r for r in records if r["kind"] == "side-by-side"] or [
+        r for r in records if r["kind"] == "throughput"
+    ]
     workloads = sorted({r["workload"] for r in rows})
     contenders = list(dict.fromkeys(r["contender"] for r in rows))
     fig, ax = plt.subplots(figsize=(10, 4.8))

@@ -127,10 +127,26 @@ TABLES = (
         ["workload", "pipeline", "MB/s", "vs orjson alone"],
         lambda records: end_to_end_rows(records, "e2e-side-by-side"),
     ),
-    ("Throughput, one benchmark per decoder (timed apart; for --benchmark-compare)", ["workload", "decoder", "MB/s", "events/s", "vs fastest peer"], throughput_rows),
-    ("End to end, one benchmark per pipeline (timed apart)", ["workload", "pipeline", "MB/s", "vs orjson alone"], end_to_end_rows),
-    ("Growth: one event fed in 1 KiB chunks (linear = time grows like bytes)", ["decoder", "event", "ms", "growth", "x floor"], growth_rows),
-    ("Peak memory decoding one event (tracemalloc)", ["decoder", "event", "peak MiB", "peak / event size"], memory_rows),
+    (
+        "Throughput, one benchmark per decoder (timed apart; for --benchmark-compare)",
+        ["workload", "decoder", "MB/s", "events/s", "vs fastest peer"],
+        throughput_rows,
+    ),
+    (
+        "End to end, one benchmark per pipeline (timed apart)",
+        ["workload", "pipeline", "MB/s", "vs orjson alone"],
+        end_to_end_rows,
+    ),
+    (
+        "Growth: one event fed in 1 KiB chunks (linear = time grows like bytes)",
+        ["decoder", "event", "ms", "growth", "x floor"],
+        growth_rows,
+    ),
+    (
+        "Peak memory decoding one event (tracemalloc)",
+        ["decoder", "event", "peak MiB", "peak / event size"],
+        memory_rows,
+    ),
 )
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import functools
 import json
 
+import orjson
 import pytest
-
-import ssewire
 from peers import contenders
 from workloads import workload
 
-orjson = pytest.importorskip("orjson")
+import ssewire
 
 
 def _text_of(message) -> str:
@@ -62,7 +61,6 @@ def _message_decoder(chunks):
 
 def _httpx_sse_then_orjson(chunks):
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-
     from peers import _text
 
     lines, events, n, size = SSELineDecoder(), SSEDecoder(), 0, 0

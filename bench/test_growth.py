@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import tracemalloc
 
-import pytest
-
 import floors
+import pytest
 import report
-import ssewire
 from peers import Contender, contenders
 from workloads import MIB, single_event
+
+import ssewire
 
 DECODERS = [c for c in contenders() if c.name in ("ssewire CDecoder", "ssewire PyDecoder", "httpx-sse")]
 # Not a decoder: the one copy into a new object that handing out the event costs anyone.
@@ -69,9 +69,9 @@ def test_peak_memory_of_one_64_mib_event(benchmark, name, cls):
 def test_peak_memory_of_one_64_mib_message(benchmark):
     """The traced peak while one 64 MiB JSON-RPC result is decoded and parsed."""
     import orjson
+    from workloads import tool_result
 
     from ssewire.jsonrpc import Message, MessageDecoder
-    from workloads import tool_result
 
     size = 64 * MIB
     stream = b"data: " + tool_result(1, size) + b"\n\n"

@@ -15,9 +15,8 @@ import os
 import statistics
 import time
 
-import pytest
-
 import floors
+import pytest
 import report
 from peers import contenders
 from test_end_to_end import parsed_text_size, pipelines

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import floors
+import pytest
 from peers import contenders
 from workloads import MIB, THROUGHPUT, workload
 

@@ -67,7 +67,7 @@ def small_events(count: int, eol: bytes = b"\n") -> bytes:
 
 def tool_result(i: int, size: int) -> bytes:
     """A JSON-RPC response carrying one text block of about ``size`` bytes."""
-    line = b"lorem ipsum dolor sit amet, consectetur adipiscing elit \\\"quoted\\\" \\n "
+    line = b'lorem ipsum dolor sit amet, consectetur adipiscing elit \\"quoted\\" \\n '
     text = (line * (size // len(line) + 1))[: size - 100]
     if text.endswith(b"\\"):
         text = text[:-1] + b"."
@@ -79,7 +79,11 @@ def workload(name: str) -> Workload:
     if name == "W1":
         n = _scaled(1_000_000)
         return Workload(
-            name, f"{n:,} small JSON-RPC events, 64 KiB chunks", _fixed_chunks(small_events(n), 64 * KIB), n, _small_size(n)
+            name,
+            f"{n:,} small JSON-RPC events, 64 KiB chunks",
+            _fixed_chunks(small_events(n), 64 * KIB),
+            n,
+            _small_size(n),
         )
     if name == "W2":
         n = _scaled(100)
@@ -98,11 +102,17 @@ def workload(name: str) -> Workload:
         values = [b"line %02d of a multi-line event, some payload text" % j for j in range(50)]
         stream = (b"".join(b"data: " + v + b"\n" for v in values) + b"\n") * n
         size = n * (sum(map(len, values)) + len(values) - 1)  # the lines joined with LF
-        return Workload(name, f"{n:,} events of 50 data lines, 64 KiB chunks", _fixed_chunks(stream, 64 * KIB), n, size)
+        return Workload(
+            name, f"{n:,} events of 50 data lines, 64 KiB chunks", _fixed_chunks(stream, 64 * KIB), n, size
+        )
     if name == "W4":
         n = _scaled(1_000_000)
         return Workload(
-            name, "W1 with CRLF line ends", _fixed_chunks(small_events(n, b"\r\n"), 64 * KIB), n, _small_size(n)
+            name,
+            "W1 with CRLF line ends",
+            _fixed_chunks(small_events(n, b"\r\n"), 64 * KIB),
+            n,
+            _small_size(n),
         )
     if name == "W5":
         n = _scaled(1_000_000)
@@ -110,7 +120,9 @@ def workload(name: str) -> Workload:
         return Workload(name, "W1 in random chunks of 1..4096 bytes", chunks, n, _small_size(n))
     if name == "W5-1B":
         n = _scaled(20_000)
-        return Workload(name, f"{n:,} small events in 1-byte chunks", _fixed_chunks(small_events(n), 1), n, _small_size(n))
+        return Workload(
+            name, f"{n:,} small events in 1-byte chunks", _fixed_chunks(small_events(n), 1), n, _small_size(n)
+        )
     raise KeyError(name)
 
 
@@ -121,4 +133,6 @@ THROUGHPUT = ("W1", "W2", "W3", "W4", "W5", "W5-1B")
 def single_event(size: int, chunk: int) -> Workload:
     """One event of ``size`` bytes of data fed in ``chunk``-byte pieces (growth, memory)."""
     stream = b"data: " + b"x" * size + b"\n\n"
-    return Workload(f"{size // MIB} MiB", f"one {size // MIB} MiB event", _fixed_chunks(stream, chunk), 1, size)
+    return Workload(
+        f"{size // MIB} MiB", f"one {size // MIB} MiB event", _fixed_chunks(stream, chunk), 1, size
+    )

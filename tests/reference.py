@@ -29,7 +29,7 @@ def read_stream(stream: bytes) -> Reading:
     text = stream.decode("utf-8", "replace")
     if text.startswith("\ufeff"):  # UTF-8 decode removes one leading BOM
         text = text[1:]
-    *lines, partial = _LINE_END.split(text)
+    *lines, _partial = _LINE_END.split(text)
     out = Reading()
     data: list[str] = []
     event_type = ""

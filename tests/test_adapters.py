@@ -31,7 +31,14 @@ TRICKY = [
 ]
 # Raw bytes with a BOM split across writes, CR-only and CRLF line ends split across
 # writes, a multi-byte character split across writes, and a declared charset to ignore.
-RAW_BODY = [b"\xef\xbb", b"\xbfdata: a\r", b"\ndata: b\r\r", b"event: e\rdata: \xc3", b"\xa9\r\n\r", b"\n: bye\n"]
+RAW_BODY = [
+    b"\xef\xbb",
+    b"\xbfdata: a\r",
+    b"\ndata: b\r\r",
+    b"event: e\rdata: \xc3",
+    b"\xa9\r\n\r",
+    b"\n: bye\n",
+]
 RAW_EXPECTED = [Event("message", "a\nb"), Event("e", "\u00e9")]
 DISCONNECTED = threading.Event()
 
@@ -47,8 +54,12 @@ def _chunk(text: str) -> bytes:
 # (their first field name becomes "\ufeffdata"), then an id and a keep-alive comment
 # block (their decoder emits an empty event for it, and .json() of "" raises).
 OPENAI_STREAM = (
-    b"\xef\xbb\xbfdata: " + _chunk("Hel") + b"\n\n"
-    + b"id: 1\ndata: " + _chunk("lo") + b"\n\n"
+    b"\xef\xbb\xbfdata: "
+    + _chunk("Hel")
+    + b"\n\n"
+    + b"id: 1\ndata: "
+    + _chunk("lo")
+    + b"\n\n"
     + b": keep-alive\n\n"
     + b"data: [DONE]\n\n"
 )
@@ -109,7 +120,13 @@ async def app(scope, receive, send):
 
         await EventSourceResponse(events(), ping=1)(scope, receive, send)
     else:
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": b"{}"})
 
 
@@ -153,9 +170,8 @@ def test_tricky_bytes_through_every_client(base_url):
         assert list(iter_sse(response)) == RAW_EXPECTED
 
     async def main():
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"{base_url}/raw") as response:
-                return [event async for event in aiohttp_aiter_sse(response)]
+        async with aiohttp.ClientSession() as session, session.get(f"{base_url}/raw") as response:
+            return [event async for event in aiohttp_aiter_sse(response)]
 
     assert asyncio.run(main()) == RAW_EXPECTED
 
@@ -224,7 +240,9 @@ def test_client_disconnect_stops_the_stream(base_url):
 
 def _openai_text(client_cls, base_url) -> str:
     client = client_cls(base_url=f"{base_url}/v1", api_key="test-key-not-a-secret", max_retries=0)
-    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+    stream = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     return "".join(chunk.choices[0].delta.content or "" for chunk in stream)
 
 
@@ -247,7 +265,13 @@ def test_sse_bytes_decoder_events_have_the_sdk_shape():
         return [event async for event in ssewire.SSEBytesDecoder().aiter_bytes(chunks())]
 
     (event,) = asyncio.run(collect())
-    assert (event.event, event.data, event.id, event.retry, event.json()) == ("delta", '{"a": 1}', "4", 9, {"a": 1})
+    assert (event.event, event.data, event.id, event.retry, event.json()) == (
+        "delta",
+        '{"a": 1}',
+        "4",
+        9,
+        {"a": 1},
+    )
     assert event == Event("delta", '{"a": 1}', "4", 9)
     (sync_event,) = ssewire.SSEBytesDecoder().iter_bytes([b"\xef\xbb\xbfdata: x\n\n"])
     assert sync_event.data == "x" and sync_event.event is None  # the default type, as the SDKs report it
@@ -278,7 +302,12 @@ def test_importing_ssewire_does_not_import_clients():
     import sys
 
     code = "import sys, ssewire; print(any(m in sys.modules for m in ('httpx', 'aiohttp', 'uvicorn', 'starlette')))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip() == "False"
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+        == "False"
+    )
 
 
 # -- an aiohttp server, read by every client ----------------------------------------------
@@ -339,8 +368,7 @@ def test_aiohttp_server_with_httpx_sync_and_async(aiohttp_url):
 
 def test_aiohttp_server_with_aiohttp_client(aiohttp_url):
     async def main():
-        async with aiohttp.ClientSession() as session:
-            async with session.get(aiohttp_url) as response:
-                return [event async for event in aiohttp_aiter_sse(response)]
+        async with aiohttp.ClientSession() as session, session.get(aiohttp_url) as response:
+            return [event async for event in aiohttp_aiter_sse(response)]
 
     assert asyncio.run(main()) == AIOHTTP_EXPECTED

@@ -233,7 +233,7 @@ def test_close_tells_clean_end_from_torn_event(decoder_cls):
     clean.close()
     assert clean.discarded == 0
     torn = decoder_cls()
-    assert torn.feed(b"data: a\n\ndata: partial json {\"x\":") == [Event(M, "a")]
+    assert torn.feed(b'data: a\n\ndata: partial json {"x":') == [Event(M, "a")]
     torn.close()
     assert torn.discarded == len(b'data: partial json {"x":')
 
@@ -281,7 +281,7 @@ def test_twins_raise_the_same_error(decoder_cls):
 
 
 def test_raw_decoder_keeps_data_bytes(raw_decoder_cls):
-    stream = b"\xef\xbb\xbfid: 1\r\ndata: {\"a\":\r\ndata:  \xff\xfe}\r\n\r\nevent: e\rdata\r\r"
+    stream = b'\xef\xbb\xbfid: 1\r\ndata: {"a":\r\ndata:  \xff\xfe}\r\n\r\nevent: e\rdata\r\r'
     for how, chunks in splits(stream):
         decoder = raw_decoder_cls()
         assert feed_chunks(decoder, chunks) == [
@@ -331,8 +331,14 @@ def test_multi_megabyte_events_match_the_pure_twin(decoder_cls, raw_decoder_cls,
 @pytest.mark.parametrize("limit", [2 * BLOCK - 1, 2 * BLOCK, 2 * BLOCK + 7])
 def test_event_limit_on_multi_megabyte_events_matches_the_pure_twin(decoder_cls, limit):
     stream = (
-        b"data: " + b"x" * (limit - 1) + b"\n\n"  # exactly at the limit
-        + b"data: " + b"y" * (BLOCK + 3) + b"\ndata: " + b"y" * (BLOCK + 10) + b"\n\n"  # over it
+        b"data: "
+        + b"x" * (limit - 1)
+        + b"\n\n"  # exactly at the limit
+        + b"data: "
+        + b"y" * (BLOCK + 3)
+        + b"\ndata: "
+        + b"y" * (BLOCK + 10)
+        + b"\n\n"  # over it
         + b"data: z\n\n"
     )
     chunks = [stream[i : i + 300_007] for i in range(0, len(stream), 300_007)]
@@ -363,7 +369,11 @@ _ODD_BYTES = [(b"\xc3\xa9", 10), (b"\xe2\x82\xac", 65_530), (b"\xff", 65_537), (
 _HANDOVER_CASES = [
     *(pytest.param(b"", 0, size, id=f"ascii-{size}") for size in (1, 7, 4096, 65536)),
     # (before, across and after the 64 KiB switch; cut in 7-byte pieces, not byte by byte)
-    *(pytest.param(odd, at, size, id=f"odd@{at}-{size}") for odd, at in _ODD_BYTES for size in (7, 4096, 65536)),
+    *(
+        pytest.param(odd, at, size, id=f"odd@{at}-{size}")
+        for odd, at in _ODD_BYTES
+        for size in (7, 4096, 65536)
+    ),
 ]
 
 
@@ -401,7 +411,9 @@ def test_events_around_the_handover_size_match_the_pure_twin(decoder_cls, odd, a
 @settings(max_examples=examples(40))
 @given(
     size=st.integers(60_000, 140_000),
-    odd=st.lists(st.tuples(st.floats(0, 1), st.sampled_from([b"\xc3\xa9", b"\xff", b"\x80", b"\xe2\x82"])), max_size=3),
+    odd=st.lists(
+        st.tuples(st.floats(0, 1), st.sampled_from([b"\xc3\xa9", b"\xff", b"\x80", b"\xe2\x82"])), max_size=3
+    ),
     chunk=st.sampled_from([1000, 4096, 65536, 70001]),
     lines=st.integers(1, 3),
 )
@@ -465,7 +477,7 @@ print("ok")
     [
         # whatever part of the event survived, it holds only bytes that were fed
         'first, second = decoder.feed(b"z\\n\\ndata: next\\n\\n")\n'
-        'data = first.data if type(first.data) is str else first.data.decode()\n'
+        "data = first.data if type(first.data) is str else first.data.decode()\n"
         'assert data.lstrip("y") == "z" and second.data in ("next", b"next"), data[-9:]',
         "decoder.close()",
         "del decoder",

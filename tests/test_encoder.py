@@ -19,7 +19,9 @@ def decode(decoder_cls, stream: bytes):
     return events, decoder
 
 
-FIELD = st.text(alphabet=st.characters(blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)), max_size=20)
+FIELD = st.text(
+    alphabet=st.characters(blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)), max_size=20
+)
 
 
 @given(
@@ -45,7 +47,10 @@ def test_comments_never_inject_events(decoder_cls, texts, data):
 
 
 def test_wire_format():
-    assert encode_event("a\nb", event="up", id="7", retry=10) == b"event: up\nid: 7\nretry: 10\ndata: a\ndata: b\n\n"
+    assert (
+        encode_event("a\nb", event="up", id="7", retry=10)
+        == b"event: up\nid: 7\nretry: 10\ndata: a\ndata: b\n\n"
+    )
     assert encode_event("") == b"data: \n\n"
     assert encode_comment() == b":\n"
     assert encode_comment("ping") == b": ping\n"

@@ -70,8 +70,14 @@ def test_an_mcp_style_stream(messages):
     stream = (
         b"id: s1-0\r\ndata:\r\n\r\n"  # priming event
         + sse(
-            ("s1-1", b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":50}}'),
-            ("s1-2", b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'),
+            (
+                "s1-1",
+                b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":50}}',
+            ),
+            (
+                "s1-2",
+                b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}',
+            ),
             ("s1-3", b'{"jsonrpc":"2.0","id":"srv-1","method":"sampling/createMessage","params":{}}'),
             ("s1-4", b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}]}}'),
         )
@@ -94,11 +100,17 @@ def test_an_mcp_style_stream(messages):
 
 @pytest.mark.parametrize("size_mib", [4, 32])
 def test_large_tool_result_under_any_split(messages, size_mib):
-    text = ("lorem ipsum \u00e9\u65e5 \\ \" " * (size_mib * MIB // 16))[: size_mib * MIB]
-    original = orjson.dumps({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}]}})
+    text = ('lorem ipsum \u00e9\u65e5 \\ " ' * (size_mib * MIB // 16))[: size_mib * MIB]
+    original = orjson.dumps(
+        {"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}]}}
+    )
     stream = sse(("r-1", original))
     rng = random.Random(size_mib)
-    chunkings = [chunked(stream, 64 * 1024), random_chunks(stream, rng, 1 << 20), random_chunks(stream, rng, 4096)]
+    chunkings = [
+        chunked(stream, 64 * 1024),
+        random_chunks(stream, rng, 1 << 20),
+        random_chunks(stream, rng, 4096),
+    ]
     assert len(chunkings[2]) > len(stream) // 4096  # small random steps all the way through
     expected = orjson.loads(original)
     for chunks in chunkings:
@@ -149,7 +161,9 @@ def test_each_invalid_class_is_a_value_and_the_stream_goes_on(messages, data, re
 
 
 def test_error_response_may_have_a_null_id(messages):
-    (item,) = decode_all(messages(), [sse((None, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}'))])
+    (item,) = decode_all(
+        messages(), [sse((None, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}'))]
+    )
     assert (item.kind, item.id) == ("error", None)
 
 
@@ -168,34 +182,56 @@ def test_batches_when_allowed(messages):
 
 
 def test_torn_tail_is_reported(messages):
-    stream = sse(("1", b'{"jsonrpc":"2.0","method":"a"}')) + b'id: 2\r\ndata: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'
+    stream = (
+        sse(("1", b'{"jsonrpc":"2.0","method":"a"}'))
+        + b'id: 2\r\ndata: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'
+    )
     items = decode_all(messages(), chunked(stream, 16))
     assert isinstance(items[0], Message)
     # the torn event's own id line never becomes the cursor: it stays at the last complete event
-    assert items[1] == TornTail(len(b"id: 2") + len(b'data: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'), "1")
+    assert items[1] == TornTail(
+        len(b"id: 2") + len(b'data: {"jsonrpc":"2.0","id":1,"result":{"text":"trunc'), "1"
+    )
 
 
 def test_every_item_names_its_event_id(messages):
-    stream = sse(
-        ("p", b""),
-        ("m", b'{"jsonrpc":"2.0","method":"a"}'),
-        ("x", b"not json"),
-    ) + b"event: endpoint\r\nid: o\r\ndata: /x\r\n\r\nid: t\r\ndata: {"
+    stream = (
+        sse(
+            ("p", b""),
+            ("m", b'{"jsonrpc":"2.0","method":"a"}'),
+            ("x", b"not json"),
+        )
+        + b"event: endpoint\r\nid: o\r\ndata: /x\r\n\r\nid: t\r\ndata: {"
+    )
     items = decode_all(messages(), [stream])
-    assert [type(item).__name__ for item in items] == ["Priming", "Message", "InvalidMessage", "OtherEvent", "TornTail"]
+    assert [type(item).__name__ for item in items] == [
+        "Priming",
+        "Message",
+        "InvalidMessage",
+        "OtherEvent",
+        "TornTail",
+    ]
     assert [item.event_id for item in items] == ["p", "m", "x", "o", "o"]
 
 
 def test_oversized_event_becomes_an_invalid_item(messages):
     decoder = messages(max_event_size=64)
-    stream = sse(("1", b'{"jsonrpc":"2.0","method":"' + b"x" * 100 + b'"}'), ("2", b'{"jsonrpc":"2.0","method":"ok"}'))
+    stream = sse(
+        ("1", b'{"jsonrpc":"2.0","method":"' + b"x" * 100 + b'"}'), ("2", b'{"jsonrpc":"2.0","method":"ok"}')
+    )
     items = decoder.feed(stream)
     assert isinstance(items[0], InvalidMessage) and "max_event_size=64" in items[0].reason
     assert [m.method for m in items[1:]] == ["ok"]
 
 
 def test_excerpt_redacts_secrets_and_is_short():
-    data = b'{"access_token": "s3cr3t", "Authorization":"Bearer abc", "x": "' + b"A" * 40 + b'", "pad": "' + b"p" * 200 + b'"'
+    data = (
+        b'{"access_token": "s3cr3t", "Authorization":"Bearer abc", "x": "'
+        + b"A" * 40
+        + b'", "pad": "'
+        + b"p" * 200
+        + b'"'
+    )
     text = excerpt(data)
     assert "s3cr3t" not in text and "Bearer abc" not in text and "A" * 32 not in text
     assert text.count("<redacted>") == 3
@@ -211,17 +247,38 @@ def test_classify_is_usable_on_its_own():
 # -- any chunking of a valid message stream yields the same messages ----------------
 
 MESSAGE = st.one_of(
-    st.builds(lambda i, m: {"jsonrpc": "2.0", "id": i, "method": m}, st.integers(-(2**53), 2**53), st.text(max_size=8)),
-    st.builds(lambda m, p: {"jsonrpc": "2.0", "method": m, "params": p}, st.text(max_size=8), st.dictionaries(st.text(max_size=4), st.text(max_size=20), max_size=3)),
-    st.builds(lambda i, r: {"jsonrpc": "2.0", "id": i, "result": {"text": r}}, st.text(max_size=6), st.text(max_size=40)),
-    st.builds(lambda i, c: {"jsonrpc": "2.0", "id": i, "error": {"code": c, "message": "e"}}, st.integers(0, 99), st.integers(-32768, 0)),
+    st.builds(
+        lambda i, m: {"jsonrpc": "2.0", "id": i, "method": m},
+        st.integers(-(2**53), 2**53),
+        st.text(max_size=8),
+    ),
+    st.builds(
+        lambda m, p: {"jsonrpc": "2.0", "method": m, "params": p},
+        st.text(max_size=8),
+        st.dictionaries(st.text(max_size=4), st.text(max_size=20), max_size=3),
+    ),
+    st.builds(
+        lambda i, r: {"jsonrpc": "2.0", "id": i, "result": {"text": r}},
+        st.text(max_size=6),
+        st.text(max_size=40),
+    ),
+    st.builds(
+        lambda i, c: {"jsonrpc": "2.0", "id": i, "error": {"code": c, "message": "e"}},
+        st.integers(0, 99),
+        st.integers(-32768, 0),
+    ),
 )
 
 
-@given(st.lists(MESSAGE, min_size=1, max_size=12), st.randoms(use_true_random=False), st.sampled_from([b"\n", b"\r\n", b"\r"]))
+@given(
+    st.lists(MESSAGE, min_size=1, max_size=12),
+    st.randoms(use_true_random=False),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+)
 def test_any_chunking_yields_the_same_messages(payloads, rng, eol):
     stream = b"".join(
-        b"id: " + str(i).encode() + eol + b"data: " + orjson.dumps(p) + eol + eol for i, p in enumerate(payloads)
+        b"id: " + str(i).encode() + eol + b"data: " + orjson.dumps(p) + eol + eol
+        for i, p in enumerate(payloads)
     )
     for name in TWINS:
         core = twin(name, raw=True)
@@ -257,7 +314,9 @@ def test_cli_jsonrpc_clean_stream_exits_0():
 
 
 def test_cli_jsonrpc_invalid_item_exits_1():
-    result = run_cli(sse(("1", b'{"jsonrpc":"2.0","id":1.5,"method":"m"}'), ("2", b'{"jsonrpc":"2.0","method":"n"}')))
+    result = run_cli(
+        sse(("1", b'{"jsonrpc":"2.0","id":1.5,"method":"m"}'), ("2", b'{"jsonrpc":"2.0","method":"n"}'))
+    )
     assert result.returncode == 1
     first, second = lines(result.stdout)
     assert first["kind"] == "invalid" and '"id" must be' in first["reason"]
@@ -267,4 +326,6 @@ def test_cli_jsonrpc_invalid_item_exits_1():
 def test_cli_jsonrpc_torn_stream_exits_1():
     result = run_cli(b'data: {"jsonrpc":"2.0","id":1,"res')
     assert result.returncode == 1
-    assert lines(result.stdout) == [{"kind": "torn", "discarded": len(b'data: {"jsonrpc":"2.0","id":1,"res'), "event_id": ""}]
+    assert lines(result.stdout) == [
+        {"kind": "torn", "discarded": len(b'data: {"jsonrpc":"2.0","id":1,"res'), "event_id": ""}
+    ]

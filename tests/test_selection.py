@@ -45,7 +45,11 @@ def test_no_extensions_selects_the_pure_twin(value):
 def test_default_selects_the_compiled_twin_when_built():
     result = _import_with()
     assert result.returncode == 0, result.stderr
-    expected = ["cython", "CDecoder", "CRawDecoder", "False", "False"] if BUILT else ["python", "PyDecoder", "PyRawDecoder", "True", "True"]
+    expected = (
+        ["cython", "CDecoder", "CRawDecoder", "False", "False"]
+        if BUILT
+        else ["python", "PyDecoder", "PyRawDecoder", "True", "True"]
+    )
     assert result.stdout.split() == expected
 
 
@@ -98,7 +102,9 @@ def test_the_package_root_only_re_exports_the_selector():
 
 
 def _loaded_after(imports: str, watched: tuple[str, ...]) -> list[str]:
-    code = f"import json, sys, {imports}; print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))"
+    code = (
+        f"import json, sys, {imports}; print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

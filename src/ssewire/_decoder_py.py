@@ -32,25 +32,25 @@ class PyDecoder:
     _raw = False  # PyRawDecoder: leave the data as bytes
 
     __slots__ = (
-        "_max_event",
-        "_max_line",
         "_at_start",
+        "_block",
         "_bom",
-        "_skip_lf",
         "_carry",
         "_carry_len",
+        "_closed",
+        "_comments",
         "_data",
-        "_type",
+        "_discarded",
+        "_error",
+        "_event_retry",
         "_id_buf",
         "_last_id",
+        "_max_event",
+        "_max_line",
         "_retry",
-        "_event_retry",
+        "_skip_lf",
         "_skipping",
-        "_block",
-        "_comments",
-        "_error",
-        "_closed",
-        "_discarded",
+        "_type",
     )
 
     def __init__(
@@ -179,7 +179,9 @@ class PyDecoder:
                     if raw:
                         events.append(_new_event(RawEvent, (type_, bytes(data), last_id, retry)))
                     else:
-                        events.append(_new_event(Event, (type_, data.decode("utf-8", "replace"), last_id, retry)))
+                        events.append(
+                            _new_event(Event, (type_, data.decode("utf-8", "replace"), last_id, retry))
+                        )
                     data = None
                 type_, retry = "message", None
                 continue
@@ -202,7 +204,11 @@ class PyDecoder:
                             name, value = line, b""
                         else:
                             name = line[:colon]
-                            value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+                            value = (
+                                line[colon + 2 :]
+                                if line[colon + 1 : colon + 2] == b" "
+                                else line[colon + 1 :]
+                            )
                     if name == b"data":
                         if data is None:
                             data = value

@@ -21,7 +21,9 @@ def _single_line(name: str, value: str) -> str:
     return value
 
 
-def encode_event(data: str, *, event: str | None = None, id: str | None = None, retry: int | None = None) -> bytes:  # noqa: A002
+def encode_event(
+    data: str, *, event: str | None = None, id: str | None = None, retry: int | None = None
+) -> bytes:
     """One complete event (ending with its blank line) as UTF-8 bytes."""
     if not isinstance(data, str):
         raise TypeError(f"data must be a str, not {type(data).__name__}")

@@ -30,9 +30,7 @@ class EventTooLarge(SSEError):
         self.max_size = max_size
         self.size = size
         self.events = [] if events is None else events
-        super().__init__(
-            f"{limit}={max_size} exceeded: reached {size} bytes; the event was dropped"
-        )
+        super().__init__(f"{limit}={max_size} exceeded: reached {size} bytes; the event was dropped")
 
     def __reduce__(self):
         return (type(self), (self.limit, self.max_size, self.size, self.events))

@@ -26,9 +26,7 @@ def as_bytes(data: object) -> bytes:
     try:
         view = memoryview(data)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(
-            f"feed() expects bytes, bytearray or memoryview, not {type(data).__name__}"
-        ) from None
+        raise TypeError(f"feed() expects bytes, bytearray or memoryview, not {type(data).__name__}") from None
     with view:
         return view.tobytes()
 

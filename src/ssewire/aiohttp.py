@@ -1,8 +1,8 @@
 """Adapter for aiohttp: events from a ``ClientResponse``.
 
-    async with session.get(url) as response:
-        async for event in aiter_sse(response):
-            ...
+async with session.get(url) as response:
+    async for event in aiter_sse(response):
+        ...
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ._adapt import aevents_from, check_content_type
 from ._events import Event
 from ._select import Decoder
-from ._adapt import aevents_from, check_content_type
 
 __all__ = ["aiter_sse"]
 

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from ._adapt import aevents_from, check_content_type, events_from, with_accept
 from ._events import Event
 from ._select import Decoder
-from ._adapt import aevents_from, check_content_type, events_from, with_accept
 
 __all__ = ["EventSource", "aconnect_sse", "aiter_sse", "check_content_type", "connect_sse", "iter_sse"]
 

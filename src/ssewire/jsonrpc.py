@@ -15,7 +15,7 @@ carries ``event_id``: the stream's last event ID when it was produced.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -100,7 +100,7 @@ class TornTail(NamedTuple):
     event_id: str = ""
 
 
-Item = Union[Message, InvalidMessage, Priming, OtherEvent, TornTail]
+Item = Message | InvalidMessage | Priming | OtherEvent | TornTail
 
 _MESSAGE_TYPE = "message"
 _EXCERPT = 80
@@ -195,7 +195,7 @@ class MessageDecoder:
     ``decoder`` picks the core twin (a ``RawDecoder`` class), for tests and benchmarks.
     """
 
-    __slots__ = ("_core", "_allow_batches")
+    __slots__ = ("_allow_batches", "_core")
 
     def __init__(
         self,

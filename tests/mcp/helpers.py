@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import itertools
 import json
 import random
 
@@ -55,7 +56,9 @@ def rechunk(document: dict, rnd: random.Random) -> dict:
         if rnd.random() < 0.2:
             cuts = list(range(1, len(whole)))  # byte by byte
         bounds = [0, *cuts, len(whole)]
-        response["chunks_b64"] = [base64.b64encode(whole[a:b]).decode() for a, b in zip(bounds, bounds[1:])]
+        response["chunks_b64"] = [
+            base64.b64encode(whole[a:b]).decode() for a, b in itertools.pairwise(bounds)
+        ]
     return document
 
 

@@ -3,6 +3,8 @@ deliveries and the recovery decision, fed whole, split at every point and event 
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,7 +26,7 @@ def items(text: str, cuts: list[int] | None = None) -> list:
     """MessageDecoder items of ``text`` cut at ``cuts`` (byte offsets)."""
     data, decoder = text.encode(), MessageDecoder()
     bounds = [0, *(cuts or []), len(data)]
-    out = [item for a, b in zip(bounds, bounds[1:]) for item in decoder.feed(data[a:b])]
+    out = [item for a, b in itertools.pairwise(bounds) for item in decoder.feed(data[a:b])]
     return out + decoder.close()
 
 

@@ -78,7 +78,7 @@ def _open(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
     try:
-        return open(path, "rb")  # noqa: SIM115 - closed by run()
+        return open(path, "rb")
     except OSError as exc:
         raise cannot("read", path, exc) from None
 

@@ -8,8 +8,8 @@ for finding in result.findings: ...
 from .findings import Finding, Level, Status
 from .ledger import Recovery, StreamLedger
 from .profiles import PROFILES, Profile, UnknownProfile, resolve
-from .transcript import Transcript, TranscriptError, from_document, load, loads
 from .rules import CATALOGUE as RULES
+from .transcript import Transcript, TranscriptError, from_document, load, loads
 from .validate import Result, validate
 
 __all__ = [
@@ -25,8 +25,8 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "UnknownProfile",
-    "load",
     "from_document",
+    "load",
     "loads",
     "resolve",
     "validate",

@@ -266,7 +266,7 @@ def _register(model: Model, view: ExchangeView, *, last_event_id: str | None = N
     by_event: list[list[LedgerMessage]] = [[] for _ in range(body.events)]
     for m in body.messages:
         by_event[m.event].append(LedgerMessage(m.kind, m.id, m.payload))
-    for event_id, messages in zip(body.event_ids, by_event):
+    for event_id, messages in zip(body.event_ids, by_event, strict=True):
         ledger.event(ex.id, event_id, messages)
     recovery = ledger.close(
         ex.id, disconnected=ex.response.disconnected and body.kind == "sse", idempotent=ex.idempotent

@@ -30,7 +30,7 @@ class Profile:
         return f"MCP {self.name} basic/transports"
 
 
-_LEGACY = dict(sessions=True, get_stream=True, resumability=True, request_headers=False)
+_LEGACY = {"sessions": True, "get_stream": True, "resumability": True, "request_headers": False}
 
 PROFILES: dict[str, Profile] = {
     p.name: p

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import itertools
 import re
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -219,7 +220,7 @@ def _rebuild(whole: bytes, pieces: list[bytes], spans: list[tuple[int, int, byte
 
     def new_offset(old: int) -> int:
         delta = 0
-        for (old_start, old_end, new_start), (_, _, new) in zip(moved, spans):
+        for (old_start, old_end, new_start), (_, _, new) in zip(moved, spans, strict=True):
             if old <= old_start:
                 break
             if old < old_end:  # inside a replaced value
@@ -232,4 +233,4 @@ def _rebuild(whole: bytes, pieces: list[bytes], spans: list[tuple[int, int, byte
         total += len(piece)
         cuts.append(new_offset(total))
     bounds = [0, *cuts, len(out)]
-    return [bytes(out[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return [bytes(out[a:b]) for a, b in itertools.pairwise(bounds)]

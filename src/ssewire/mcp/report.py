@@ -108,7 +108,7 @@ class Outcome:
                 if expectation.matches(finding):
                     used[index] = hit = True
             baselined.append(hit)
-        stale = [expectation for expectation, was_used in zip(baseline, used) if not was_used]
+        stale = [expectation for expectation, was_used in zip(baseline, used, strict=True) if not was_used]
         return cls(result, baselined, stale, fail_on)
 
     def fails(self, finding: Finding) -> bool:
@@ -119,14 +119,16 @@ class Outcome:
 
     @property
     def failing(self) -> list[Finding]:
-        return [f for f, b in zip(self.result.findings, self.baselined) if self.fails(f) and not b]
+        return [
+            f for f, b in zip(self.result.findings, self.baselined, strict=True) if self.fails(f) and not b
+        ]
 
     @property
     def passed(self) -> bool:
         return not self.failing and not self.stale
 
     def summary(self) -> dict[str, int]:
-        counts = {level: 0 for level in tuple(Level)}
+        counts = dict.fromkeys(tuple(Level), 0)
         for finding in self.result.findings:
             counts[finding.level] += 1
         return {
@@ -145,7 +147,9 @@ def to_json(outcome: Outcome, exchanges: int) -> dict[str, Any]:
     return {
         "valid": outcome.passed,
         "profile": result.profile,
-        "findings": [dict(f.as_dict(), baselined=b) for f, b in zip(result.findings, outcome.baselined)],
+        "findings": [
+            dict(f.as_dict(), baselined=b) for f, b in zip(result.findings, outcome.baselined, strict=True)
+        ],
         "recovery": [r.as_dict() for r in result.recovery],
         "stale_baseline": [e.as_dict() for e in outcome.stale],
         "summary": dict(outcome.summary(), exchanges=exchanges),
@@ -155,7 +159,7 @@ def to_json(outcome: Outcome, exchanges: int) -> dict[str, Any]:
 def to_text(outcome: Outcome, source: str, exchanges: int) -> str:
     result = outcome.result
     lines = [f"{source}: profile {result.profile}, {exchanges} exchange(s)"]
-    for finding, baselined in zip(result.findings, outcome.baselined):
+    for finding, baselined in zip(result.findings, outcome.baselined, strict=True):
         where = " ".join(part for part in (finding.exchange, finding.path) if part)
         tag = " (baselined)" if baselined else ""
         lines.append(f"{finding.level.upper():7} {finding.code} {where}{tag}")
@@ -181,7 +185,7 @@ def to_junit(outcome: Outcome, source: str, exchange_ids: list[str]) -> str:
     cases: dict[str, list[tuple[Finding, bool]]] = {"transcript": []}
     for exchange in exchange_ids:
         cases[exchange] = []
-    for finding, baselined in zip(result.findings, outcome.baselined):
+    for finding, baselined in zip(result.findings, outcome.baselined, strict=True):
         cases[finding.exchange or "transcript"].append((finding, baselined))
     suite = ElementTree.Element("testsuite", name=f"ssewire.validate {source}")
     failures = 0

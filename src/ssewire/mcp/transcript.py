@@ -372,14 +372,14 @@ class ExchangeRecord:
     """
 
     __slots__ = (
+        "chunks",
+        "concurrent_group",
+        "disconnected",
         "id",
         "idempotent",
-        "concurrent_group",
         "request",
-        "status",
         "response_headers",
-        "chunks",
-        "disconnected",
+        "status",
     )
 
     def __init__(

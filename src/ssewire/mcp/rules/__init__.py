@@ -9,7 +9,11 @@ from the registry.
 
 from __future__ import annotations
 
+# The import order is the registry order, and so the order of findings within an exchange.
+# isort: off
 from . import transcript, hygiene, post, sessions, headers, get_delete, streams  # noqa: F401  (registers)
+
+# isort: on
 from ._registry import CATALOGUE, CHECKS, EVERY, TRANSCRIPT, Check, Code, Hit, rule
 
 __all__ = ["CATALOGUE", "CHECKS", "EVERY", "TRANSCRIPT", "Check", "Code", "Hit", "rule"]
