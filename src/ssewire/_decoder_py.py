@@ -9,7 +9,7 @@ field, at the field's end (data: once per event).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._errors import EventTooLarge, SSEError
 from ._events import Event, RawEvent
@@ -124,7 +124,7 @@ class PyDecoder:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines: list[bytes | bytearray] = data.split(b"\n")  # type: ignore[assignment]
         tail = lines.pop()
-        events: list[Event] = []
+        events: list[Any] = []  # Event, or RawEvent for the raw twin
         if lines:
             if self._carry_len:
                 carry, length = self._carry, self._carry_len + len(lines[0])
@@ -160,12 +160,14 @@ class PyDecoder:
 
     # -- lines ---------------------------------------------------------------------
 
-    def _lines(self, lines: list[bytes | bytearray], events: list[Event]) -> None:
+    def _lines(self, lines: list[bytes | bytearray], events: list[Any]) -> None:
         # The hot loop: state lives in locals and is written back at the end (and around
         # the rare _fail), which roughly halves the cost per line.
         max_line, max_event, raw = self._max_line, self._max_event, self._raw
         data, block, skipping = self._data, self._block, self._skipping
         type_, id_buf, last_id, retry = self._type, self._id_buf, self._last_id, self._event_retry
+        name: bytes | bytearray
+        value: bytes | bytearray
         for line in lines:
             if skipping:
                 if not line:
@@ -239,7 +241,7 @@ class PyDecoder:
         self._data, self._block, self._skipping = data, block, skipping
         self._type, self._id_buf, self._last_id, self._event_retry = type_, id_buf, last_id, retry
 
-    def _partial(self, piece: bytes) -> None:
+    def _partial(self, piece: bytes | bytearray) -> None:
         """Carry the start of a line that has not ended yet, and check the limits."""
         carry = self._carry
         self._carry_len += len(piece)

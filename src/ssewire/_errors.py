@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._events import Event
+from typing import Any
 
 
 class SSEError(Exception):
@@ -23,16 +20,16 @@ class EventTooLarge(SSEError):
     limit: str
     max_size: int
     size: int
-    events: list[Event]
+    events: list[Any]  # the Event s (RawEvent s from a raw decoder) the feed() completed
 
-    def __init__(self, limit: str, max_size: int, size: int, events: list[Event] | None = None):
+    def __init__(self, limit: str, max_size: int, size: int, events: list[Any] | None = None) -> None:
         self.limit = limit
         self.max_size = max_size
         self.size = size
         self.events = [] if events is None else events
         super().__init__(f"{limit}={max_size} exceeded: reached {size} bytes; the event was dropped")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.limit, self.max_size, self.size, self.events))
 
 

@@ -46,7 +46,7 @@ def strip_bom(pending: bytes, chunk: bytes) -> tuple[bytes | None, bytes]:
     return head, b""
 
 
-def parse_retry(value: bytes) -> int | None:
+def parse_retry(value: bytes | bytearray) -> int | None:
     """The ``retry`` rule: one or more ASCII digits, base ten; anything else is ignored."""
     if not value.isdigit():  # bytes.isdigit: non-empty and ASCII 0-9 only
         return None

@@ -13,7 +13,7 @@ closed and the response ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable
 from typing import Any
 
 from ._encoder import encode_comment, encode_event
@@ -31,14 +31,14 @@ _HEADERS = (
 _DONE = object()
 
 
-async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Any]:
+async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncGenerator[Any, None]:
     """Items of an async iterable, or of a sync one pulled in a worker thread (so a slow
     or blocking generator never stalls the event loop, keep-alives or disconnects)."""
     if hasattr(items, "__aiter__"):
-        async for item in items:  # type: ignore[union-attr]
+        async for item in items:
             yield item
         return
-    iterator = iter(items)  # type: ignore[arg-type]
+    iterator = iter(items)
     try:
         while (item := await asyncio.to_thread(next, iterator, _DONE)) is not _DONE:
             yield item
@@ -88,7 +88,7 @@ class EventStreamResponse:
             return encode_event(data, event=event_type, id=ident, retry=item.retry)
         raise TypeError(f"cannot send {type(item).__name__} as an event")
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise RuntimeError(f"EventStreamResponse serves http, not {scope['type']}")
         await send({"type": "http.response.start", "status": self.status, "headers": self.headers})

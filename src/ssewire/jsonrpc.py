@@ -15,7 +15,8 @@ carries ``event_id``: the stream's last event ID when it was produced.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -187,6 +188,19 @@ def excerpt(data: bytes) -> str:
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "\u2026"
 
 
+class _RawCore(Protocol):
+    """What MessageDecoder needs of its core: a RawDecoder twin."""
+
+    @property
+    def last_event_id(self) -> str: ...
+    @property
+    def retry(self) -> int | None: ...
+    @property
+    def discarded(self) -> int: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RawEvent]: ...
+    def close(self) -> list[RawEvent]: ...
+
+
 class MessageDecoder:
     """Sans-IO: SSE bytes in, :data:`Item` s out (``feed`` / ``close``, like the core).
 
@@ -203,9 +217,9 @@ class MessageDecoder:
         allow_batches: bool = False,
         max_event_size: int | None = DEFAULT_MAX_EVENT_SIZE,
         max_line_size: int | None = DEFAULT_MAX_LINE_SIZE,
-        decoder: type = RawDecoder,
+        decoder: Callable[..., _RawCore] = RawDecoder,
     ) -> None:
-        self._core = decoder(max_event_size=max_event_size, max_line_size=max_line_size)
+        self._core: _RawCore = decoder(max_event_size=max_event_size, max_line_size=max_line_size)
         self._allow_batches = allow_batches
 
     @property

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import decode, redact, validate
-from ._common import InputError, input_error
+from ._common import Command, InputError, input_error
 
-COMMANDS = {module.NAME: module for module in (decode, validate, redact)}
+COMMANDS: dict[str, Command] = {module.NAME: module for module in (decode, validate, redact)}
 
 DESCRIPTION = "Exact, fast Server-Sent Events decoding, and MCP Streamable HTTP transport checks."
 EPILOG = """exit codes:

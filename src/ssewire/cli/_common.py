@@ -5,12 +5,31 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any, Protocol
 
 from .._errors import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
-__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_OK", "InputError", "input_error", "positive_int", "write"]
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_INPUT",
+    "EXIT_OK",
+    "Command",
+    "InputError",
+    "input_error",
+    "positive_int",
+    "write",
+]
+
+
+class Command(Protocol):
+    """What a command module provides (``cli/decode.py`` and its siblings)."""
+
+    NAME: str
+
+    def add_parser(self, commands: Any) -> None: ...
+    def run(self, args: argparse.Namespace) -> int: ...
 
 
 def input_error(command: str, error: Exception) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ._common import EXIT_FINDINGS, EXIT_OK, cannot, positive_int, write
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         from ..jsonrpc import InvalidMessage, MessageDecoder, TornTail
 
         decoder: Any = MessageDecoder(**limits)
-        describe, problem_types = item_line, (InvalidMessage, TornTail)
+        describe: Callable[[Any], dict[str, Any]] = item_line
+        problem_types: tuple[type, ...] = (InvalidMessage, TornTail)
     else:
         decoder, describe, problem_types = Decoder(**limits), event_line, ()
     problems = 0

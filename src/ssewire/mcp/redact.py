@@ -15,6 +15,7 @@ import base64
 import copy
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -25,7 +26,7 @@ from .transcript import from_document
 class _Names:
     """Consistent stand-ins: the same value always gets the same name."""
 
-    def __init__(self, make) -> None:
+    def __init__(self, make: Callable[[int], str]) -> None:
         self._make = make
         self._names: dict[str, str] = {}
 
@@ -51,7 +52,7 @@ def _session_name(n: int) -> str:
     return f"session-{letters}"
 
 
-def redact(document: dict) -> dict:
+def redact(document: dict[str, Any]) -> dict[str, Any]:
     """A redacted copy of a transcript document (checked first: bad input raises)."""
     from_document(document)  # raises TranscriptError on a malformed transcript
     out = copy.deepcopy(document)
@@ -87,8 +88,8 @@ def redact(document: dict) -> dict:
     return out
 
 
-def _headers(headers: dict, sessions: _Names, event_ids: _Names) -> dict:
-    result = {}
+def _headers(headers: dict[str, Any], sessions: _Names, event_ids: _Names) -> dict[str, Any]:
+    result: dict[str, Any] = {}
     for name, value in headers.items():
         lower = name.lower()
         if lower in CREDENTIAL_HEADERS:

@@ -39,7 +39,7 @@ class Expectation:
             and (self.path is None or finding.path == self.path)
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         entry = {"code": self.code}
         if self.exchange is not None:
             entry["exchange"] = self.exchange
@@ -72,9 +72,9 @@ def load_baseline(path: str) -> list[Expectation]:
     return expectations
 
 
-def baseline_document(result: Result) -> dict:
+def baseline_document(result: Result) -> dict[str, Any]:
     """A baseline that accepts every error and warning of ``result`` (``--write-baseline``)."""
-    seen: dict[tuple, None] = {}
+    seen: dict[tuple[str, str | None], None] = {}  # ordered, unique
     for finding in result.findings:
         if finding.level != Level.INFO:
             seen[(finding.code, finding.exchange)] = None

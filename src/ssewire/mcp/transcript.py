@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import re
 import sys
@@ -115,8 +116,8 @@ class Exchange:
 @dataclass(frozen=True)
 class Transcript:
     profile: str | None
-    tuple: dict[str, Any] | None
-    exchanges: tuple[Exchange, ...]
+    tuple: dict[str, Any] | None  # who recorded what (client, server, proxy): free-form
+    exchanges: builtins.tuple[Exchange, ...]
     redacted: bool
 
 
@@ -285,19 +286,19 @@ def _b64_chunk(raw: Any, where: str) -> bytes:
         raise TranscriptError(f"{where}: not valid base64") from None
 
 
-def _object(raw: Any, where: str) -> dict:
+def _object(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise TranscriptError(f"{where or '/'}: expected an object")
     return raw
 
 
-def _array(raw: Any, where: str) -> list:
+def _array(raw: Any, where: str) -> list[Any]:
     if not isinstance(raw, list):
         raise TranscriptError(f"{where}: expected an array")
     return raw
 
 
-def _keys(item: dict, where: str, *, required: set[str], optional: set[str]) -> None:
+def _keys(item: dict[str, Any], where: str, *, required: set[str], optional: set[str]) -> None:
     for key in required:
         if key not in item:
             raise TranscriptError(f"{where or '/'}: missing {key!r}")
@@ -306,7 +307,7 @@ def _keys(item: dict, where: str, *, required: set[str], optional: set[str]) -> 
             raise TranscriptError(f"{where}/{key}: not a field of {FORMAT} (extensions start with 'x-')")
 
 
-def _optional(item: dict, key: str, kind: type, where: str) -> Any:
+def _optional(item: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = item.get(key)
     if value is not None and not isinstance(value, kind):
         raise TranscriptError(f"{where}/{key}: expected {_NAMES[kind]}")
@@ -352,8 +353,8 @@ def _reject_constant(name: str) -> Any:
     raise TranscriptError(f"not standard JSON: {name} is not allowed")
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    result: dict = {}
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
             raise TranscriptError(f"duplicate key {key!r} in one JSON object")
