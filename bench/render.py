@@ -34,6 +34,10 @@ def machine(data: dict) -> str:
     ]
     if packages:
         lines.append("- peers: " + ", ".join(f"{k} {v}" for k, v in sorted(packages.items())))
+    commit = data.get("commit_info", {})
+    if commit.get("id"):
+        state = " (with uncommitted changes)" if commit.get("dirty") else ""
+        lines.append(f"- measured commit: `{commit['id'][:12]}`{state}, {commit.get('time', '?')}")
     lines.append(f"- run at {data.get('datetime', '?')}; timings are the minimum over rounds")
     return "\n".join(lines)
 

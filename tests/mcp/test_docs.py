@@ -3,6 +3,7 @@ JSON Schema accepts what the loader accepts and refuses what it refuses."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
 import re
@@ -47,3 +48,12 @@ def test_schema_accepts_every_fixture(document):
 def test_schema_refuses_what_the_loader_refuses(document):
     # (unique ids and base64 content are beyond JSON Schema; the loader checks them)
     assert not SCHEMA.is_valid(document)
+
+
+def test_the_codes_page_is_generated_from_the_registry():
+    spec = importlib.util.spec_from_file_location("mcp_codes", DOCS.parent / "scripts" / "mcp_codes.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert (DOCS / "mcp-codes.md").read_text(encoding="utf-8") == script.render()
+    assert all(f"| `{code}` |" in script.render() for code in RULES)

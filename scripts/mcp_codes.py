@@ -1,0 +1,56 @@
+"""Write docs/mcp-codes.md from the rule registry: every finding code, its level, the
+requirement it rests on, the rule functions that report it, and the fix.
+
+    python scripts/mcp_codes.py           # rewrite the page
+    python scripts/mcp_codes.py --check   # exit 1 if the page is out of date (CI)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ssewire.mcp.rules import CATALOGUE, CHECKS
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "mcp-codes.md"
+
+HEAD = """# MCP finding codes
+
+Generated from the rule registry (`ssewire.mcp.rules`) by `scripts/mcp_codes.py`; do not
+edit by hand. [The validator page](validator.md) explains each code in prose, with the
+cases where one check raises or lowers the usual level given here (a torn event at a
+disconnect is a warning, not an error).
+
+| code | level | rests on | reported by | fix |
+|---|---|---|---|---|
+"""
+
+
+def render() -> str:
+    rows = []
+    for code, entry in CATALOGUE.items():
+        where = ", ".join(
+            f"`{check.func.__module__.removeprefix('ssewire.mcp.rules.')}.{check.func.__name__}`"
+            for check in CHECKS
+            if check.code == code
+        )
+        rests = entry.keyword if not entry.section else f"{entry.keyword}, {entry.section}"
+        hint = entry.hint.replace("|", "\\|")
+        rows.append(f"| `{code}` | {entry.level} | {rests} | {where} | {hint} |")
+    return HEAD + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if PAGE.read_text(encoding="utf-8") != text:
+            print("docs/mcp-codes.md is out of date: run python scripts/mcp_codes.py", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text, encoding="utf-8")
+    print("wrote docs/mcp-codes.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

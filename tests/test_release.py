@@ -1,0 +1,88 @@
+"""Release engineering that cannot run here, checked for what it says: the workflows are
+valid YAML that run what .ci/run runs, cibuildwheel covers the claimed Pythons, and the
+version lives in one place."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pathlib
+import re
+import subprocess
+import sys
+
+import yaml
+
+import ssewire
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+CI_RUN = (ROOT / ".ci" / "run").read_text()
+
+
+def _load(path: pathlib.Path) -> dict:
+    document = yaml.safe_load(path.read_text())
+    document["on"] = document.pop(True, document.get("on"))  # YAML 1.1 reads `on:` as true
+    return document
+
+
+def _runs(job: dict) -> list[str]:
+    return [line.strip() for step in job["steps"] if "run" in step for line in step["run"].splitlines()]
+
+
+def test_every_workflow_is_valid_and_its_actions_are_pinned():
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "wheels.yml"]
+    for path in WORKFLOWS:
+        document = _load(path)
+        assert document["on"] and document["jobs"], path.name
+        for name, job in document["jobs"].items():
+            assert job["runs-on"] and job["steps"], (path.name, name)
+            for step in job["steps"]:
+                assert ("uses" in step) != ("run" in step), (path.name, name, step)
+                if "uses" in step:
+                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@v[\d.]+", step["uses"]), step["uses"]
+
+
+def test_the_test_matrix_runs_the_readme_command_on_every_platform_python_and_twin():
+    job = _load(ROOT / ".github" / "workflows" / "ci.yml")["jobs"]["test"]
+    matrix = job["strategy"]["matrix"]
+    assert set(matrix["os"]) == {"ubuntu-latest", "macos-latest", "windows-latest"}
+    assert matrix["python"] == ["3.10", "3.11", "3.12", "3.13"]
+    assert matrix["twin"] == ["compiled", "pure"]
+    readme_command = "pip install '.[test]' && python -m pytest"
+    assert readme_command in (ROOT / "README.md").read_text()
+    assert readme_command in _runs(job) and readme_command in CI_RUN
+
+
+def test_the_lint_docs_and_bench_jobs_mirror_ci_run():
+    jobs = _load(ROOT / ".github" / "workflows" / "ci.yml")["jobs"]
+    for command in ("lint-imports", "ruff check .", "ruff format --check .", "mypy --strict src"):
+        assert command in _runs(jobs["lint"]) and command in CI_RUN, command
+    for command in ("python scripts/peer_semantics.py --check", "python scripts/mcp_codes.py --check"):
+        assert command in _runs(jobs["docs"]) and command in CI_RUN, command
+    assert "mkdocs build --strict" in _runs(jobs["docs"]) and "mkdocs build --strict" in CI_RUN
+    assert any("pytest bench --benchmark-disable" in line for line in _runs(jobs["bench-smoke"]))
+
+
+def test_wheels_cover_the_pythons_the_package_claims():
+    build = PYPROJECT["tool"]["cibuildwheel"]["build"].split()
+    assert build == ["cp310-*", "cp311-*", "cp312-*", "cp313-*"]
+    assert PYPROJECT["project"]["requires-python"] == ">=3.10"
+    assert PYPROJECT["tool"]["cibuildwheel"]["environment"] == {"SSEWIRE_REQUIRE_EXTENSIONS": "1"}
+    jobs = _load(ROOT / ".github" / "workflows" / "wheels.yml")["jobs"]
+    assert {"wheels", "pure-wheel", "sdist"} <= set(jobs)
+
+
+def test_the_version_lives_in_one_place():
+    assert "version" not in PYPROJECT["project"] and "version" in PYPROJECT["project"]["dynamic"]
+    assert importlib.metadata.version("ssewire") == ssewire.__version__
+    done = subprocess.run(
+        [sys.executable, "-m", "ssewire", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, f"ssewire {ssewire.__version__}")
+    assert f"## {ssewire.__version__}" in (ROOT / "CHANGELOG.md").read_text()
