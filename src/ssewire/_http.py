@@ -28,5 +28,24 @@ def accepts(value: str, media: str) -> bool:
     return any(media_type(part) == media for part in value.split(","))
 
 
+def acceptable(value: str | None, media: str) -> bool:
+    """Whether an Accept value admits ``media``: listed, or by ``type/*`` or ``*/*``, with
+    a q-value above 0 (RFC 9110 12.5.1). No Accept at all admits anything."""
+    if value is None:
+        return True
+    kind = media.split("/", 1)[0]
+    for part in value.split(","):
+        name, *params = (piece.strip() for piece in part.split(";"))
+        if name.lower() not in (media, f"{kind}/*", "*/*"):
+            continue
+        q = next((p.split("=", 1)[1].strip() for p in params if p.lower().startswith("q=")), "1")
+        try:
+            if float(q) > 0:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def is_success(status: int) -> bool:
     return 200 <= status < 300
