@@ -197,6 +197,8 @@ class _RawCore(Protocol):
     def retry(self) -> int | None: ...
     @property
     def discarded(self) -> int: ...
+    @property
+    def comments(self) -> int: ...
     def feed(self, data: bytes | bytearray | memoryview) -> list[RawEvent]: ...
     def close(self) -> list[RawEvent]: ...
 
@@ -229,6 +231,11 @@ class MessageDecoder:
     @property
     def retry(self) -> int | None:
         return self._core.retry
+
+    @property
+    def comments(self) -> int:
+        """Comment lines seen so far (keep-alives are comments)."""
+        return self._core.comments
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Item]:
         try:

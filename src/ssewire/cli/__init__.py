@@ -12,16 +12,17 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import decode, redact, validate
+from . import decode, probe, redact, serve, validate
 from ._common import Command, InputError, input_error
 
-COMMANDS: dict[str, Command] = {module.NAME: module for module in (decode, validate, redact)}
+COMMANDS: dict[str, Command] = {module.NAME: module for module in (decode, validate, redact, probe, serve)}
 
 DESCRIPTION = "Exact, fast Server-Sent Events decoding, and MCP Streamable HTTP transport checks."
 EPILOG = """exit codes:
   0  clean
-  1  findings: a dropped or torn event (decode), a failing finding or stale baseline entry (validate)
-  2  unreadable or invalid input, or bad usage
+  1  findings: a dropped or torn event (decode), a failing finding or stale baseline entry
+     (validate), a failing diagnostic (probe)
+  2  unreadable or invalid input, a target that cannot be probed, or bad usage
 
 Run 'ssewire COMMAND --help' for a command's options."""
 

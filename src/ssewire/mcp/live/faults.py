@@ -45,7 +45,7 @@ _ALL = [
         "the structured tool's result breaks its outputSchema",
     ),
     Fault("unknown-session-400", "session.unknown-id", "a never-issued session id is answered 400, not 404"),
-    Fault("stale-session-accepted", "session.unknown-id", "any session id is accepted, issued or not"),
+    Fault("stale-session-accepted", "session.unknown-id", "a session id it never issued is accepted"),
     Fault("delete-not-invalidating", "session.delete", "DELETE answers 200 but the session lives on"),
     Fault("origin-ignored", "security.dns-rebinding", "neither Origin nor Host is validated"),
     Fault("no-keepalives", "stream.keepalive-missing", "no keep-alive comments on an idle GET stream"),

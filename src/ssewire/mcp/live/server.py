@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import itertools
 import json
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -126,6 +127,8 @@ class ReferenceServer:
         store_size: int = 16,
         json_response: bool = False,
         path: str = "/mcp",
+        countdown_delay: float = 0.05,
+        stateless: bool = False,
     ) -> None:
         self.profile, _ = resolve(profile)
         self.faults = resolve_faults(tuple(faults))
@@ -133,9 +136,12 @@ class ReferenceServer:
         self.store_size = store_size
         self.json_response = json_response
         self.path = path
+        self.countdown_delay = countdown_delay  # countdown's default pause between notifications
+        self.stateless_mode = stateless or not self.profile.sessions  # no Mcp-Session-Id at all
         self.sessions: OrderedDict[str, _Session] = OrderedDict()
         self.tasks: set[asyncio.Future[None]] = set()  # running tools, referenced until done
         self.stateless = _Session("", self.profile.name)  # 2026-07-28: one scope for all
+        self.ended: deque[str] = deque(maxlen=1024)  # ids ended by DELETE (bounded)
 
     # -- ASGI ------------------------------------------------------------------------
 
@@ -239,6 +245,10 @@ class ReferenceServer:
                 await _error(send, 400, ident, code, text, cors)
                 return
             session = self.stateless
+        elif self.stateless_mode:
+            session = self.stateless
+            if method == "initialize":
+                session.version = self._new_session(message, register=False).version
         elif method == "initialize":
             session = self._new_session(message)
         else:
@@ -263,8 +273,15 @@ class ReferenceServer:
                 "serverInfo": SERVER_INFO,
             }
             await self._answer(send, scope, receive, session, ident, result, extra)
-        elif method == "ping":
+        elif method == "ping" and not self.profile.request_headers:  # 2026-07-28 removed ping
             await self._answer(send, scope, receive, session, ident, {}, extra)
+        elif method == "server/discover" and self.profile.request_headers:
+            discovered = {
+                "supportedVersions": [self.profile.name],
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": SERVER_INFO,
+            }
+            await self._answer(send, scope, receive, session, ident, discovered, extra)
         elif method == "tools/list":
             await self._answer(send, scope, receive, session, ident, {"tools": TOOLS}, extra)
         elif method == "tools/call":
@@ -293,11 +310,13 @@ class ReferenceServer:
             return -32022, f"Unsupported protocol version: {version}"
         return None
 
-    def _new_session(self, message: dict[str, Any]) -> _Session:
+    def _new_session(self, message: dict[str, Any], *, register: bool = True) -> _Session:
         params = _object(message.get("params"))
         wanted = params.get("protocolVersion")
         version = wanted if wanted in KNOWN_VERSIONS and wanted != "2026-07-28" else self.profile.name
         session = _Session(uuid.uuid4().hex, version)
+        if not register:
+            return session
         self.sessions[session.ident] = session
         while len(self.sessions) > MAX_SESSIONS:
             self.sessions.popitem(last=False)
@@ -312,7 +331,7 @@ class ReferenceServer:
             await _error(send, 400, None, -32600, "Bad Request: Mcp-Session-Id required", cors)
             return None
         session = self.sessions.get(ident)
-        if session is None and "stale-session-accepted" in self.faults:
+        if session is None and "stale-session-accepted" in self.faults and ident not in self.ended:
             session = self.sessions[ident] = _Session(ident, self.profile.name)
         if session is None:
             status = 400 if "unknown-session-400" in self.faults else 404
@@ -389,7 +408,7 @@ class ReferenceServer:
             await self._answer(send, scope, receive, session, ident, result, extra)
         elif name == "countdown":
             count = max(0, min(int(arguments.get("count", 20)), 1000))
-            delay = max(0.0, min(float(arguments.get("delay", 0.05)), 5.0))
+            delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
             if self.json_response:
                 await asyncio.sleep(count * delay)
                 await self._answer(send, scope, receive, session, ident, _text("done"), extra)
@@ -490,7 +509,7 @@ class ReferenceServer:
     async def _get(
         self, headers: dict[str, str], cors: list[tuple[str, str]], scope: Any, receive: Any, send: Any
     ) -> None:
-        if not self.profile.get_stream or "no-get" in self.faults:
+        if not self.profile.get_stream or self.stateless_mode or "no-get" in self.faults:
             await _respond(send, 405, b"", [*cors, ("allow", "POST")])
             return
         if (
@@ -565,7 +584,7 @@ class ReferenceServer:
         await self._serve_stream(scope, receive, send, session, stream, after, extra)
 
     async def _delete(self, headers: dict[str, str], cors: list[tuple[str, str]], send: Any) -> None:
-        if not self.profile.sessions:
+        if self.stateless_mode:
             await _respond(send, 405, b"", [*cors, ("allow", "POST")])
             return
         session = await self._session(headers, send, cors)
@@ -573,6 +592,7 @@ class ReferenceServer:
             return
         if "delete-not-invalidating" not in self.faults:
             self.sessions.pop(session.ident, None)
+            self.ended.append(session.ident)
         await _respond(send, 200, b"", cors)
 
 
@@ -658,3 +678,27 @@ async def _error(
 ) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": text}}).encode()
     await _respond(send, status, body, [("content-type", JSON), *headers])
+
+
+@contextlib.contextmanager
+def running(app: Any, *, port: int = 0) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 in a thread; yield its base URL; stop it."""
+    import threading
+    import time
+
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the reference server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(15)

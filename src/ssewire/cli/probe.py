@@ -1,0 +1,102 @@
+"""``ssewire probe``: talk to a live MCP server and say what a client will trip on."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ._common import EXIT_FINDINGS, EXIT_OK, InputError, cannot, write
+
+NAME = "probe"
+REFERENCE_TOOLS = "countdown,structured"  # what the probe may call on its own reference server
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 600: {value}")
+    return value
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        NAME,
+        help="probe a live MCP Streamable HTTP server (no URL: the embedded reference server)",
+        description="Probe a live MCP server over HTTP: transport strictness, sessions, DNS rebinding, "
+        "streams and resumption, proxies and liveness, the 2026-07-28 rules. Exit 0: no failing "
+        "diagnostic; 1: failing diagnostics; 2: the target cannot be probed or bad usage.",
+    )
+    parser.add_argument("url", nargs="?", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
+    parser.add_argument("--profile", metavar="P", help="a revision to speak (default: negotiate the newest)")
+    parser.add_argument("--format", choices=("text", "json", "markdown", "junit"), default="text")
+    parser.add_argument("--record", metavar="FILE", help="write the conforming exchanges as a transcript")
+    parser.add_argument(
+        "--call-tools", metavar="NAME,...", default=None, help="tools the probe may call (none by default)"
+    )
+    parser.add_argument("--session-resilience", action="store_true", help="8 sequential + 4 parallel pings")
+    parser.add_argument(
+        "--idle-check",
+        type=_seconds,
+        default=20.0,
+        metavar="SECONDS",
+        help="watch an idle GET stream this long (default 20)",
+    )
+    parser.add_argument(
+        "--timeout", type=_seconds, default=10.0, metavar="S", help="deadline of each request (default 10)"
+    )
+    parser.add_argument("--fail-on", choices=("error", "warning"), default="error")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..mcp import Level
+    from ..mcp.live.probe import Unreachable, run_probe
+    from ..mcp.profiles import resolve
+
+    if args.profile:
+        profile, _ = resolve(args.profile)  # an unknown profile: InputError, exit 2
+        args.profile = profile.name
+    tools = args.call_tools
+    options: dict[str, Any] = {
+        "profile": args.profile,
+        "session_resilience": args.session_resilience,
+        "idle_check": args.idle_check,
+        "timeout": args.timeout,
+    }
+    try:
+        if args.url is None:
+            from ..mcp.live.server import ReferenceServer, running
+
+            server = ReferenceServer(
+                profile=args.profile or "2025-11-25", keepalive=min(15.0, args.idle_check / 2)
+            )
+            with running(server) as base:
+                allowed = (tools if tools is not None else REFERENCE_TOOLS).split(",")
+                report = run_probe(base + server.path, call_tools=allowed, **options)
+        else:
+            allowed = [t for t in (tools or "").split(",") if t]
+            report = run_probe(args.url, call_tools=allowed, **options)
+    except Unreachable as exc:
+        raise InputError(f"cannot probe {args.url or 'the reference server'}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"cannot reach {args.url}: {exc}") from None
+    fail_on = Level(args.fail_on)
+    text = {
+        "json": lambda: report.to_json(fail_on),
+        "markdown": report.to_markdown,
+        "junit": lambda: report.to_junit(fail_on),
+        "text": report.to_text,
+    }[args.format]()
+    code = EXIT_FINDINGS if report.failing(fail_on) else EXIT_OK
+    write(text)
+    if args.record:
+        try:
+            with open(args.record, "w", encoding="utf-8") as handle:
+                json.dump(report.transcript, handle, indent=2, ensure_ascii=False)
+                handle.write("\n")
+        except OSError as exc:
+            raise cannot("write", args.record, exc) from None
+    return code

@@ -1,0 +1,230 @@
+"""The live probe's driver: runs the sans-IO checks (``ssewire.mcp.probes``) against a
+server over real HTTP with httpx, and records what it saw.
+
+Bounded by design: every request has a deadline, a stream is read for a bounded time, a
+429 is retried at most once per endpoint and only for a wait of 2 s or less, the whole
+probe has a request budget, and only tools the caller allowed are called.
+
+    report = run_probe("http://127.0.0.1:8000/mcp", call_tools={"countdown"})
+    print(report.release)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import orjson
+
+from ...jsonrpc import MessageDecoder, TornTail
+from ..probe_report import ProbeReport
+from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
+from ..transcript import TranscriptWriter
+
+MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited for
+RAW_KEPT = 16 << 20  # bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
+
+
+class BudgetSpent(Exception):
+    pass
+
+
+class _Driver:
+    def __init__(self, client: httpx.AsyncClient, ctx: Context, *, timeout: float, max_requests: int) -> None:
+        self.client, self.ctx, self.timeout = client, ctx, timeout
+        self.budget = max_requests
+        self.used = 0
+        self.writer = TranscriptWriter()
+        self.sent: dict[str, Send] = {}  # exchange id -> what was sent (its conforming flag may change)
+        self.retried: set[tuple[str, str]] = set()
+        self.group = 0
+
+    async def run(self, gen: Any) -> None:
+        """Drive one check: send what it asks for until it returns."""
+        answer: Any = None
+        while True:
+            try:
+                step = gen.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Together):
+                self.group += 1
+                group = f"together-{self.group}"
+                answer = list(
+                    await asyncio.gather(
+                        *(
+                            self.send(s, after=d, group=group)
+                            for s, d in zip(step.sends, step.delays, strict=True)
+                        )
+                    )
+                )
+            else:
+                answer = await self.send(step)
+
+    async def send(self, send: Send, *, after: float = 0.0, group: str | None = None) -> Received:
+        await asyncio.sleep(after + send.delay)
+        answer = await self._exchange(send, group)
+        key = (send.method, self.ctx.path)
+        if answer.status == 429 and key not in self.retried:
+            wait = _retry_after(answer.headers.get("retry-after"))
+            self.ctx.rate_limited.append({**answer.evidence(), "retry_after_s": wait})
+            if wait is not None and wait <= MAX_RETRY_WAIT:
+                self.retried.add(key)
+                await asyncio.sleep(wait)
+                answer = await self._exchange(send, group)
+        self.ctx.received.append(answer)
+        return answer
+
+    async def _exchange(self, send: Send, group: str | None) -> Received:
+        if self.used >= self.budget:
+            raise BudgetSpent
+        self.used += 1
+        content = None if send.body is None else orjson.dumps(send.body)
+        name = self._name(send.name or f"{send.method.lower()}-{self.used}")
+        self.sent[name] = send
+        headers = dict(send.headers)
+        record = self.writer.request(
+            send.method, self.ctx.path, list(headers.items()), content, name=name, concurrent_group=group
+        )
+        answer = Received(send, None)
+        start = time.monotonic()
+        read_limit = send.read_for if send.read_for is not None else self.timeout
+        try:
+            request = self.client.build_request(send.method, self.ctx.path, headers=headers, content=content)
+            response = await asyncio.wait_for(self.client.send(request, stream=True), self.timeout)
+        except (httpx.HTTPError, asyncio.TimeoutError, OSError) as exc:
+            answer.error = type(exc).__name__
+            answer.duration = time.monotonic() - start
+            return answer
+        try:
+            answer.status = response.status_code
+            answer.headers = {k.lower(): v for k, v in reversed(response.headers.multi_items())}
+            record.respond(response.status_code, response.headers.multi_items())
+            await self._read(response, answer, record, start, start + read_limit)
+        finally:
+            await response.aclose()
+            answer.duration = time.monotonic() - start
+        return answer
+
+    async def _read(
+        self, response: httpx.Response, answer: Received, record: Any, start: float, deadline: float
+    ) -> None:
+        decoder, raw, kept = MessageDecoder(max_event_size=None), [], 0
+        pieces = response.aiter_raw()
+        comments = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break  # our read limit: the stream is still open
+            try:
+                chunk = await asyncio.wait_for(pieces.__anext__(), left)
+            except StopAsyncIteration:
+                answer.ended_by_server = True
+                record.end()
+                break
+            except (asyncio.TimeoutError, httpx.HTTPError):
+                break
+            now = time.monotonic() - start
+            if answer.ttfb is None:
+                answer.ttfb = now
+            record.chunk(chunk)
+            if kept < RAW_KEPT:
+                raw.append(chunk)
+                kept += len(chunk)
+            items = [i for i in decoder.feed(chunk) if not isinstance(i, TornTail)]
+            answer.items += items
+            answer.arrivals += [now] * len(items)
+            if decoder.comments > comments:
+                answer.comment_times += [now] * (decoder.comments - comments)
+                comments = decoder.comments
+            if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
+                break  # a deliberate cut
+        answer.retry = decoder.retry
+        ctype = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+        body = b"".join(raw)
+        if ctype == "application/json" or (not answer.items and body[:1] in (b"{", b"[")):
+            try:
+                answer.json = orjson.loads(body)
+                answer.items = []
+            except orjson.JSONDecodeError:
+                answer.json = None
+
+    def _name(self, wanted: str) -> str:
+        taken = {r.id for r in self.writer.records}
+        name, n = wanted, 1
+        while name in taken:
+            n += 1
+            name = f"{wanted}-{n}"
+        return name
+
+    def recording(self) -> dict[str, Any]:
+        document = self.writer.document(self.ctx.version or "2025-11-25", client="ssewire probe")
+        document["exchanges"] = [e for e in document["exchanges"] if self.sent[e["id"]].conforming]
+        return document
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait: a number of seconds or an HTTP date; 1 s when unreadable, None when absent."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return 1.0
+    return max(0.0, when.timestamp() - time.time())
+
+
+async def probe(
+    url: str,
+    *,
+    profile: str | None = None,
+    call_tools: Iterable[str] = (),
+    session_resilience: bool = False,
+    idle_check: float = 20.0,
+    timeout: float = 10.0,
+    max_requests: int = 400,
+) -> ProbeReport:
+    """Probe ``url`` (the MCP endpoint); raises :class:`Unreachable` when nothing answers."""
+    parts = urlsplit(url)
+    base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    other_host = "localhost" if parts.hostname != "localhost" else "127.0.0.1"
+    port = f":{parts.port}" if parts.port else ""
+    ctx = Context(
+        path=parts.path or "/",
+        cross_origin=f"{parts.scheme}://{other_host}{port}",
+        profile=profile,
+        allowed=frozenset(call_tools),
+        idle_check=idle_check,
+        session_resilience=session_resilience,
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=timeout) as client:
+        driver = _Driver(client, ctx, timeout=timeout, max_requests=max_requests)
+        ctx.recording = driver.recording
+        await driver.run(negotiate(ctx))
+        await driver.run(find_streaming_tool(ctx))
+        for ids, check in CHECKS:
+            try:
+                await driver.run(check(ctx))
+            except BudgetSpent:
+                for ident in ids:
+                    ctx.not_checked(ident, f"the request budget ({max_requests}) was spent")
+        ttfb = [round(a.ttfb, 4) for a in ctx.received if a.is_sse and a.ttfb is not None]
+        ctx.figures["sse_ttfb_s"] = ttfb
+        ctx.figures.pop("full_run", None)
+        return ProbeReport.of(url, ctx, requests=driver.used, transcript=driver.recording())
+
+
+def run_probe(url: str, **options: Any) -> ProbeReport:
+    """:func:`probe`, for callers without an event loop."""
+    return asyncio.run(probe(url, **options))
+
+
+__all__ = ["BudgetSpent", "ProbeReport", "Unreachable", "probe", "run_probe"]

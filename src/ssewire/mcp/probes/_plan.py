@@ -1,0 +1,222 @@
+"""The sans-IO shape of a probe: checks ask for requests, a driver sends them.
+
+A check is a generator: it yields a :class:`Send` (or a :class:`Together` of several to
+run at once), receives the :class:`Received` answer(s), and records verdicts on the
+:class:`Context`. It never touches a socket, so the whole protocol knowledge of the probe
+is here and testable without a server; ``ssewire.mcp.live.probe`` only moves bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ...jsonrpc import Item, Kind, Message
+from ..diagnostics import CATALOGUE, Verdict
+from ..findings import Level, Status
+
+BOTH = "application/json, text/event-stream"
+SSE = "text/event-stream"
+JSON = "application/json"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO = {"name": "ssewire-probe", "version": "1"}
+
+
+@dataclass
+class Send:
+    """One request the probe wants sent."""
+
+    method: str
+    headers: dict[str, str]
+    body: Any = None  # JSON, encoded by the driver; None: no body
+    name: str = ""  # the exchange id in the recording
+    read_for: float | None = None  # read a stream for at most this long, then close it
+    stop_after: int | None = None  # close the stream after this many events (a deliberate cut)
+    conforming: bool = True  # False: the request is wrong on purpose (left out of the validation)
+    delay: float = 0.0  # wait this long before sending
+
+
+class Together(NamedTuple):
+    """Requests sent at once; ``delays`` staggers their starts (seconds)."""
+
+    sends: list[Send]
+    delays: list[float]
+
+
+@dataclass
+class Received:
+    """What came back: status, headers, the decoded body, and when each piece arrived."""
+
+    send: Send
+    status: int | None  # None: no answer (timeout, refused connection)
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names, first value
+    items: list[Item] = field(default_factory=list)  # an SSE body, decoded
+    arrivals: list[float] = field(default_factory=list)  # seconds after the request, per item
+    json: Any = None  # a JSON body
+    comment_times: list[float] = field(default_factory=list)  # keep-alive comments
+    retry: int | None = None  # an SSE retry field, if any
+    ttfb: float | None = None  # time to the first body byte
+    duration: float = 0.0
+    ended_by_server: bool = False  # the body ended by itself (not by a read limit or a cut)
+    error: str | None = None
+
+    @property
+    def is_sse(self) -> bool:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower() == SSE
+
+    @property
+    def messages(self) -> list[Any]:
+        """The JSON-RPC messages of the body, SSE or JSON."""
+        if self.json is not None:
+            return self.json if isinstance(self.json, list) else [self.json]
+        return [item.payload for item in self.items if isinstance(item, Message) and item.kind != Kind.BATCH]
+
+    def answer(self, ident: Any) -> dict[str, Any] | None:
+        """The response (result or error) to request ``ident``."""
+        for message in self.messages:
+            if isinstance(message, dict) and message.get("id") == ident and "method" not in message:
+                return message
+        return None
+
+    def error_code(self) -> int | None:
+        for message in self.messages:
+            error = message.get("error") if isinstance(message, dict) else None
+            if isinstance(error, dict) and isinstance(error.get("code"), int):
+                return int(error["code"])
+        return None
+
+    def evidence(self) -> dict[str, Any]:
+        """What a report may show: never a session id, an event id or a credential."""
+        shown = {k: v for k, v in self.headers.items() if k in _SHOWN}
+        return {"request": f"{self.send.method} {self.send.name}", "status": self.status, "headers": shown}
+
+
+_SHOWN = frozenset(
+    {"content-type", "allow", "retry-after", "access-control-allow-origin", "access-control-expose-headers"}
+)
+
+Step = Send | Together
+Answer = Received | list[Received]
+Check = Callable[["Context"], Generator[Step, Answer, None]]
+
+
+@dataclass
+class Context:
+    """What the checks share: the negotiated revision, the session, the tools, the options."""
+
+    path: str
+    cross_origin: str  # a loopback origin other than the target's own, for the CORS check
+    profile: str | None = None  # forced with --profile; None: negotiate
+    version: str = ""
+    session: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    allowed: frozenset[str] = frozenset()
+    idle_check: float = 20.0
+    session_resilience: bool = False
+    streaming_tool: str | None = None
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    rate_limited: list[dict[str, Any]] = field(default_factory=list)  # filled by the driver
+    received: list[Received] = field(default_factory=list)  # every answer, in order (driver)
+    recording: Callable[[], dict[str, Any]] | None = None  # the conforming exchanges as a transcript (driver)
+    next_id: int = 1
+
+    @property
+    def modern(self) -> bool:
+        return self.version == "2026-07-28"
+
+    # -- verdicts ----------------------------------------------------------------------
+
+    def verdict(
+        self,
+        ident: str,
+        status: Status,
+        message: str,
+        evidence: dict[str, Any] | None = None,
+        *,
+        level: Level | None = None,
+    ) -> None:
+        """Record a verdict; a detected one is never overwritten by a milder one."""
+        entry = CATALOGUE[ident]
+        new = Verdict(ident, status, level or entry.level, message, evidence or {})
+        old = self.verdicts.get(ident)
+        if old is None or _rank(new) > _rank(old):
+            self.verdicts[ident] = new
+
+    def passed(self, ident: str, message: str) -> None:
+        self.verdict(ident, Status.PASS, message)
+
+    def not_checked(self, ident: str, why: str) -> None:
+        self.verdict(ident, Status.NOT_CHECKED, why)
+
+    # -- requests ----------------------------------------------------------------------
+
+    def ident(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def headers(self, method: str | None = None, name: str | None = None) -> dict[str, str]:
+        """Conforming request headers for the negotiated revision."""
+        headers = {"Accept": BOTH, "Content-Type": JSON}
+        if self.modern:
+            headers["MCP-Protocol-Version"] = self.version
+            if method is not None:
+                headers["Mcp-Method"] = method
+            if name is not None:
+                headers["Mcp-Name"] = name
+        else:
+            if self.session is not None:
+                headers["Mcp-Session-Id"] = self.session
+            if self.version and self.version != "2025-03-26":
+                headers["MCP-Protocol-Version"] = self.version
+        return headers
+
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, *, name: str, **options: Any
+    ) -> Send:
+        """A conforming JSON-RPC request (2026-07-28: with its headers and _meta)."""
+        params = dict(params or {})
+        if self.modern:
+            meta = dict(params.get("_meta") or {})
+            meta[META_VERSION] = self.version
+            meta.setdefault(META_CAPABILITIES, {})
+            params["_meta"] = meta
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": self.ident(), "method": method}
+        if params:
+            body["params"] = params
+        target = params.get("name") if method == "tools/call" else None
+        return Send("POST", self.headers(method, target), body, name=name, **options)
+
+    def notification(self, method: str, *, name: str) -> Send:
+        return Send("POST", self.headers(), {"jsonrpc": "2.0", "method": method}, name=name)
+
+    def listen(self, *, name: str, read_for: float, last_event_id: str | None = None) -> Send:
+        """The standalone GET stream (or a resumption with ``last_event_id``)."""
+        headers = {k: v for k, v in self.headers().items() if k != "Content-Type"}
+        headers["Accept"] = SSE
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return Send("GET", headers, name=name, read_for=read_for)
+
+
+def _rank(verdict: Verdict) -> int:
+    order = {Status.NOT_CHECKED: 0, Status.PASS: 1, Status.SUSPECTED: 2, Status.DETECTED: 3}
+    return order[verdict.status] * 3 + {Level.INFO: 0, Level.WARNING: 1, Level.ERROR: 2}[verdict.level]
+
+
+CHECKS: list[tuple[tuple[str, ...], Check]] = []
+
+
+def check(*ids: str) -> Callable[[Check], Check]:
+    """Register a check with the diagnostics it reports (each must be in the catalogue)."""
+    for ident in ids:
+        if ident not in CATALOGUE:
+            raise ValueError(f"unknown diagnostic {ident!r}")
+
+    def register(func: Check) -> Check:
+        CHECKS.append((ids, func))
+        return func
+
+    return register

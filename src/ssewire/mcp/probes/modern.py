@@ -1,0 +1,91 @@
+"""2026-07-28: GET and DELETE answered 405, the request headers checked against the body
+(400, -32020), unknown revisions refused (400, -32022), and the removed headers ignored."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Generator
+
+from ..findings import Level, Status
+from ._plan import SSE, Answer, Context, Received, Send, Step, check
+
+MODERN_IDS = (
+    "modern.get-delete-405",
+    "modern.header-mismatch-32020",
+    "modern.unsupported-version-32022",
+    "modern.legacy-headers-ignored",
+)
+
+
+@check(*MODERN_IDS)
+def modern(ctx: Context) -> Generator[Step, Answer, None]:
+    if not ctx.modern:
+        for ident in MODERN_IDS:
+            ctx.not_checked(ident, f"the server speaks {ctx.version}: 2026-07-28 checks do not apply")
+        return
+    version = {"MCP-Protocol-Version": ctx.version}
+    get = yield Send("GET", {"Accept": SSE, **version}, name="get-removed", read_for=0.5, conforming=False)
+    delete = yield Send("DELETE", dict(version), name="delete-removed", conforming=False)
+    assert isinstance(get, Received) and isinstance(delete, Received)
+    served = [a for a in (get, delete) if a.status is not None and 200 <= a.status < 300]
+    other = [a for a in (get, delete) if a.status != 405 and a not in served]
+    if served:
+        ctx.verdict(
+            "modern.get-delete-405",
+            Status.DETECTED,
+            f"{served[0].send.method} was served ({served[0].status}), not answered 405",
+            served[0].evidence(),
+        )
+    elif other:
+        ctx.verdict(
+            "modern.get-delete-405",
+            Status.DETECTED,
+            f"{other[0].send.method} was answered {other[0].status}, not 405",
+            other[0].evidence(),
+            level=Level.WARNING,
+        )
+    else:
+        ctx.passed("modern.get-delete-405", "GET and DELETE are answered 405")
+
+    send = ctx.request("tools/list", name="method-mismatch", conforming=False)
+    send.headers["Mcp-Method"] = "tools/call"
+    mismatch = yield send
+    assert isinstance(mismatch, Received)
+    _rejected(
+        ctx, "modern.header-mismatch-32020", mismatch, -32020, "Mcp-Method that disagrees with the body"
+    )
+
+    send = ctx.request("tools/list", name="unsupported-version", conforming=False)
+    send.headers["MCP-Protocol-Version"] = "2099-01-01"
+    send.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"
+    unsupported = yield send
+    assert isinstance(unsupported, Received)
+    _rejected(
+        ctx, "modern.unsupported-version-32022", unsupported, -32022, "an unsupported MCP-Protocol-Version"
+    )
+
+    send = ctx.request("tools/list", name="legacy-headers", conforming=False)
+    send.headers["Mcp-Session-Id"] = uuid.uuid4().hex
+    send.headers["Last-Event-ID"] = "probe-1"
+    legacy = yield send
+    assert isinstance(legacy, Received)
+    if legacy.status == 200:
+        ctx.passed("modern.legacy-headers-ignored", "Mcp-Session-Id and Last-Event-ID are ignored")
+    else:
+        ctx.verdict(
+            "modern.legacy-headers-ignored",
+            Status.DETECTED,
+            f"a request carrying Mcp-Session-Id and Last-Event-ID was answered {legacy.status}",
+            legacy.evidence(),
+        )
+
+
+def _rejected(ctx: Context, ident: str, answer: Received, code: int, what: str) -> None:
+    got = answer.error_code()
+    if answer.status == 400 and got == code:
+        ctx.passed(ident, f"{what} is answered 400 with {code}")
+    else:
+        shown = f"{answer.status}" + (f" with {got}" if got is not None else "")
+        ctx.verdict(
+            ident, Status.DETECTED, f"{what} was answered {shown}, not 400 with {code}", answer.evidence()
+        )

@@ -1,0 +1,143 @@
+"""Sessions (2025 revisions): a missing id gets 400, an unknown one 404, a new initialize a
+new session, the id holds on every request, and DELETE ends it. A stateless server (no
+Mcp-Session-Id at initialize) passes them all as not applicable."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Generator
+
+from ..findings import Status
+from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, Together, check
+
+SESSION_IDS = (
+    "session.missing-id",
+    "session.unknown-id",
+    "session.reinitialize",
+    "session.stickiness",
+    "session.delete",
+)
+
+
+def _stateless(ctx: Context) -> bool:
+    if ctx.modern or ctx.session is None:
+        why = "2026-07-28 has no sessions" if ctx.modern else "the server is stateless (no Mcp-Session-Id)"
+        for ident in SESSION_IDS:
+            ctx.passed(ident, f"not applicable: {why}")
+        return True
+    return False
+
+
+@check("session.missing-id", "session.unknown-id")
+def missing_and_unknown(ctx: Context) -> Generator[Step, Answer, None]:
+    if _stateless(ctx):
+        return
+    send = ctx.request("tools/list", name="no-session", conforming=False)
+    del send.headers["Mcp-Session-Id"]
+    missing = yield send
+    assert isinstance(missing, Received)
+    if missing.status == 400:
+        ctx.passed("session.missing-id", "a request without Mcp-Session-Id is answered 400")
+    else:
+        ctx.verdict(
+            "session.missing-id",
+            Status.DETECTED,
+            f"a request without Mcp-Session-Id was answered {missing.status}, not 400",
+            missing.evidence(),
+        )
+    send = ctx.request("tools/list", name="unknown-session", conforming=False)
+    send.headers["Mcp-Session-Id"] = uuid.uuid4().hex  # never issued by this server
+    unknown = yield send
+    assert isinstance(unknown, Received)
+    if unknown.status == 404:
+        ctx.passed("session.unknown-id", "a never-issued session id is answered 404")
+    else:
+        ctx.verdict(
+            "session.unknown-id",
+            Status.DETECTED,
+            f"a never-issued session id was answered {unknown.status}, not 404",
+            unknown.evidence(),
+        )
+
+
+@check("session.stickiness")
+def stickiness(ctx: Context) -> Generator[Step, Answer, None]:
+    if ctx.modern or ctx.session is None:
+        return
+    if not ctx.session_resilience:
+        ctx.not_checked(
+            "session.stickiness", "run with --session-resilience (8 sequential and 4 parallel pings)"
+        )
+        return
+    failed = []
+    for n in range(8):
+        answer = yield ctx.request("tools/list", name=f"sticky-{n + 1}")
+        assert isinstance(answer, Received)
+        if answer.status != 200:
+            failed.append(answer.evidence())
+    parallel = yield Together(
+        [ctx.request("tools/list", name=f"sticky-parallel-{n + 1}") for n in range(4)], [0.0] * 4
+    )
+    assert isinstance(parallel, list)
+    failed += [a.evidence() for a in parallel if a.status != 200]
+    if failed:
+        ctx.verdict(
+            "session.stickiness",
+            Status.DETECTED,
+            f"{len(failed)} of 12 pings in the session failed",
+            {"failed": failed[:3]},
+        )
+    else:
+        ctx.passed("session.stickiness", "12 pings (8 sequential, 4 parallel) were all served in the session")
+
+
+@check("session.reinitialize", "session.delete")
+def reinitialize_then_delete(ctx: Context) -> Generator[Step, Answer, None]:
+    """A second session, opened and then ended: the probe's own session stays untouched."""
+    if ctx.modern or ctx.session is None:
+        return
+    send = ctx.request(
+        "initialize",
+        {"protocolVersion": ctx.version, "capabilities": {}, "clientInfo": CLIENT_INFO},
+        name="reinitialize",
+    )
+    for header in ("Mcp-Session-Id", "MCP-Protocol-Version"):
+        send.headers.pop(header, None)
+    again = yield send
+    assert isinstance(again, Received)
+    second = again.headers.get("mcp-session-id")
+    if again.status != 200 or second is None or second == ctx.session:
+        ctx.verdict(
+            "session.reinitialize",
+            Status.DETECTED,
+            f"a new initialize was answered {again.status} without a fresh session id",
+            again.evidence(),
+        )
+        ctx.not_checked("session.delete", "no second session to end")
+        return
+    ctx.passed("session.reinitialize", "a new initialize opens a new session")
+    headers = {"Mcp-Session-Id": second, "MCP-Protocol-Version": ctx.version}
+    deleted = yield Send("DELETE", headers, name="delete")
+    assert isinstance(deleted, Received)
+    if deleted.status == 405:
+        ctx.passed(
+            "session.delete", "DELETE is answered 405: the server does not let clients end sessions (MAY)"
+        )
+        return
+    after = ctx.request("tools/list", name="after-delete")
+    after.headers["Mcp-Session-Id"] = second
+    later = yield after
+    assert isinstance(later, Received)
+    ended = deleted.status is not None and 200 <= deleted.status < 300
+    if not ended:
+        ctx.not_checked("session.delete", f"DELETE was answered {deleted.status}")
+    elif later.status is not None and 200 <= later.status < 300:
+        ctx.verdict(
+            "session.delete",
+            Status.DETECTED,
+            f"DELETE was answered {deleted.status}, but the session still answers {later.status}",
+            later.evidence(),
+        )
+    else:
+        # which 4xx an ended session gets is session.unknown-id's question
+        ctx.passed("session.delete", f"after DELETE the session is no longer served ({later.status})")

@@ -1,0 +1,202 @@
+"""Streams: priming, liveness on an idle GET stream, buffering, broadcasts, and what a
+resumption delivers after a cut (the exact rest, or an explicit refusal)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Generator
+from typing import Any
+
+from ...jsonrpc import Kind, Message, OtherEvent, Priming
+from ..findings import Status
+from ._plan import Answer, Context, Received, Step, Together, check
+
+PROGRESS = "notifications/progress"
+
+
+@check("stream.priming-missing")
+def priming(ctx: Context) -> Generator[Step, Answer, None]:
+    """2025-11-25: every SSE answer opens with an event id and empty data (judged over the
+    answers so far, so it runs after the handshake)."""
+    if ctx.version != "2025-11-25":
+        ctx.passed("stream.priming-missing", f"not applicable: {ctx.version} has no priming events")
+        return
+    streams = [
+        a
+        for a in ctx.received
+        if a.status == 200 and a.is_sse and "last-event-id" not in {k.lower() for k in a.send.headers}
+    ]
+    unprimed = [
+        a for a in streams if not (a.items and isinstance(a.items[0], Priming) and a.items[0].event_id)
+    ]
+    if not streams:
+        ctx.not_checked("stream.priming-missing", "no SSE answer to judge")
+    elif unprimed:
+        ctx.verdict(
+            "stream.priming-missing",
+            Status.DETECTED,
+            f"{len(unprimed)} of {len(streams)} SSE answers open without an event id and empty data",
+            unprimed[0].evidence(),
+        )
+    else:
+        retry = sum(a.retry is not None for a in streams)
+        ctx.passed(
+            "stream.priming-missing",
+            f"{len(streams)} SSE answers open with a priming event ({retry} with retry)",
+        )
+    return
+    yield  # judges what was received: sends nothing
+
+
+@check("stream.keepalive-missing", "stream.idle-closed")
+def idle_stream(ctx: Context) -> Generator[Step, Answer, None]:
+    if ctx.modern or ctx.figures.get("get_stream") is not True:
+        for ident in ("stream.keepalive-missing", "stream.idle-closed"):
+            ctx.not_checked(ident, "no GET stream to watch")
+        return
+    answer = yield ctx.listen(name="idle-listen", read_for=ctx.idle_check)
+    assert isinstance(answer, Received)
+    ctx.figures["get_stream_uptime_s"] = round(answer.duration, 3)
+    times = [0.0, *answer.comment_times]
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(times)]
+    ctx.figures["keepalive_gaps_s"] = gaps
+    if answer.ended_by_server:
+        ctx.verdict(
+            "stream.idle-closed",
+            Status.DETECTED,
+            f"the server closed the idle GET stream after {answer.duration:.1f} s",
+            answer.evidence(),
+        )
+    else:
+        ctx.passed("stream.idle-closed", f"the GET stream stayed open for {answer.duration:.1f} s")
+    if not answer.comment_times:
+        ctx.verdict(
+            "stream.keepalive-missing",
+            Status.DETECTED,
+            f"no keep-alive comment in {ctx.idle_check:g} s on an idle GET stream",
+            {"gaps_s": gaps},
+        )
+    else:
+        ctx.passed(
+            "stream.keepalive-missing",
+            f"{len(answer.comment_times)} keep-alive comment(s) in {ctx.idle_check:g} s (gaps {gaps})",
+        )
+
+
+@check("stream.buffered")
+def buffering(ctx: Context) -> Generator[Step, Answer, None]:
+    """Suspected when a streaming tool's progress arrives bunched at the end of its answer."""
+    run = ctx.figures.get("full_run")
+    if not isinstance(run, Received):
+        ctx.not_checked("stream.buffered", "no allowed tool streams progress (--call-tools)")
+        return
+    times = [t for item, t in zip(run.items, run.arrivals, strict=True) if _is_progress(item)]
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(times)]
+    ctx.figures["progress_gaps_s"] = gaps
+    spread = times[-1] - times[0]
+    if run.duration > 0.3 and times[0] > 0.5 * run.duration and spread < 0.1 * run.duration:
+        ctx.verdict(
+            "stream.buffered",
+            Status.SUSPECTED,
+            f"{len(times)} progress notifications arrived within {spread * 1000:.0f} ms at the end of a {run.duration:.2f} s answer",
+            run.evidence(),
+        )
+    else:
+        ctx.passed(
+            "stream.buffered", f"{len(times)} progress notifications arrived as sent (spread {spread:.2f} s)"
+        )
+    return
+    yield  # judges the handshake's run: sends nothing
+
+
+@check("stream.cross-stream-duplicate")
+def while_listening(ctx: Context) -> Generator[Step, Answer, None]:
+    """A streaming call while the GET stream is open: the recording shows where each message
+    went (the verdict comes from the validator, in the wrap-up)."""
+    run = ctx.figures.get("full_run")
+    if ctx.modern or not isinstance(run, Received) or ctx.figures.get("get_stream") is not True:
+        return
+    listen = ctx.listen(name="listen-during-call", read_for=run.duration + 1.0)
+    call = ctx.request("tools/call", _progress_call(ctx, "listening"), name="call-while-listening")
+    yield Together([listen, call], [0.0, 0.3])
+
+
+@check("stream.eviction-not-signalled")
+def resumption(ctx: Context) -> Generator[Step, Answer, None]:
+    """Cut the streaming tool's answer early and late, resume each with Last-Event-ID: the
+    resumed stream must deliver exactly the rest, or refuse explicitly."""
+    run = ctx.figures.get("full_run")
+    if ctx.modern or not isinstance(run, Received):
+        why = (
+            "2026-07-28 has no resumption"
+            if ctx.modern
+            else "no allowed tool streams progress (--call-tools)"
+        )
+        ctx.not_checked("stream.eviction-not-signalled", why)
+        return
+    full = [_shape(p) for p in run.messages]
+    outcomes = []
+    for where, cut in (("early", 3), ("late", max(3, len(run.items) - 2))):
+        answer = yield ctx.request(
+            "tools/call", _progress_call(ctx, where), name=f"cut-{where}", stop_after=cut
+        )
+        assert isinstance(answer, Received)
+        cursor = next((i.event_id for i in reversed(answer.items) if i.event_id), None)
+        if cursor is None or answer.ended_by_server:
+            ctx.not_checked(
+                "stream.eviction-not-signalled", "the tool's answer carries no event id to resume from"
+            )
+            return
+        got = len(answer.messages)
+        resume = ctx.listen(name=f"resume-{where}", read_for=run.duration + 2.0, last_event_id=cursor)
+        resume.delay = run.duration + 0.2  # the tool has finished: evicted events are gone by now
+        resumed = yield resume
+        assert isinstance(resumed, Received)
+        if resumed.status == 405:
+            ctx.not_checked(
+                "stream.eviction-not-signalled", "GET is answered 405: there is no stream to resume on"
+            )
+            return
+        refused = resumed.status in (409, 410, 404, 400) or any(
+            isinstance(i, OtherEvent) and i.event_type == "error" for i in resumed.items
+        )
+        rest = [_shape(p) for p in resumed.messages]
+        outcomes.append((where, refused, rest == full[got:], resumed))
+    # Only the early cut can meet an evicted store; the late one is for the replay rules,
+    # which the validator judges on the recording.
+    bad = [(w, r) for w, refused, exact, r in outcomes if w == "early" and not refused and not exact]
+    if bad:
+        where, resumed = bad[0]
+        ctx.verdict(
+            "stream.eviction-not-signalled",
+            Status.DETECTED,
+            f"the {where} resumption was answered {resumed.status} with a stream that is not the rest of the original",
+            resumed.evidence(),
+        )
+    else:
+        said = ", ".join(
+            f"{w}: {'refused explicitly' if refused else 'the exact rest'}" for w, refused, _, _ in outcomes
+        )
+        ctx.passed("stream.eviction-not-signalled", f"resumptions after a cut ({said})")
+
+
+def _progress_call(ctx: Context, token: str) -> dict[str, Any]:
+    """Each call its own progressToken: equal messages on two streams would be a broadcast."""
+    return {"name": ctx.streaming_tool, "arguments": {}, "_meta": {"progressToken": f"probe-{token}"}}
+
+
+def _is_progress(item: object) -> bool:
+    return isinstance(item, Message) and item.kind == Kind.NOTIFICATION and item.method == PROGRESS
+
+
+def _shape(message: Any) -> Any:
+    """A message without what differs between two calls of one tool: the JSON-RPC id and
+    the progress token."""
+    if not isinstance(message, dict):
+        return message
+    if "method" not in message:
+        return {k: v for k, v in message.items() if k != "id"}
+    params = message.get("params")
+    if isinstance(params, dict) and "progressToken" in params:
+        return {**message, "params": {k: v for k, v in params.items() if k != "progressToken"}}
+    return message

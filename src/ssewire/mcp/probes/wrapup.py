@@ -1,0 +1,84 @@
+"""Last: what the whole probe saw. Content types and 429s over every answer, and the
+stream rules judged by the transcript validator on the recording of the conforming
+exchanges (so the probe and ``ssewire validate`` agree where both can see a fault)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from ..._http import media_type
+from ..findings import Level, Status
+from ..transcript import from_document
+from ..validate import validate
+from ._plan import JSON, SSE, Answer, Context, Step, check
+
+# validator code -> the probe diagnostic it answers
+FROM_VALIDATOR = {
+    "duplicate_event_id": "stream.duplicate-event-id",
+    "cross_stream_duplicate": "stream.cross-stream-duplicate",
+    "resume_replayed_before_cursor": "stream.resume-replayed-before-cursor",
+    "resume_replayed_other_stream": "stream.resume-replayed-other-stream",
+}
+
+
+@check("transport.sse-content-type-mismatch", "transport.target-rate-limited-429")
+def what_came_back(ctx: Context) -> Generator[Step, Answer, None]:
+    """Judged over every answer of the probe (so it runs after the other checks)."""
+    wrong = []
+    for answer in ctx.received:
+        if answer.status is None or not 200 <= answer.status < 300 or answer.status == 202:
+            continue
+        ctype = media_type(answer.headers.get("content-type"))
+        looks_sse = bool(answer.items) and answer.json is None
+        if (looks_sse and ctype != SSE) or (answer.send.method == "POST" and ctype not in (JSON, SSE)):
+            wrong.append(answer.evidence())
+    if wrong:
+        ctx.verdict(
+            "transport.sse-content-type-mismatch",
+            Status.DETECTED,
+            f"{len(wrong)} successful answer(s) with the wrong Content-Type",
+            {"answers": wrong[:3]},
+        )
+    else:
+        ctx.passed(
+            "transport.sse-content-type-mismatch",
+            "every successful answer is labelled application/json or text/event-stream",
+        )
+    if ctx.rate_limited:
+        ctx.verdict(
+            "transport.target-rate-limited-429",
+            Status.DETECTED,
+            f"the target answered 429 {len(ctx.rate_limited)} time(s)",
+            {"answers": ctx.rate_limited},
+        )
+    else:
+        ctx.passed("transport.target-rate-limited-429", "no 429 from the target")
+    return
+    yield  # a generator that sends nothing
+
+
+@check(*FROM_VALIDATOR.values())
+def recorded_streams(ctx: Context) -> Generator[Step, Answer, None]:
+    if ctx.recording is None:
+        for ident in FROM_VALIDATOR.values():
+            ctx.not_checked(ident, "nothing was recorded")
+        return
+    result = validate(from_document(ctx.recording()), ctx.version)
+    for finding in result.findings:
+        diagnostic = FROM_VALIDATOR.get(finding.code)
+        if diagnostic is not None:
+            evidence = {"exchange": finding.exchange, "path": finding.path}
+            ctx.verdict(diagnostic, Status.DETECTED, finding.message, evidence, level=Level(finding.level))
+    resumed = any(
+        "last-event-id" in {k.lower() for k in a.send.headers} and a.status == 200 for a in ctx.received
+    )
+    streams_with_ids = sum(1 for a in ctx.received if a.is_sse and any(i.event_id for i in a.items))
+    for ident in FROM_VALIDATOR.values():
+        if ident.startswith("stream.resume") and not resumed:
+            ctx.not_checked(ident, "no resumption was served")
+        elif ident == "stream.duplicate-event-id" and streams_with_ids < 2:
+            ctx.not_checked(ident, "fewer than two streams carried event ids")
+        else:
+            ctx.passed(ident, "the validator found no such fault in the recording")
+    return
+    yield  # judges the recording: sends nothing

@@ -1,0 +1,178 @@
+"""The live probe against the reference server: clean, and with every fault of the
+registry, each of which must be found by exactly the diagnostic it names.
+
+The servers run on 127.0.0.1 (uvicorn threads started here); the probes of the fault
+matrix run a few at a time, each bounded by its own request budget and deadlines.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ssewire.mcp import from_document, validate
+from ssewire.mcp.diagnostics import BLOCKED, CATALOGUE, READY, REVIEW, Verdict, release_verdict
+from ssewire.mcp.findings import Level, Status
+from ssewire.mcp.live.faults import FAULTS
+from ssewire.mcp.live.probe import _retry_after, run_probe
+from ssewire.mcp.live.server import ReferenceServer, running
+from ssewire.mcp.probes import CHECKS
+
+TOOLS = ("countdown", "structured")
+FAST = {"keepalive": 0.25, "countdown_delay": 0.02}
+
+
+def probe(server: ReferenceServer, **options) -> object:
+    with running(server) as base:
+        return run_probe(base + server.path, call_tools=TOOLS, idle_check=0.8, timeout=5.0, **options)
+
+
+@pytest.fixture(scope="module")
+def fault_reports() -> dict[str | None, object]:
+    """Every fault's report (and the clean server's), probed four at a time."""
+    names = [None, *FAULTS]
+    with ThreadPoolExecutor(4) as pool:
+        reports = pool.map(lambda name: probe(ReferenceServer(faults=[name] if name else [], **FAST)), names)
+        return dict(zip(names, reports, strict=True))
+
+
+def test_the_reference_server_passes_clean(fault_reports):
+    report = fault_reports[None]
+    assert report.version == "2025-11-25" and report.release == READY
+    assert report.detected() == set()
+    statuses = {v.id: v.status for v in report.verdicts}
+    assert set(statuses) == set(CATALOGUE)
+    not_checked = {i for i, s in statuses.items() if s == Status.NOT_CHECKED}
+    # what this run cannot check: the 2026-07-28 rules, and stickiness without --session-resilience
+    assert not_checked == {i for i in CATALOGUE if i.startswith("modern.")} | {"session.stickiness"}
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_each_fault_is_found_by_its_diagnostic_and_no_other(fault_reports, name):
+    report = fault_reports[name]
+    assert report.detected() == {FAULTS[name].diagnostic}, report.to_text()
+    found = next(v for v in report.verdicts if v.id == FAULTS[name].diagnostic)
+    assert found.message and found.evidence is not None
+    inferred = ("buffered-stream", "missing-expose-headers")  # timing, and a browser not run: suspected
+    expected = {Status.SUSPECTED} if name in inferred else {Status.DETECTED}
+    assert found.status in expected
+
+
+def test_every_fault_names_a_diagnostic_and_every_diagnostic_has_a_check():
+    assert {fault.diagnostic for fault in FAULTS.values()} <= set(CATALOGUE)
+    assert {ident for ids, _ in CHECKS for ident in ids} == set(CATALOGUE)
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [
+        ("duplicate-event-ids", "duplicate_event_id"),
+        ("broadcast-two-streams", "cross_stream_duplicate"),
+        ("replay-before-cursor", "resume_replayed_before_cursor"),
+    ],
+)
+def test_the_recording_shows_the_validator_the_same_fault(fault_reports, fault, code):
+    recorded = validate(from_document(fault_reports[fault].transcript))
+    assert code in {f.code for f in recorded.findings}
+
+
+def test_the_clean_recording_validates_clean(fault_reports):
+    recorded = validate(from_document(fault_reports[None].transcript))
+    assert recorded.findings == []
+    assert {r.action for r in recorded.recovery} == {"resume-with-get"}  # the probe's deliberate cuts
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+def test_the_2026_07_28_reference_server(json_response):
+    report = probe(ReferenceServer(profile="2026-07-28", json_response=json_response, **FAST))
+    assert report.version == "2026-07-28" and report.detected() == set()
+    statuses = {v.id: v.status for v in report.verdicts}
+    assert all(statuses[i] == Status.PASS for i in CATALOGUE if i.startswith("modern."))
+    assert validate(from_document(report.transcript)).findings == []
+
+
+def test_a_stateless_2025_server_passes_the_session_checks_as_not_applicable():
+    report = probe(ReferenceServer(stateless=True, **FAST), session_resilience=True)
+    assert report.detected() == set()
+    sessions = [v for v in report.verdicts if v.id.startswith("session.")]
+    assert all(v.status == Status.PASS and "not applicable" in v.message for v in sessions)
+
+
+def test_session_resilience_runs_twelve_pings():
+    report = probe(ReferenceServer(**FAST), session_resilience=True)
+    sticky = next(v for v in report.verdicts if v.id == "session.stickiness")
+    assert sticky.status == Status.PASS and "12 pings" in sticky.message
+
+
+def test_reports_keep_session_and_event_ids_out(fault_reports):
+    report = fault_reports["duplicate-event-ids"]
+    sessions = {e["response"]["headers"].get("mcp-session-id") for e in report.transcript["exchanges"]}
+    sessions.discard(None)
+    assert sessions
+    for text in (report.to_text(), report.to_json(), report.to_markdown(), report.to_junit()):
+        assert not any(sid in text for sid in sessions)
+
+
+# -- the release verdict and small rules ----------------------------------------------
+
+
+def _v(status: Status, level: Level) -> Verdict:
+    return Verdict("stream.buffered", status, level, "m")
+
+
+def test_the_release_verdict():
+    assert release_verdict([]) == READY
+    assert release_verdict([_v(Status.DETECTED, Level.ERROR), _v(Status.PASS, Level.ERROR)]) == BLOCKED
+    assert release_verdict([_v(Status.DETECTED, Level.WARNING)]) == REVIEW
+    # pass, info, suspected and not-checked never lower it
+    assert release_verdict([_v(Status.SUSPECTED, Level.ERROR), _v(Status.NOT_CHECKED, Level.ERROR)]) == READY
+    assert release_verdict([_v(Status.DETECTED, Level.INFO)]) == READY
+
+
+def test_retry_after_is_read_as_seconds_or_a_date():
+    assert _retry_after("2") == 2.0
+    assert _retry_after(None) is None
+    assert _retry_after("soon") == 1.0  # unreadable: one second
+    assert _retry_after("Mon, 01 Jan 2001 00:00:00 GMT") == 0.0  # in the past
+
+
+# -- the commands ----------------------------------------------------------------------
+
+
+def ssewire(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ssewire", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_probe_without_a_url_probes_the_embedded_reference_server(tmp_path):
+    record = tmp_path / "probe.json"
+    done = ssewire("probe", "--idle-check", "0.8", "--format", "json", "--record", str(record))
+    assert done.returncode == 0, done.stderr
+    import json
+
+    report = json.loads(done.stdout)
+    assert report["release"] == READY and report["valid"] is True
+    assert ssewire("validate", str(record)).returncode == 0  # the recording is a valid transcript
+
+
+def test_probe_exit_codes_follow_the_verdicts():
+    server = ReferenceServer(faults=["no-keepalives"], **FAST)
+    with running(server) as base:
+        url = base + server.path
+        warning_only = ssewire("probe", url, "--call-tools", "countdown", "--idle-check", "0.8")
+        gated = ssewire("probe", url, "--call-tools", "countdown", "--idle-check", "0.8", "--fail-on", "warning")
+    assert warning_only.returncode == 0 and "Release: Review" in warning_only.stdout
+    assert gated.returncode == 1
+    unreachable = ssewire("probe", "http://127.0.0.1:9/mcp", "--timeout", "2")
+    assert unreachable.returncode == 2 and unreachable.stderr.startswith("ssewire probe: cannot")
+
+
+def test_serve_lists_faults_and_binds_loopback_only():
+    listed = ssewire("serve", "--list-faults")
+    assert listed.returncode == 0 and all(name in listed.stdout for name in FAULTS)
+    refused = ssewire("serve", "--host", "0.0.0.0")
+    assert refused.returncode == 2 and "loopback" in refused.stderr
+    unknown = ssewire("serve", "--fault", "no-such-fault")
+    assert unknown.returncode == 2 and "unknown fault" in unknown.stderr
