@@ -143,7 +143,9 @@ def test_retry_after_is_read_as_seconds_or_a_date():
 
 
 def ssewire(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ssewire", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ssewire", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_probe_without_a_url_probes_the_embedded_reference_server(tmp_path):
@@ -162,7 +164,9 @@ def test_probe_exit_codes_follow_the_verdicts():
     with running(server) as base:
         url = base + server.path
         warning_only = ssewire("probe", url, "--call-tools", "countdown", "--idle-check", "0.8")
-        gated = ssewire("probe", url, "--call-tools", "countdown", "--idle-check", "0.8", "--fail-on", "warning")
+        gated = ssewire(
+            "probe", url, "--call-tools", "countdown", "--idle-check", "0.8", "--fail-on", "warning"
+        )
     assert warning_only.returncode == 0 and "Release: Review" in warning_only.stdout
     assert gated.returncode == 1
     unreachable = ssewire("probe", "http://127.0.0.1:9/mcp", "--timeout", "2")
