@@ -14,7 +14,7 @@ import httpx
 import httpx2
 import pytest
 from mcp.server.mcpserver import Context, MCPServer  # the official SDK: a [test] dependency
-from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.server.streamable_http import EventStore
 
 import ssewire
 from ssewire.mcp import from_document, validate
@@ -22,35 +22,13 @@ from ssewire.mcp.live.record import Recorder
 from ssewire.mcp.transcript import ExchangeRecord, TranscriptWriter
 
 from ..servers import uvicorn_server
+from .sdk_servers import MemoryEventStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
 
 BOTH = "application/json, text/event-stream"
 JSON_BODY = {"Content-Type": "application/json"}  # the SDK answers 400 to a POST without it
 CLIENT = {"name": "ssewire-tests", "version": "0"}
-
-
-class MemoryEventStore(EventStore):
-    """The SDK ships only the interface; resumption needs a store. Bounded by the test."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, Any]] = []
-
-    async def store_event(self, stream_id, message):
-        event_id = f"{stream_id}-{len(self.events) + 1}"
-        self.events.append((event_id, stream_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id, send_callback: EventCallback):
-        ids = [event_id for event_id, _, _ in self.events]
-        if last_event_id not in ids:
-            return None
-        start = ids.index(last_event_id)
-        stream = self.events[start][1]
-        for event_id, stream_id, message in self.events[start + 1 :]:
-            if stream_id == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream
 
 
 def sdk_app(event_store: EventStore | None):

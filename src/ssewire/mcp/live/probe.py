@@ -95,7 +95,11 @@ class _Driver:
         start = time.monotonic()
         read_limit = send.read_for if send.read_for is not None else self.timeout
         try:
-            request = self.client.build_request(send.method, self.ctx.path, headers=headers, content=content)
+            # a stream read for longer than the request deadline must not trip httpx's read timeout
+            limits = httpx.Timeout(self.timeout, read=max(self.timeout, read_limit + 1.0))
+            request = self.client.build_request(
+                send.method, self.ctx.path, headers=headers, content=content, timeout=limits
+            )
             response = await asyncio.wait_for(self.client.send(request, stream=True), self.timeout)
         except (httpx.HTTPError, asyncio.TimeoutError, OSError) as exc:
             answer.error = type(exc).__name__

@@ -63,7 +63,7 @@ def find_streaming_tool(ctx: Context) -> Generator[Step, Answer, None]:
     (three notifications or more) is the one the stream checks use."""
     for tool in ctx.tools:
         name = tool.get("name")
-        if name not in ctx.allowed or "outputSchema" in tool:
+        if name not in ctx.allowed:
             continue
         answer = yield ctx.request(
             "tools/call",

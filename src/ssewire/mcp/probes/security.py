@@ -1,4 +1,4 @@
-"""DNS rebinding: a foreign Origin, and a foreign Host, must both be refused with 403."""
+"""DNS rebinding: a foreign Origin must be refused with 403, and a foreign Host refused."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from ._plan import Answer, Context, Received, Step, check
 
 FOREIGN_ORIGIN = "https://attacker.example"
 FOREIGN_HOST = "attacker.example"
+# The spec names 403 for Origin only; for a Host the server is not, 421 Misdirected Request
+# (the Python SDK's answer) and 400 refuse it just as well.
+HOST_REFUSALS = (400, 403, 421)
 
 
 @check("security.dns-rebinding")
@@ -27,13 +30,16 @@ def dns_rebinding(ctx: Context) -> Generator[Step, Answer, None]:
             f"a request with a foreign Origin was answered {by_origin.status}, not 403",
             by_origin.evidence(),
         )
-    elif by_host.status != 403:
+    elif by_host.status not in HOST_REFUSALS:
         ctx.verdict(
             "security.dns-rebinding",
             Status.DETECTED,
-            f"a request naming a foreign Host was answered {by_host.status}, not 403",
+            f"a request naming a foreign Host was answered {by_host.status}, not refused",
             by_host.evidence(),
             level=Level.WARNING,  # Origin is the spec's MUST; Host validation is the SDKs' convention
         )
     else:
-        ctx.passed("security.dns-rebinding", "a foreign Origin and a foreign Host are both refused with 403")
+        ctx.passed(
+            "security.dns-rebinding",
+            f"a foreign Origin is refused with 403, a foreign Host with {by_host.status}",
+        )

@@ -16,21 +16,21 @@ PROGRESS = "notifications/progress"
 
 @check("stream.priming-missing")
 def priming(ctx: Context) -> Generator[Step, Answer, None]:
-    """2025-11-25: every SSE answer opens with an event id and empty data (judged over the
-    answers so far, so it runs after the handshake)."""
+    """2025-11-25: a server that resumes streams (it sends event ids) opens each SSE answer to
+    a POST with an event id and empty data, so a cut before the first message can resume
+    (judged over the answers so far, so it runs after the handshake)."""
     if ctx.version != "2025-11-25":
         ctx.passed("stream.priming-missing", f"not applicable: {ctx.version} has no priming events")
         return
-    streams = [
-        a
-        for a in ctx.received
-        if a.status == 200 and a.is_sse and "last-event-id" not in {k.lower() for k in a.send.headers}
-    ]
+    streams = [a for a in ctx.received if a.send.method == "POST" and a.status == 200 and a.is_sse]
+    if not any(i.event_id for a in ctx.received if a.is_sse for i in a.items):
+        ctx.passed("stream.priming-missing", "not applicable: the server sends no event ids (no resumption)")
+        return
     unprimed = [
         a for a in streams if not (a.items and isinstance(a.items[0], Priming) and a.items[0].event_id)
     ]
     if not streams:
-        ctx.not_checked("stream.priming-missing", "no SSE answer to judge")
+        ctx.not_checked("stream.priming-missing", "no SSE answer to a POST to judge")
     elif unprimed:
         ctx.verdict(
             "stream.priming-missing",

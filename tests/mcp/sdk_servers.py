@@ -1,0 +1,62 @@
+"""The official MCP Python SDK server (the ``mcp`` package) as the tests start it: an event
+store (the SDK ships only the interface) and the app the probe is pointed at."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from pydantic import BaseModel
+
+
+class MemoryEventStore(EventStore):
+    """The SDK ships only the interface; resumption needs a store. Bounded by the test."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    async def store_event(self, stream_id, message):
+        event_id = f"{stream_id}-{len(self.events) + 1}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback: EventCallback):
+        ids = [event_id for event_id, _, _ in self.events]
+        if last_event_id not in ids:
+            return None
+        start = ids.index(last_event_id)
+        stream = self.events[start][1]
+        for event_id, stream_id, message in self.events[start + 1 :]:
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
+class Value(BaseModel):
+    value: int
+
+
+def probe_app(*, stateless: bool = False, json_response: bool = False, store: bool = False) -> Any:
+    """The SDK's Streamable HTTP app with the tools the probe calls: ``countdown`` streams
+    progress, ``structured`` declares an outputSchema (derived from its return type)."""
+    server = MCPServer("ssewire-probe-target", version="0", log_level="WARNING")
+
+    @server.tool()
+    async def countdown(ctx: Context, count: int = 20) -> str:
+        for i in range(1, count + 1):
+            await asyncio.sleep(0.02)
+            await ctx.report_progress(i, count)
+        return "done"
+
+    @server.tool()
+    def structured(n: int = 1) -> Value:
+        return Value(value=n)
+
+    return server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=stateless,
+        json_response=json_response,
+        event_store=MemoryEventStore() if store else None,
+    )
