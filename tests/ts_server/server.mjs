@@ -1,0 +1,127 @@
+// The official MCP TypeScript SDK's Streamable HTTP server, as its documentation sets it up,
+// for tests/mcp/test_probe_ts.py. Binds 127.0.0.1 on a free port, prints {"port": N} on
+// stdout, and exits when stdin closes (the test's process ends it either way).
+//
+//   node server.mjs [--stateless] [--json] [--store]
+import http from "node:http";
+import { randomUUID } from "node:crypto";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+
+const args = new Set(process.argv.slice(2));
+const stateless = args.has("--stateless");
+const json = args.has("--json");
+const withStore = args.has("--store");
+
+// The SDK ships the EventStore interface; resumption needs one. Bounded: 10,000 events.
+class MemoryEventStore {
+  constructor() {
+    this.events = new Map();
+  }
+  async storeEvent(streamId, message) {
+    const id = `${streamId}_${this.events.size + 1}`;
+    this.events.set(id, { streamId, message });
+    if (this.events.size > 10000) this.events.delete(this.events.keys().next().value);
+    return id;
+  }
+  async getStreamIdForEventId(eventId) {
+    return this.events.get(eventId)?.streamId;
+  }
+  async replayEventsAfter(lastEventId, { send }) {
+    const found = this.events.get(lastEventId);
+    if (!found) return "";
+    let after = false;
+    for (const [id, { streamId, message }] of this.events) {
+      if (id === lastEventId) after = true;
+      else if (after && streamId === found.streamId) await send(id, message);
+    }
+    return found.streamId;
+  }
+}
+
+function mcpServer() {
+  const server = new McpServer({ name: "ssewire-ts-probe-target", version: "0" });
+  server.registerTool(
+    "countdown",
+    { description: "progress notifications, then a result", inputSchema: { count: z.number().optional() } },
+    async ({ count = 20 }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= count; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        if (token !== undefined) {
+          await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: count } });
+        }
+      }
+      return { content: [{ type: "text", text: "done" }] };
+    },
+  );
+  server.registerTool(
+    "structured",
+    { description: "structured content", inputSchema: { n: z.number().optional() }, outputSchema: { value: z.number() } },
+    async ({ n = 1 }) => ({ content: [{ type: "text", text: JSON.stringify({ value: n }) }], structuredContent: { value: n } }),
+  );
+  return server;
+}
+
+const sessions = new Map(); // session id -> transport
+const store = withStore ? new MemoryEventStore() : undefined;
+
+async function readBody(req) {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > 1 << 20) throw new Error("body too large");
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  return text ? JSON.parse(text) : undefined;
+}
+
+function refuse(res, status, message) {
+  res.writeHead(status, { "Content-Type": "application/json" });
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
+}
+
+const httpServer = http.createServer(async (req, res) => {
+  try {
+    if (new URL(req.url, "http://localhost").pathname !== "/mcp") return refuse(res, 404, "not found");
+    const body = req.method === "POST" ? await readBody(req) : undefined;
+    if (stateless) {
+      if (req.method !== "POST") return refuse(res, 405, "Method not allowed.");
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+      const server = mcpServer();
+      res.on("close", () => {
+        transport.close();
+        server.close();
+      });
+      await server.connect(transport);
+      return await transport.handleRequest(req, res, body);
+    }
+    const sid = req.headers["mcp-session-id"];
+    let transport = sid ? sessions.get(sid) : undefined;
+    if (!transport && !sid && req.method === "POST" && body?.method === "initialize") {
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: json,
+        eventStore: store,
+        onsessioninitialized: (id) => sessions.set(id, transport),
+      });
+      transport.onclose = () => transport.sessionId && sessions.delete(transport.sessionId);
+      await mcpServer().connect(transport);
+    }
+    if (!transport) {
+      return sid ? refuse(res, 404, "Session not found") : refuse(res, 400, "Bad Request: No valid session ID provided");
+    }
+    await transport.handleRequest(req, res, body);
+  } catch (error) {
+    if (!res.headersSent) refuse(res, 400, String(error));
+  }
+});
+
+httpServer.listen(0, "127.0.0.1", () => {
+  process.stdout.write(JSON.stringify({ port: httpServer.address().port }) + "\n");
+});
+process.stdin.on("end", () => process.exit(0));
+process.stdin.resume();
