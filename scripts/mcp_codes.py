@@ -1,5 +1,7 @@
-"""Write docs/mcp-codes.md from the rule registry: every finding code, its level, the
-requirement it rests on, the rule functions that report it, and the fix.
+"""Write docs/mcp-codes.md from the registries: every validator finding code (level,
+requirement, the rule functions that report it, the fix), every probe diagnostic (level,
+requirement, the fix per stack) and every reference-server fault with the diagnostic it
+must trigger.
 
     python scripts/mcp_codes.py           # rewrite the page
     python scripts/mcp_codes.py --check   # exit 1 if the page is out of date (CI)
@@ -10,14 +12,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ssewire.mcp.diagnostics import CATALOGUE as DIAGNOSTICS
+from ssewire.mcp.live.faults import FAULTS
 from ssewire.mcp.rules import CATALOGUE, CHECKS
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "mcp-codes.md"
 
-HEAD = """# MCP finding codes
+HEAD = """# MCP finding codes and probe diagnostics
 
-Generated from the rule registry (`ssewire.mcp.rules`) by `scripts/mcp_codes.py`; do not
-edit by hand. [The validator page](validator.md) explains each code in prose, with the
+Generated from the registries (`ssewire.mcp.rules`, `ssewire.mcp.diagnostics`,
+`ssewire.mcp.live.faults`) by `scripts/mcp_codes.py`; do not edit by hand.
+
+## Validator finding codes (`ssewire validate`)
+
+[The validator page](validator.md) explains each code in prose, with the
 cases where one check raises or lowers the usual level given here (a torn event at a
 disconnect is a warning, not an error).
 
@@ -37,7 +45,25 @@ def render() -> str:
         rests = entry.keyword if not entry.section else f"{entry.keyword}, {entry.section}"
         hint = entry.hint.replace("|", "\\|")
         rows.append(f"| `{code}` | {entry.level} | {rests} | {where} | {hint} |")
-    return HEAD + "\n".join(rows) + "\n"
+    probe = [
+        "",
+        "## Probe diagnostics (`ssewire probe`)",
+        "",
+        "| diagnostic | level | rests on | fix: TypeScript SDK | fix: Python SDK | fix: plain handler |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in DIAGNOSTICS.values():
+        cells = [d.requirement, d.ts, d.python, d.plain]
+        probe.append(f"| `{d.id}` | {d.level} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    faults = [
+        "",
+        "## Reference server faults (`ssewire serve --fault NAME`)",
+        "",
+        "| fault | what the server does wrong | the diagnostic that must find it |",
+        "|---|---|---|",
+    ]
+    faults += [f"| `{f.name}` | {f.breaks} | `{f.diagnostic}` |" for f in FAULTS.values()]
+    return HEAD + "\n".join(rows) + "\n" + "\n".join(probe + faults) + "\n"
 
 
 def main(argv: list[str]) -> int:
