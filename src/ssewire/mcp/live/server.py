@@ -52,10 +52,14 @@ TOOLS = [
     },
     {
         "name": "countdown",
-        "description": "Send `count` progress notifications `delay` seconds apart, then a result.",
+        "description": "Send `count` progress notifications `delay` seconds apart, then a result of `size` bytes.",
         "inputSchema": {
             "type": "object",
-            "properties": {"count": {"type": "integer"}, "delay": {"type": "number"}},
+            "properties": {
+                "count": {"type": "integer"},
+                "delay": {"type": "number"},
+                "size": {"type": "integer"},
+            },
         },
     },
     {
@@ -128,6 +132,7 @@ class ReferenceServer:
         json_response: bool = False,
         path: str = "/mcp",
         countdown_delay: float = 0.05,
+        result_size: int = 2 << 20,
         stateless: bool = False,
     ) -> None:
         self.profile, _ = resolve(profile)
@@ -137,6 +142,7 @@ class ReferenceServer:
         self.json_response = json_response
         self.path = path
         self.countdown_delay = countdown_delay  # countdown's default pause between notifications
+        self.result_size = result_size  # countdown's default result: a multi-MB text block
         self.stateless_mode = stateless or not self.profile.sessions  # no Mcp-Session-Id at all
         self.sessions: OrderedDict[str, _Session] = OrderedDict()
         self.tasks: set[asyncio.Future[None]] = set()  # running tools, referenced until done
@@ -409,12 +415,13 @@ class ReferenceServer:
         elif name == "countdown":
             count = max(0, min(int(arguments.get("count", 20)), 1000))
             delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
+            size = max(0, min(int(arguments.get("size", self.result_size)), 64 << 20))
             if self.json_response:
                 await asyncio.sleep(count * delay)
-                await self._answer(send, scope, receive, session, ident, _text("done"), extra)
+                await self._answer(send, scope, receive, session, ident, _text(_filler(size)), extra)
                 return
             stream = self._open_stream(session)
-            task = asyncio.ensure_future(self._countdown(session, stream, ident, token, count, delay))
+            task = asyncio.ensure_future(self._countdown(session, stream, ident, token, count, delay, size))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             await self._serve_stream(scope, receive, send, session, stream, 0, extra)
@@ -423,7 +430,7 @@ class ReferenceServer:
             await self._answer(send, scope, receive, session, ident, result, extra)
 
     async def _countdown(
-        self, session: _Session, stream: _Stream, ident: Any, token: Any, count: int, delay: float
+        self, session: _Session, stream: _Stream, ident: Any, token: Any, count: int, delay: float, size: int
     ) -> None:
         """Runs to the end whether or not anyone reads: a cut client resumes from the store."""
         for i in range(1, count + 1):
@@ -438,7 +445,7 @@ class ReferenceServer:
                 if "broadcast-two-streams" in self.faults:
                     for queue in session.listeners:
                         queue.put_nowait(encode_event(json.dumps(note), event="message"))
-        self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": _text("done")})
+        self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": _text(_filler(size))})
         stream.finish()
 
     def _open_stream(self, session: _Session) -> _Stream:
@@ -612,6 +619,12 @@ async def _held_back(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The buffered-stream fault: everything at once, at the end."""
     held = [piece async for piece in source]
     yield b"".join(held)
+
+
+def _filler(size: int) -> str:
+    """``size`` bytes of text that tell where they were cut: a torn copy never looks whole."""
+    line = "".join(f"{n:07d} " for n in range(1, 129))  # 1 KiB, counting
+    return (line * (size // len(line) + 1))[:size] if size else "done"
 
 
 def _object(value: Any) -> dict[str, Any]:
