@@ -6,6 +6,7 @@ for finding in result.findings: ...
 """
 
 from .findings import Finding, Level, Status
+from .guard import ResumptionGuard, UnsafeResumption
 from .ledger import Recovery, StreamLedger
 from .profiles import PROFILES, Profile, UnknownProfile, resolve
 from .rules import CATALOGUE as RULES
@@ -20,11 +21,13 @@ __all__ = [
     "Profile",
     "Recovery",
     "Result",
+    "ResumptionGuard",
     "Status",
     "StreamLedger",
     "Transcript",
     "TranscriptError",
     "UnknownProfile",
+    "UnsafeResumption",
     "from_document",
     "load",
     "loads",

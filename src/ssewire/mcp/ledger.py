@@ -125,7 +125,7 @@ class StreamLedger:
                 self._event_owner[(scope, event_id)] = (root, position)
             self._chain_cursor[root] = event_id
         for message in messages:
-            key = (scope, _canonical(message.payload))
+            key = (scope, canonical(message.payload))
             seen = self._message_owner.get(key)
             if seen is not None:
                 if resumed:
@@ -215,7 +215,7 @@ class StreamLedger:
         return message.kind == Kind.NOTIFICATION and self.profile.request_headers
 
 
-def _canonical(payload: Any) -> bytes:
+def canonical(payload: Any) -> bytes:
     """One byte string per JSON value, whatever its key order (for finding copies)."""
     try:
         return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)

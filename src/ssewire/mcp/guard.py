@@ -1,0 +1,207 @@
+"""The resumption guard: never deliver a torn or duplicated message after a reset.
+
+Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (from
+:class:`~ssewire.jsonrpc.MessageDecoder`) and gets back only what is safe to deliver:
+
+- the cursor of a stream is the id of its last *fully dispatched* event, never the
+  ``id:`` line of an event that did not complete;
+- a partial event at a disconnect is discarded and counted (it is a ``TornTail`` of the
+  decoder, never a message), never appended to;
+- on a resumed stream, an event id already delivered is a duplicate: dropped (and counted)
+  when its payload is the same, unsafe when it differs;
+- a resumed stream that restarts (a delivered message again under a new id), replays
+  another stream, or (with an id parser) goes back or jumps to another stream is
+  *unsafe*: :class:`UnsafeResumption` is raised and the caller must start over; an
+  explicit refusal by the server (409 with ``Retry-After``, or an SSE ``event: error``) is
+  raised the same way, as a refusal;
+- event ids are opaque; ordering is checked only when the caller gives ``parse_id``;
+- under 2026-07-28 there is no resumption: a broken stream's recovery is a re-issue with a
+  new JSON-RPC id where the request is idempotent, else nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail, classify
+from .ledger import LedgerMessage, Recovery, StreamLedger, canonical
+from .profiles import Profile
+
+# parse_id(event_id) -> (stream key, position), or None when the id is not the parser's shape
+IdParser = Callable[[str], "tuple[Hashable, int] | None"]
+
+
+class UnsafeResumption(Exception):
+    """A resumed stream cannot be trusted to continue the original: start over.
+
+    ``kind``: ``refused`` (the server said so), ``restarted`` (a delivered message again
+    under a new id), ``changed-payload`` (a delivered id with other content),
+    ``other-stream`` (another stream's messages), ``not-a-continuation`` (the id parser
+    places it before the cursor or on another stream), or ``no-cursor``.
+    """
+
+    def __init__(self, stream: str, kind: str, detail: str, *, retry_after: float | None = None) -> None:
+        self.stream, self.kind, self.detail, self.retry_after = stream, kind, detail, retry_after
+        super().__init__(f"stream {stream!r} cannot be resumed safely ({kind}): {detail}")
+
+
+@dataclass
+class GuardStats:
+    torn: int = 0  # partial events discarded at a disconnect
+    torn_bytes: int = 0
+    duplicates: int = 0  # replayed events dropped (same id, same payload)
+    resumptions: int = 0
+    unsafe: int = 0
+    delivered: int = 0  # messages handed to the caller
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Chain:
+    """One logical stream and its resumptions: what was delivered, and where it stands."""
+
+    head: str
+    cursor: str | None = None
+    delivered: dict[str, bytes] = field(default_factory=dict)  # event id -> digest of its messages
+
+
+class ResumptionGuard:
+    def __init__(
+        self, profile: Profile, *, parse_id: IdParser | None = None, ledger: StreamLedger | None = None
+    ) -> None:
+        self.profile = profile
+        self.parse_id = parse_id
+        self.ledger = ledger or StreamLedger(profile)
+        self.stats = GuardStats()
+        self._chains: dict[str, _Chain] = {}  # stream name -> its chain
+        self._resuming: dict[str, str] = {}  # resumed stream -> the cursor it was opened with
+
+    # -- streams ---------------------------------------------------------------------
+
+    def open(self, stream: str, scope: Hashable = None) -> None:
+        """A new stream (a POST's answer, or a standalone GET)."""
+        self.ledger.open(stream, scope)
+        self._chains[stream] = _Chain(stream)
+
+    def resume(self, broken: str, stream: str, scope: Hashable = None) -> str:
+        """Open ``stream`` as the resumption of ``broken``; returns the Last-Event-ID to send.
+
+        Raises :class:`UnsafeResumption` (``no-cursor``) when there is nothing to resume
+        from, or when the profile has no resumption."""
+        chain = self._chains[broken]
+        if not self.profile.resumability:
+            raise UnsafeResumption(broken, "no-cursor", f"{self.profile.name} has no stream resumption")
+        if chain.cursor is None:
+            raise UnsafeResumption(broken, "no-cursor", "no complete event with an id was received")
+        self.ledger.open(stream, scope, last_event_id=chain.cursor)
+        self._chains[stream] = chain
+        self._resuming[stream] = chain.cursor
+        self.stats.resumptions += 1
+        return chain.cursor
+
+    def feed(self, stream: str, items: Iterable[Item]) -> list[Item]:
+        """The items safe to deliver, in order: messages (and other events) that complete
+        an event never delivered before. Priming events only move the cursor."""
+        chain = self._chains[stream]
+        safe: list[Item] = []
+        for item in items:
+            if isinstance(item, TornTail):
+                self.stats.torn += 1
+                self.stats.torn_bytes += item.discarded
+                continue
+            event_id = item.event_id
+            if isinstance(item, OtherEvent) and item.event_type == "error" and stream in self._resuming:
+                self._unsafe(stream, "refused", "the server answered the resumption with an error event")
+            digest = _digest(item)
+            if event_id and event_id in chain.delivered:
+                if chain.delivered[event_id] != digest:
+                    self._unsafe(
+                        stream, "changed-payload", "a delivered event id came back with other content"
+                    )
+                self.stats.duplicates += 1  # a replay of what was delivered: drop it
+                continue
+            if stream in self._resuming and event_id:
+                self._check_order(stream, event_id)
+            messages = _ledger_messages(item)
+            before = self._replays(stream)
+            self.ledger.event(stream, event_id, messages)
+            if self._replays(stream) != before:
+                facts = self.ledger.stream(stream)
+                kind = "other-stream" if facts.replayed_other else "restarted"
+                self._unsafe(stream, kind, "the resumed stream repeats messages that were already delivered")
+            if event_id:
+                chain.delivered[event_id] = digest
+                chain.cursor = event_id
+                if len(chain.delivered) > 65536:  # bounded: the oldest ids go first
+                    chain.delivered.pop(next(iter(chain.delivered)))
+            if isinstance(item, (Message, OtherEvent, InvalidMessage)):
+                safe.append(item)
+                self.stats.delivered += isinstance(item, Message)
+        return safe
+
+    def refused(self, stream: str, status: int, retry_after: float | None = None) -> None:
+        """A resumption answered with an error status: always raises (``refused``)."""
+        self._unsafe(
+            stream, "refused", f"the server answered the resumption {status}", retry_after=retry_after
+        )
+
+    def broken(self, stream: str, *, idempotent: bool = False) -> Recovery:
+        """The stream ended before its end: what to do (resume, re-issue, or give up)."""
+        recovery = self.ledger.close(stream, disconnected=True, idempotent=idempotent)
+        assert recovery is not None
+        return recovery
+
+    def ended(self, stream: str) -> None:
+        self.ledger.close(stream)
+
+    def cursor(self, stream: str) -> str | None:
+        """The id of the stream's last fully dispatched event (where a resumption starts)."""
+        return self._chains[stream].cursor
+
+    # -- rules -------------------------------------------------------------------------
+
+    def _check_order(self, stream: str, event_id: str) -> None:
+        if self.parse_id is None:
+            return
+        here, start = self.parse_id(event_id), self.parse_id(self._resuming[stream])
+        if here is None or start is None:
+            return
+        if here[0] != start[0] or here[1] <= start[1]:
+            self._unsafe(
+                stream, "not-a-continuation", "the resumed stream's ids do not continue the cursor's stream"
+            )
+
+    def _replays(self, stream: str) -> tuple[int, int]:
+        facts = self.ledger.stream(stream)
+        return len(facts.replayed_before), len(facts.replayed_other)
+
+    def _unsafe(self, stream: str, kind: str, detail: str, *, retry_after: float | None = None) -> None:
+        self.stats.unsafe += 1
+        raise UnsafeResumption(stream, kind, detail, retry_after=retry_after)
+
+
+def _ledger_messages(item: Item) -> list[LedgerMessage]:
+    if not isinstance(item, Message):
+        return []
+    if item.kind != Kind.BATCH:
+        return [LedgerMessage(item.kind, item.id, item.payload)]
+    members = []
+    for member in item.payload:
+        kind, ident, _ = classify(member)
+        members.append(LedgerMessage(kind, ident, member))
+    return members
+
+
+def _digest(item: Any) -> bytes:
+    """What an event carried, for comparing a replay with what was delivered."""
+    if isinstance(item, Message):
+        return canonical(item.payload)
+    if isinstance(item, OtherEvent):
+        return item.event_type.encode() + b"\0" + item.data
+    if isinstance(item, Priming):
+        return b""
+    return repr(item).encode()

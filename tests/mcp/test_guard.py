@@ -1,0 +1,228 @@
+"""The resumption guard: what it delivers after a reset, and when it refuses to go on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssewire.jsonrpc import Message, MessageDecoder
+from ssewire.mcp import PROFILES
+from ssewire.mcp.guard import ResumptionGuard, UnsafeResumption
+from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME
+
+V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
+
+
+def progress(n: int) -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": "t", "progress": n},
+    }
+
+
+def result(text: str) -> dict:
+    return {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": text}]}}
+
+
+def sse(events: list[tuple[str | None, dict | None]]) -> bytes:
+    """(id, message) pairs; a None message is a priming event (id, empty data)."""
+    out = []
+    for ident, message in events:
+        head = f"id: {ident}\n" if ident is not None else ""
+        data = "" if message is None else json.dumps(message)
+        out.append(f"{head}data: {data}\n\n")
+    return "".join(out).encode()
+
+
+ORIGINAL = [("s1-0", None), *[(f"s1-{n}", progress(n)) for n in range(1, 6)], ("s1-6", result("x" * 5000))]
+MESSAGES = [m for _, m in ORIGINAL if m is not None]
+
+
+def read(guard: ResumptionGuard, stream: str, data: bytes, *, cut: int | None = None) -> list:
+    """Feed ``data`` (only its first ``cut`` bytes: a reset) and return what is delivered."""
+    decoder = MessageDecoder(max_event_size=None)
+    piece = data if cut is None else data[:cut]
+    delivered = guard.feed(stream, decoder.feed(piece))
+    if cut is not None:
+        delivered += guard.feed(stream, decoder.close())  # the torn tail, if any
+    return [item.payload for item in delivered if isinstance(item, Message)]
+
+
+def cut_then_resume(resumed: bytes, *, cut: int, parse_id=None) -> tuple[ResumptionGuard, list, list]:
+    guard = ResumptionGuard(V11, parse_id=parse_id)
+    guard.open("call")
+    first = read(guard, "call", sse(ORIGINAL), cut=cut)
+    guard.broken("call")
+    guard.resume("call", "call/1")
+    return guard, first, read(guard, "call/1", resumed)
+
+
+def test_a_clean_stream_is_delivered_whole():
+    guard = ResumptionGuard(V11)
+    guard.open("call")
+    assert read(guard, "call", sse(ORIGINAL)) == MESSAGES
+    assert guard.cursor("call") == "s1-6" and guard.stats.delivered == len(MESSAGES)
+
+
+def test_the_cursor_is_the_last_complete_event_and_the_torn_one_is_dropped():
+    data = sse(ORIGINAL)
+    cut = data.index(b"id: s1-6") + 20  # inside the result's event, after its id line
+    guard = ResumptionGuard(V11)
+    guard.open("call")
+    delivered = read(guard, "call", data, cut=cut)
+    assert delivered == MESSAGES[:-1]
+    assert guard.cursor("call") == "s1-5"  # the torn event's id line never counts
+    # the torn event's bytes, its one line end excepted (line ends are not counted)
+    assert (guard.stats.torn, guard.stats.torn_bytes) == (1, cut - data.index(b"id: s1-6") - 1)
+    recovery = guard.broken("call")
+    assert recovery.action == RESUME
+    assert guard.resume("call", "call/1") == "s1-5"
+
+
+def test_the_exact_rest_completes_the_stream():
+    data = sse(ORIGINAL)
+    cut = data.index(b"id: s1-4") + 3
+    guard, first, rest = cut_then_resume(sse(ORIGINAL[4:]), cut=cut)
+    assert first + rest == MESSAGES and guard.stats.duplicates == 0
+
+
+def test_a_replay_of_delivered_events_is_dropped_not_appended():
+    data = sse(ORIGINAL)
+    cut = data.index(b"id: s1-4") + 3
+    guard, first, rest = cut_then_resume(sse(ORIGINAL[1:]), cut=cut)  # from the start, same ids
+    assert first + rest == MESSAGES
+    assert guard.stats.duplicates == 3
+
+
+def test_a_delivered_id_with_other_content_is_unsafe():
+    data = sse(ORIGINAL)
+    with pytest.raises(UnsafeResumption) as caught:
+        cut_then_resume(sse([("s1-3", progress(99)), *ORIGINAL[4:]]), cut=data.index(b"id: s1-4") + 3)
+    assert caught.value.kind == "changed-payload"
+
+
+def test_a_restart_under_new_ids_is_unsafe():
+    data = sse(ORIGINAL)
+    restarted = sse([(f"r-{n}", m) for n, (_, m) in enumerate(ORIGINAL)])
+    with pytest.raises(UnsafeResumption) as caught:
+        cut_then_resume(restarted, cut=data.index(b"id: s1-4") + 3)
+    assert caught.value.kind == "restarted"
+
+
+def test_with_an_id_parser_a_fresh_stream_or_a_step_back_is_unsafe():
+    def parse(event_id: str):
+        stream, _, seq = event_id.partition("-")
+        return (stream, int(seq)) if seq.isdigit() else None
+
+    data = sse(ORIGINAL)
+    cut = data.index(b"id: s1-4") + 3
+    fresh = sse([("s9-1", progress(5)), ("s9-2", result("x" * 5000))])  # new content: only ids tell
+    with pytest.raises(UnsafeResumption) as caught:
+        cut_then_resume(fresh, cut=cut, parse_id=parse)
+    assert caught.value.kind == "not-a-continuation"
+    _, first, rest = cut_then_resume(sse(ORIGINAL[4:]), cut=cut, parse_id=parse)
+    assert first + rest == MESSAGES
+
+
+def test_a_refusal_is_raised_as_such():
+    guard = ResumptionGuard(V11)
+    guard.open("call")
+    read(guard, "call", sse(ORIGINAL[:3]))
+    guard.broken("call")
+    guard.resume("call", "call/1")
+    with pytest.raises(UnsafeResumption) as caught:
+        guard.refused("call/1", 409, retry_after=1.0)
+    assert (caught.value.kind, caught.value.retry_after) == ("refused", 1.0)
+    guard.resume("call", "call/2")
+    with pytest.raises(UnsafeResumption) as caught:
+        guard.feed("call/2", MessageDecoder().feed(b"event: error\ndata: evicted\n\n"))
+    assert caught.value.kind == "refused"
+
+
+def test_without_a_cursor_or_under_2026_there_is_no_resumption():
+    guard = ResumptionGuard(V11)
+    guard.open("call")
+    read(guard, "call", sse([(None, progress(1))]), cut=10)
+    with pytest.raises(UnsafeResumption, match="no complete event with an id"):
+        guard.resume("call", "call/1")
+    assert guard.broken("call", idempotent=False).action == DO_NOT_REPLAY
+    modern = ResumptionGuard(V26)
+    modern.open("call")
+    read(modern, "call", sse(ORIGINAL), cut=40)
+    assert modern.broken("call", idempotent=True).action == REISSUE
+    with pytest.raises(UnsafeResumption, match="2026-07-28 has no stream resumption"):
+        modern.resume("call", "call/1")
+
+
+# -- the invariant, under any cut and any server behaviour --------------------------------
+
+BEHAVIOURS = ["exact-rest", "replay-from-start", "replay-from-cursor", "restart-new-ids", "changed-payload"]
+
+
+@settings(deadline=None)
+@given(st.data(), st.sampled_from(BEHAVIOURS), st.integers(1, 3))
+def test_each_delivered_message_is_complete_and_delivered_once(data, behaviour, resets):
+    """Reset the stream up to three times at random byte offsets (inside events, CRLFs,
+    characters), resuming each time by one of the server behaviours: whatever happens,
+    nothing is delivered twice, nothing torn is delivered, and a completed run delivers
+    exactly the original messages."""
+    guard = ResumptionGuard(V11)
+    guard.open("s0")
+    stream, delivered = "s0", []
+    whole = sse(ORIGINAL)
+    for attempt in range(resets + 1):
+        remaining = (
+            [
+                e
+                for e in ORIGINAL
+                if guard.cursor(stream) is None
+                or int(e[0].split("-")[1]) > int(guard.cursor(stream).split("-")[1])
+            ]
+            if attempt
+            else ORIGINAL
+        )
+        if attempt:
+            cursor_seq = int(guard.cursor(stream).split("-")[1])
+            if behaviour == "replay-from-start":
+                events = ORIGINAL
+            elif behaviour == "replay-from-cursor":
+                events = ORIGINAL[cursor_seq:]
+            elif behaviour == "restart-new-ids":
+                events = [(f"r{attempt}-{n}", m) for n, (_, m) in enumerate(ORIGINAL)]
+            elif behaviour == "changed-payload":
+                events = [(ORIGINAL[cursor_seq][0], progress(-1)), *remaining]
+            else:
+                events = remaining
+            body = sse(events)
+        else:
+            body = whole
+        last = attempt == resets or not body
+        cut = None if last else data.draw(st.integers(1, len(body)), label=f"cut {attempt}")
+        try:
+            delivered += read(guard, stream, body, cut=cut)
+            if last:
+                break
+            assert guard.broken(stream).action in (RESUME, DO_NOT_REPLAY)
+            if guard.cursor(stream) is None:
+                break  # nothing to resume from: the caller reports the failure
+            nxt = f"s{attempt + 1}"
+            guard.resume(stream, nxt)
+            stream = nxt
+        except UnsafeResumption as unsafe:
+            # only a server that restarts or changes a payload may make the guard give up
+            assert unsafe.kind == {"restart-new-ids": "restarted", "changed-payload": "changed-payload"}.get(
+                behaviour
+            )
+            break
+    if (
+        behaviour in ("exact-rest", "replay-from-start", "replay-from-cursor")
+        and guard.cursor(stream) is not None
+    ):
+        assert delivered == MESSAGES  # replays are dropped, the rest completes the stream
+    keys = [json.dumps(m, sort_keys=True) for m in delivered]
+    assert len(keys) == len(set(keys)), "a message was delivered twice"
+    assert delivered == MESSAGES[: len(delivered)], "a torn or foreign message was delivered"
