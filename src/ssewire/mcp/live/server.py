@@ -68,6 +68,11 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
     },
     {
+        "name": "ask",
+        "description": "Ask the client a question (sampling/createMessage) and return its answer.",
+        "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}},
+    },
+    {
         "name": "structured",
         "description": "Return `n` as structured content.",
         "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
@@ -133,6 +138,7 @@ class ReferenceServer:
         path: str = "/mcp",
         countdown_delay: float = 0.05,
         result_size: int = 2 << 20,
+        retry_ms: int = RETRY_MS,
         stateless: bool = False,
     ) -> None:
         self.profile, _ = resolve(profile)
@@ -143,9 +149,12 @@ class ReferenceServer:
         self.path = path
         self.countdown_delay = countdown_delay  # countdown's default pause between notifications
         self.result_size = result_size  # countdown's default result: a multi-MB text block
+        self.retry_ms = retry_ms  # the retry field of every priming event
         self.stateless_mode = stateless or not self.profile.sessions  # no Mcp-Session-Id at all
         self.sessions: OrderedDict[str, _Session] = OrderedDict()
         self.tasks: set[asyncio.Future[None]] = set()  # running tools, referenced until done
+        self.asked: dict[Any, asyncio.Future[dict[str, Any]]] = {}  # our requests to clients, by id
+        self.asking = itertools.count(1)
         self.stateless = _Session("", self.profile.name)  # 2026-07-28: one scope for all
         self.ended: deque[str] = deque(maxlen=1024)  # ids ended by DELETE (bounded)
 
@@ -263,6 +272,9 @@ class ReferenceServer:
                 return
             session = found
         if method is None or "id" not in message:
+            waiting = self.asked.pop(message.get("id"), None) if method is None else None
+            if waiting is not None and not waiting.done():
+                waiting.set_result(message)  # the client's answer to a request of ours
             await _respond(send, 202, b"", cors)  # a notification or a response: accepted
             return
         if method == "tools/list" and "rate-limit-burst" in self.faults and not session.rate_limited:
@@ -412,6 +424,14 @@ class ReferenceServer:
                 "structuredContent": {"value": value},
             }
             await self._answer(send, scope, receive, session, ident, result, extra)
+        elif name == "ask" and not self.json_response and not self.profile.request_headers:
+            stream = self._open_stream(session)
+            task = asyncio.ensure_future(
+                self._ask(session, stream, ident, str(arguments.get("question", "?")))
+            )
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            await self._serve_stream(scope, receive, send, session, stream, 0, extra)
         elif name == "countdown":
             count = max(0, min(int(arguments.get("count", 20)), 1000))
             delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
@@ -448,9 +468,34 @@ class ReferenceServer:
         self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": _text(_filler(size))})
         stream.finish()
 
-    def _open_stream(self, session: _Session) -> _Stream:
+    async def _ask(self, session: _Session, stream: _Stream, ident: Any, question: str) -> None:
+        """Ask the client (sampling/createMessage on the request's stream), then answer with
+        what it said; 10 s at most."""
+        asked = f"srv-{next(self.asking)}"
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.asked[asked] = waiting
+        sampling = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+            "maxTokens": 16,
+        }
+        self._emit(
+            session,
+            stream,
+            {"jsonrpc": "2.0", "id": asked, "method": "sampling/createMessage", "params": sampling},
+        )
+        try:
+            answer = await asyncio.wait_for(waiting, 10.0)
+            text = json.dumps(answer.get("result", answer.get("error")))
+        except asyncio.TimeoutError:
+            text = "no answer"
+        finally:
+            self.asked.pop(asked, None)
+        self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": _text(text)})
+        stream.finish()
+
+    def _open_stream(self, session: _Session, size: int | None = None) -> _Stream:
         number = next(session.numbers)
-        stream = _Stream(number, self.store_size)
+        stream = _Stream(number, size or self.store_size)
         session.streams[number] = stream
         while len(session.streams) > 64:  # old finished streams go first
             session.streams.pop(next(iter(session.streams)))
@@ -475,7 +520,7 @@ class ReferenceServer:
             seq, ident = stream.next_seq, None
             stream.next_seq += 1
         if message is None:
-            encoded = encode_event("", id=ident, retry=RETRY_MS)
+            encoded = encode_event("", id=ident, retry=self.retry_ms)
         else:
             encoded = encode_event(json.dumps(message), event="message", id=ident)
         stream.add(seq, encoded, message)
@@ -499,14 +544,21 @@ class ReferenceServer:
 
     @staticmethod
     async def _follow(stream: _Stream, after: int) -> AsyncIterator[bytes]:
-        """The stream's events with a sequence number above ``after``, as they are stored."""
+        """The stream's events with a sequence number above ``after``, as they are stored.
+
+        A follower the store outran (events it never sent were evicted) ends with an error,
+        so its client sees a broken stream, never a silent gap."""
         sent = after
         while True:
             stream.changed.clear()
-            for seq, encoded, _ in list(stream.events):
-                if seq > sent:
-                    sent = seq
-                    yield encoded
+            fresh = [(seq, encoded) for seq, encoded, _ in list(stream.events) if seq > sent]
+            if stream.evicted > sent:
+                raise RuntimeError("the event store outran this stream's reader")
+            for seq, encoded in fresh:
+                sent = seq
+                yield encoded
+            if fresh:
+                continue  # events may have arrived while these were written
             if stream.done:
                 return
             await stream.changed.wait()
@@ -571,7 +623,7 @@ class ReferenceServer:
         seq = found[1]
         if stream.evicted > seq:  # events after the cursor were evicted: refuse, never fake it
             if "torn-replay-after-eviction" in self.faults:  # a fresh stream, new ids, a gap
-                fresh = self._open_stream(session)
+                fresh = self._open_stream(session, size=len(stream.events) + 1)  # served whole
                 for _, _, message in list(stream.events):
                     if message is not None:
                         self._emit(session, fresh, message)

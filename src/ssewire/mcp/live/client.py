@@ -1,0 +1,514 @@
+"""An MCP Streamable HTTP client session that never delivers a torn or duplicated message.
+
+The dual-stream session of the 2025 revisions (the standalone GET stream for what the
+server sends on its own, one SSE stream per POST) and the 2026-07-28 stateless mode, on
+httpx. Every stream goes through one :class:`~ssewire.mcp.guard.ResumptionGuard`:
+
+- messages are routed by JSON-RPC id whatever stream they arrive on; progress by
+  ``progressToken``; server-to-client requests (sampling, roots, elicitation) are answered
+  through the handlers the caller registers;
+- a broken stream is resumed with GET and ``Last-Event-ID`` (after the server's ``retry``),
+  never by re-POSTing the request; an unsafe resumption raises
+  :class:`~ssewire.mcp.guard.UnsafeResumption`; under 2026-07-28 only a request declared
+  idempotent is re-issued, with a new id;
+- a 404 for the session re-initializes it (and is counted): the request was never
+  processed, so it is sent once more in the new session;
+- an idle watchdog counts keep-alive comments as life; nothing waits without a deadline.
+
+    async with Client("http://127.0.0.1:8000/mcp") as client:
+        result = await client.call_tool("countdown", {}, on_progress=print)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+from ...jsonrpc import Message, MessageDecoder
+from ..guard import IdParser, ResumptionGuard, UnsafeResumption
+from ..ledger import REISSUE, RESUME
+from ..profiles import PROFILES
+
+BOTH = "application/json, text/event-stream"
+SSE = "text/event-stream"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO = {"name": "ssewire", "version": "1"}
+NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+class RPCError(Exception):
+    """The server answered a request with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.code = error.get("code")
+        self.error = error
+        super().__init__(f"JSON-RPC error {self.code}: {error.get('message')}")
+
+
+class StreamBroken(Exception):
+    """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
+
+
+class _Broken(Exception):
+    """A stream ended before its answer (reset, idle timeout, or closed early)."""
+
+
+@dataclass
+class ClientStats:
+    ttfb_s: list[float] = field(default_factory=list)  # time to first byte of each SSE answer
+    get_uptime_s: float = 0.0
+    progress_gaps_s: list[float] = field(default_factory=list)
+    resets: int = 0
+    reinitializations: int = 0
+    idle_timeouts: int = 0
+    keepalives: int = 0
+
+    def as_dict(self, guard: ResumptionGuard) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "resumptions": guard.stats.resumptions,
+            "duplicates_dropped": guard.stats.duplicates,
+            "torn_discarded": guard.stats.torn,
+            "unsafe_resumptions": guard.stats.unsafe,
+        }
+
+
+class Client:
+    def __init__(
+        self,
+        url: str,
+        *,
+        profile: str | None = None,
+        handlers: dict[str, Handler] | None = None,
+        on_notification: Callable[[dict[str, Any]], None] | None = None,
+        idle_timeout: float = 30.0,  # below the request deadline: keep-alives come every 15 s
+        timeout: float = 60.0,
+        parse_id: IdParser | None = None,
+        max_resumptions: int = 8,
+        listen: bool = True,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.url = url
+        self.wanted = profile
+        self.handlers = dict(handlers or {})
+        self.on_notification = on_notification
+        self.idle_timeout, self.timeout = idle_timeout, timeout
+        self.parse_id, self.max_resumptions, self.listen = parse_id, max_resumptions, listen
+        self._own_http = http is None
+        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=None))
+        self.version = ""
+        self.session: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.guard = ResumptionGuard(PROFILES[profile or "2025-11-25"], parse_id=parse_id)
+        self.stats = ClientStats()
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._progress: dict[Any, tuple[Callable[[dict[str, Any]], Any], list[float]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._streams = itertools.count(1)
+        self._listener: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- the session ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def modern(self) -> bool:
+        return self.version == "2026-07-28"
+
+    async def connect(self) -> None:
+        """Negotiate (2026-07-28 ``server/discover`` first, unless a profile is given), open
+        the session and, in a 2025 session, the standalone GET stream."""
+        if self.wanted in (None, "2026-07-28"):
+            self.version = "2026-07-28"
+            try:
+                self.server_info = await self.request("server/discover", timeout=min(self.timeout, 10.0))
+                self._use_profile()
+                return
+            except (RPCError, StreamBroken, httpx.HTTPStatusError):
+                if self.wanted == "2026-07-28":
+                    raise
+        await self._initialize(self.wanted or "2025-11-25")
+
+    async def _initialize(self, version: str) -> None:
+        self.version, self.session = version, None
+        params = {"protocolVersion": version, "capabilities": self._capabilities(), "clientInfo": CLIENT_INFO}
+        result = await self._call("initialize", params, fresh_session=True)
+        agreed = result.get("protocolVersion")
+        self.version = agreed if agreed in PROFILES else version
+        self.server_info = result
+        self._use_profile()
+        await self.notify("notifications/initialized")
+        if self.listen and self.session is not None and self._listener is None:
+            self._listener = asyncio.ensure_future(self._listen())
+
+    def _use_profile(self) -> None:
+        profile = PROFILES[self.version]
+        if self.guard.profile != profile:
+            self.guard = ResumptionGuard(profile, parse_id=self.parse_id)
+
+    def _capabilities(self) -> dict[str, Any]:
+        known = {
+            "sampling/createMessage": "sampling",
+            "roots/list": "roots",
+            "elicitation/create": "elicitation",
+        }
+        return {known[m]: {} for m in self.handlers if m in known}
+
+    async def close(self) -> None:
+        """Stop listening, end the session (DELETE), close the connections."""
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.session is not None and not self.modern:
+            try:
+                await self.http.delete(self.url, headers=self._headers(), timeout=5.0)
+            except httpx.HTTPError:
+                pass
+        if self._own_http:
+            await self.http.aclose()
+
+    def statistics(self) -> dict[str, Any]:
+        """Stream health as numbers: TTFB, GET uptime, progress gaps, resets, resumptions..."""
+        return self.stats.as_dict(self.guard)
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, **options: Any
+    ) -> dict[str, Any]:
+        return await self.request("tools/call", {"name": name, "arguments": arguments or {}}, **options)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params:
+            body["params"] = params
+        response = await self.http.post(self.url, content=orjson.dumps(body), headers=self._headers(method))
+        if response.status_code == 404 and self.session is not None:
+            await self._reinitialize()
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        idempotent: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and return its result (or raise :class:`RPCError`)."""
+        return await asyncio.wait_for(
+            self._call(method, params, on_progress=on_progress, idempotent=idempotent),
+            timeout or self.timeout,
+        )
+
+    async def _call(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        idempotent: bool = False,
+        fresh_session: bool = False,
+        reinitialized: bool = False,
+    ) -> dict[str, Any]:
+        ident = next(self._ids)
+        params = dict(params or {})
+        token = None
+        if on_progress is not None:
+            token = f"p{ident}"
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = token
+            params["_meta"] = meta
+            self._progress[token] = (on_progress, [])
+        if self.modern:
+            meta = dict(params.get("_meta") or {})
+            meta.setdefault(META_VERSION, self.version)
+            meta.setdefault(META_CAPABILITIES, self._capabilities())
+            params["_meta"] = meta
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if params:
+            body["params"] = params
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        try:
+            headers = self._headers(method, params.get(NAME_FIELDS.get(method, "")))
+            if fresh_session:
+                headers.pop("Mcp-Session-Id", None)
+                headers.pop("MCP-Protocol-Version", None)
+            request = self.http.build_request("POST", self.url, content=orjson.dumps(body), headers=headers)
+            try:
+                response = await self.http.send(request, stream=True)
+            except httpx.TransportError as exc:  # it may or may not have been processed: never re-sent
+                self.stats.resets += 1
+                raise StreamBroken(f"the connection broke before an answer ({type(exc).__name__})") from None
+            if (
+                response.status_code == 404
+                and self.session is not None
+                and not fresh_session
+                and not reinitialized
+            ):
+                await response.aclose()
+                await self._reinitialize()  # the request was never processed: send it once more
+                self._pending.pop(ident, None)
+                return await self._call(
+                    method, params, on_progress=on_progress, idempotent=idempotent, reinitialized=True
+                )
+            if fresh_session and response.headers.get("mcp-session-id"):
+                self.session = response.headers["mcp-session-id"]
+            await self._answered(response, ident, future, idempotent)
+            result = await future
+        finally:
+            self._pending.pop(ident, None)
+            if token is not None:
+                gaps = self._progress.pop(token, (None, []))[1]
+                self.stats.progress_gaps_s += [round(b - a, 4) for a, b in itertools.pairwise(gaps)]
+        if "error" in result:
+            raise RPCError(result["error"])
+        value = result.get("result")
+        return value if isinstance(value, dict) else {}
+
+    async def _answered(
+        self, response: httpx.Response, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
+    ) -> None:
+        """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != SSE:
+            data = await response.aread()
+            await response.aclose()
+            if response.status_code >= 400 and not data:
+                raise httpx.HTTPStatusError(
+                    f"{response.status_code}", request=response.request, response=response
+                )
+            try:
+                message = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                raise httpx.HTTPStatusError(
+                    f"{response.status_code}: not JSON-RPC", request=response.request, response=response
+                ) from None
+            self._route(message)
+            if not future.done():
+                raise StreamBroken(
+                    f"the answer ({response.status_code}) carries no response to request {ident}"
+                )
+            return
+        stream = f"post-{ident}-{next(self._streams)}"
+        self.guard.open(stream, self.session)
+        attempts = 0
+        current: httpx.Response | None = response
+        while True:
+            try:
+                if current is None:
+                    stream, current = await self._resume(stream)
+                await self._consume(stream, current, future)
+                if future.done():
+                    self.guard.ended(stream)
+                    return
+                raise _Broken("the stream ended before the response")
+            except _Broken:
+                if future.done():
+                    return
+                self.stats.resets += 1
+                recovery = self.guard.broken(stream, idempotent=idempotent)
+                attempts += 1
+                if recovery.action == RESUME and attempts <= self.max_resumptions:
+                    current = None  # resume with GET and Last-Event-ID
+                    continue
+                if recovery.action == REISSUE:
+                    raise StreamBroken(
+                        "the stream broke: re-issue this idempotent request with a new id"
+                    ) from None
+                raise StreamBroken(f"the stream broke: {recovery.reason}") from None
+
+    async def _resume(self, broken: str) -> tuple[str, httpx.Response]:
+        """GET with Last-Event-ID after the server's retry; an error status is a refusal."""
+        resumed = f"{broken.split('/')[0]}/r{next(self._streams)}"
+        cursor = self.guard.resume(broken, resumed, self.session)
+        wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
+        if wait:
+            await asyncio.sleep(wait)
+        headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
+        headers.update({"Accept": SSE, "Last-Event-ID": cursor})
+        try:
+            response = await self.http.send(
+                self.http.build_request("GET", self.url, headers=headers), stream=True
+            )
+        except httpx.TransportError as exc:
+            raise _Broken(type(exc).__name__) from None  # the resumption itself broke: try again
+        if response.status_code != 200:
+            retry_after = response.headers.get("retry-after")
+            await response.aclose()
+            self.guard.refused(
+                resumed,
+                response.status_code,
+                float(retry_after) if retry_after and retry_after.isdigit() else None,
+            )
+        return resumed, response
+
+    _retry_ms: int | None = None
+
+    async def _consume(
+        self, stream: str, response: httpx.Response, future: asyncio.Future[dict[str, Any]] | None
+    ) -> None:
+        """Decode one SSE answer through the guard, routing what it delivers; returns when
+        the stream ends cleanly (or ``future`` is answered), raises _Broken otherwise."""
+        decoder = MessageDecoder(max_event_size=None)
+        start = time.monotonic()
+        first = True
+        pieces = response.aiter_raw()
+        comments = 0
+        try:
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(pieces.__anext__(), self.idle_timeout)
+                except StopAsyncIteration:
+                    break
+                except asyncio.TimeoutError:
+                    self.stats.idle_timeouts += 1
+                    raise _Broken("idle: no event and no keep-alive") from None
+                if first:
+                    self.stats.ttfb_s.append(round(time.monotonic() - start, 4))
+                    first = False
+                for item in self.guard.feed(stream, decoder.feed(chunk)):
+                    if isinstance(item, Message):
+                        self._route(item.payload)
+                if decoder.comments != comments:
+                    self.stats.keepalives += decoder.comments - comments
+                    comments = decoder.comments
+                if decoder.retry is not None:
+                    self._retry_ms = decoder.retry
+                if future is not None and future.done():
+                    break
+        except (httpx.HTTPError, OSError) as exc:
+            self.guard.feed(stream, decoder.close())  # count the torn tail; deliver nothing of it
+            raise _Broken(type(exc).__name__) from None
+        finally:
+            await response.aclose()
+        if future is None or not future.done():
+            self.guard.feed(stream, decoder.close())
+
+    # -- routing -------------------------------------------------------------------------
+
+    def _route(self, message: Any) -> None:
+        """A message goes where its id or progressToken says, whatever stream it came on."""
+        if not isinstance(message, dict):
+            return
+        if "method" not in message:
+            future = self._pending.get(message.get("id"))
+            if future is not None and not future.done():
+                future.set_result(message)
+            return
+        if "id" in message:
+            task = asyncio.ensure_future(self._serve(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        raw = message.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if message["method"] == "notifications/progress" and params.get("progressToken") in self._progress:
+            callback, times = self._progress[params["progressToken"]]
+            times.append(time.monotonic())
+            callback(params)
+        elif self.on_notification is not None:
+            self.on_notification(message)
+
+    async def _serve(self, request: dict[str, Any]) -> None:
+        """Answer a server-to-client request through the caller's handler."""
+        handler = self.handlers.get(request["method"])
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+        if handler is None:
+            reply["error"] = {"code": -32601, "message": f"Method not found: {request['method']}"}
+        else:
+            try:
+                value = handler(request.get("params") or {})
+                if isinstance(value, Awaitable):
+                    value = await value
+                reply["result"] = value
+            except Exception as exc:  # the handler's failure is the server's answer, not ours
+                reply["error"] = {"code": -32603, "message": str(exc)}
+        await self.http.post(self.url, content=orjson.dumps(reply), headers=self._headers())
+
+    # -- the GET stream ------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        """The standalone GET stream, resumed (or reopened) when it breaks; bounded retries."""
+        stream: str | None = None
+        failures = 0
+        while not self._closed and failures <= self.max_resumptions:
+            try:
+                if stream is not None and self.guard.cursor(stream) is not None:
+                    stream, response = await self._resume(stream)
+                else:
+                    stream = f"get-{next(self._streams)}"
+                    headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
+                    headers["Accept"] = SSE
+                    response = await self.http.send(
+                        self.http.build_request("GET", self.url, headers=headers), stream=True
+                    )
+                    if response.status_code != 200:
+                        await response.aclose()
+                        return  # no GET stream here (405): the POST streams carry everything
+                    self.guard.open(stream, self.session)
+                opened = time.monotonic()
+                try:
+                    await self._consume(stream, response, None)
+                    failures = 0
+                except _Broken:
+                    self.stats.resets += 1
+                    self.guard.broken(stream)
+                    failures += 1
+                finally:
+                    self.stats.get_uptime_s = round(self.stats.get_uptime_s + time.monotonic() - opened, 3)
+            except _Broken:
+                failures += 1  # the resumption itself broke: try again from the same cursor
+            except (UnsafeResumption, httpx.HTTPError):
+                stream = None  # start a fresh GET stream
+                failures += 1
+            await asyncio.sleep(min(0.05 * 2**failures, MAX_RETRY_WAIT))
+
+    # -- headers -------------------------------------------------------------------------
+
+    def _headers(self, method: str | None = None, name: Any = None) -> dict[str, str]:
+        headers = {"Accept": BOTH, "Content-Type": "application/json"}
+        if self.modern:
+            headers["MCP-Protocol-Version"] = self.version
+            if method is not None and not method.startswith("notifications/"):
+                headers["Mcp-Method"] = method
+                if isinstance(name, str):
+                    headers["Mcp-Name"] = name
+        else:
+            if self.session is not None:
+                headers["Mcp-Session-Id"] = self.session
+            if self.version and self.version != "2025-03-26":
+                headers["MCP-Protocol-Version"] = self.version
+        return headers
+
+    async def _reinitialize(self) -> None:
+        """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""
+        self.stats.reinitializations += 1
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+            self._listener = None
+        await self._initialize(self.version or "2025-11-25")
