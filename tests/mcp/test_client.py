@@ -227,7 +227,9 @@ def test_an_evicting_store_surfaces_as_unsafe_never_as_a_torn_result():
     def plan(n: int) -> Cut | None:
         return None if n < 2 else Cut(at=rng.randint(1, 300))  # early: before the result
 
-    outcome, stats, _ = _through_proxy(server(store_size=2, countdown_delay=0.02, retry_ms=300), plan, calls=20)
+    outcome, stats, _ = _through_proxy(
+        server(store_size=2, countdown_delay=0.02, retry_ms=300), plan, calls=20
+    )
     assert outcome["torn"] == 0 and outcome["duplicated"] == 0
     assert outcome["intact"] + outcome["unsafe"] + outcome["failed"] == 20
     assert outcome["unsafe"] >= 1 and stats["unsafe_resumptions"] == outcome["unsafe"]
