@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
+
+from ssewire.mcp.live.server import running
 
 
 @contextmanager
-def uvicorn_server(app: Any, *, lifespan: str = "off") -> Iterator[str]:
+def uvicorn_server(app: Any, *, lifespan: Literal["on", "off", "auto"] = "off") -> Iterator[str]:
     """Serve an ASGI app with uvicorn on a free 127.0.0.1 port; yield its base URL."""
-    import uvicorn
-
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    with running(app, lifespan=lifespan) as url:
+        yield url

@@ -9,8 +9,6 @@ Nothing here reports a finding; the rules (:mod:`ssewire.mcp.rules`) turn facts 
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -22,10 +20,9 @@ from ..jsonrpc import InvalidMessage, Kind, Message, MessageDecoder, TornTail, c
 from .ledger import LedgerMessage, Recovery, Stream, StreamLedger
 from .profiles import KNOWN_VERSIONS, Profile, UnknownProfile, resolve
 from .transcript import ABSENT, Exchange, Transcript
+from .wire import META_VERSION, NAME_FIELDS, decode_name
 
 SSE = EVENT_STREAM
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 class Msg(NamedTuple):
@@ -311,22 +308,9 @@ def _headers_2026(ex: Exchange, message: Msg) -> Headers2026:
         meta_version=meta.get(META_VERSION) if isinstance(meta, dict) else None,
         method=stripped(headers.get("mcp-method")),
         name_field=name_field,
-        name=_encoded_value(headers.get("mcp-name")),
+        name=decode_name(headers.get("mcp-name")),
         expected_name=params.get(name_field) if name_field and isinstance(params, dict) else None,
     )
-
-
-def _encoded_value(value: str | None) -> str | None:
-    """Mcp-Name, with the ``=?base64?...?=`` form 2026-07-28 uses for unsafe values decoded."""
-    if value is None:
-        return None
-    value = value.strip(" \t")
-    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (binascii.Error, ValueError):
-            return value
-    return value
 
 
 # -- response bodies ---------------------------------------------------------------

@@ -35,13 +35,9 @@ from ...jsonrpc import Message, MessageDecoder
 from ..guard import IdParser, ResumptionGuard, UnsafeResumption
 from ..ledger import REISSUE, RESUME
 from ..profiles import PROFILES
+from ..wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, request_headers
 
-BOTH = "application/json, text/event-stream"
-SSE = "text/event-stream"
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO = {"name": "ssewire", "version": "1"}
-NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -490,19 +486,7 @@ class Client:
     # -- headers -------------------------------------------------------------------------
 
     def _headers(self, method: str | None = None, name: Any = None) -> dict[str, str]:
-        headers = {"Accept": BOTH, "Content-Type": "application/json"}
-        if self.modern:
-            headers["MCP-Protocol-Version"] = self.version
-            if method is not None and not method.startswith("notifications/"):
-                headers["Mcp-Method"] = method
-                if isinstance(name, str):
-                    headers["Mcp-Name"] = name
-        else:
-            if self.session is not None:
-                headers["Mcp-Session-Id"] = self.session
-            if self.version and self.version != "2025-03-26":
-                headers["MCP-Protocol-Version"] = self.version
-        return headers
+        return request_headers(self.version, self.session, method, name)
 
     async def _reinitialize(self) -> None:
         """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""

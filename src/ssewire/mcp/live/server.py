@@ -17,8 +17,6 @@ Bind it to 127.0.0.1 only (``ssewire serve`` does).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import itertools
 import json
@@ -26,20 +24,19 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..._encoder import encode_event
 from ..._http import JSON, acceptable, media_type
 from ...asgi import EventStreamResponse
 from ..profiles import KNOWN_VERSIONS, resolve
+from ..wire import META_VERSION, NAME_FIELDS, decode_name
 from .faults import resolve as resolve_faults
 
 SERVER_INFO = {"name": "ssewire-reference", "version": "1"}
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 MAX_SESSIONS = 64  # oldest dropped beyond this: memory stays bounded under any client
 MAX_BODY = 1 << 20
 RETRY_MS = 1000
@@ -322,7 +319,7 @@ class ReferenceServer:
         if (headers.get("mcp-method") or "").strip() != message["method"]:
             return -32020, "Mcp-Method disagrees with the body"
         field_name = NAME_FIELDS.get(message["method"])
-        if field_name is not None and _decoded_name(headers.get("mcp-name")) != params.get(field_name):
+        if field_name is not None and decode_name(headers.get("mcp-name")) != params.get(field_name):
             return -32020, "Mcp-Name disagrees with the body"
         if version not in KNOWN_VERSIONS:
             return -32022, f"Unsupported protocol version: {version}"
@@ -426,11 +423,7 @@ class ReferenceServer:
             await self._answer(send, scope, receive, session, ident, result, extra)
         elif name == "ask" and not self.json_response and not self.profile.request_headers:
             stream = self._open_stream(session)
-            task = asyncio.ensure_future(
-                self._ask(session, stream, ident, str(arguments.get("question", "?")))
-            )
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self._spawn(self._ask(session, stream, ident, str(arguments.get("question", "?"))))
             await self._serve_stream(scope, receive, send, session, stream, 0, extra)
         elif name == "countdown":
             count = max(0, min(int(arguments.get("count", 20)), 1000))
@@ -441,13 +434,17 @@ class ReferenceServer:
                 await self._answer(send, scope, receive, session, ident, _text(_filler(size)), extra)
                 return
             stream = self._open_stream(session)
-            task = asyncio.ensure_future(self._countdown(session, stream, ident, token, count, delay, size))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self._spawn(self._countdown(session, stream, ident, token, count, delay, size))
             await self._serve_stream(scope, receive, send, session, stream, 0, extra)
         else:
             result = {**_text(f"unknown tool {name!r}"), "isError": True}
             await self._answer(send, scope, receive, session, ident, result, extra)
+
+    def _spawn(self, work: Any) -> None:
+        """Run a tool in the background: it goes on whether or not anyone reads its stream."""
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def _countdown(
         self, session: _Session, stream: _Stream, ident: Any, token: Any, count: int, delay: float, size: int
@@ -687,18 +684,6 @@ def _text(text: str) -> dict[str, Any]:  # a tool result of one text block
     return {"content": [{"type": "text", "text": text}]}
 
 
-def _decoded_name(value: str | None) -> str | None:
-    if value is None:
-        return None
-    value = value.strip()
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (binascii.Error, ValueError):
-            return value
-    return value
-
-
 def _loopback_host(host: str | None) -> bool:
     if host is None:
         return False
@@ -746,14 +731,17 @@ async def _error(
 
 
 @contextlib.contextmanager
-def running(app: Any, *, port: int = 0) -> Iterator[str]:
+def running(app: Any, *, port: int = 0, lifespan: Literal["on", "off", "auto"] = "on") -> Iterator[str]:
     """Serve ``app`` with uvicorn on 127.0.0.1 in a thread; yield its base URL; stop it."""
     import threading
     import time
 
     import uvicorn
 
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    # log_config=None: leave the caller's logging alone (dictConfig is not thread-safe either)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan, log_config=None
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -15,12 +15,8 @@ from typing import Any, NamedTuple
 from ...jsonrpc import Item, Kind, Message
 from ..diagnostics import CATALOGUE, Verdict
 from ..findings import Level, Status
+from ..wire import META_CAPABILITIES, META_VERSION, SSE, request_headers
 
-BOTH = "application/json, text/event-stream"
-SSE = "text/event-stream"
-JSON = "application/json"
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO = {"name": "ssewire-probe", "version": "1"}
 
 
@@ -159,19 +155,7 @@ class Context:
 
     def headers(self, method: str | None = None, name: str | None = None) -> dict[str, str]:
         """Conforming request headers for the negotiated revision."""
-        headers = {"Accept": BOTH, "Content-Type": JSON}
-        if self.modern:
-            headers["MCP-Protocol-Version"] = self.version
-            if method is not None:
-                headers["Mcp-Method"] = method
-            if name is not None:
-                headers["Mcp-Name"] = name
-        else:
-            if self.session is not None:
-                headers["Mcp-Session-Id"] = self.session
-            if self.version and self.version != "2025-03-26":
-                headers["MCP-Protocol-Version"] = self.version
-        return headers
+        return request_headers(self.version, self.session, method, name)
 
     def request(
         self, method: str, params: dict[str, Any] | None = None, *, name: str, **options: Any

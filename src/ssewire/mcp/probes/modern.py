@@ -7,7 +7,8 @@ import uuid
 from collections.abc import Generator
 
 from ..findings import Level, Status
-from ._plan import SSE, Answer, Context, Received, Send, Step, check
+from ..wire import SSE
+from ._plan import Answer, Context, Received, Send, Step, check
 
 MODERN_IDS = (
     "modern.get-delete-405",

@@ -10,7 +10,8 @@ from ..._http import media_type
 from ..findings import Level, Status
 from ..transcript import from_document
 from ..validate import validate
-from ._plan import JSON, SSE, Answer, Context, Step, check
+from ..wire import JSON, SSE
+from ._plan import Answer, Context, Step, check
 
 # validator code -> the probe diagnostic it answers
 FROM_VALIDATOR = {

@@ -1,0 +1,50 @@
+"""MCP Streamable HTTP on the wire: the names of its headers and ``_meta`` keys, and the
+request headers a conforming client sends. One place for the validator's model, the
+probe's checks, the client and the reference server."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+BOTH = "application/json, text/event-stream"  # the Accept of every POST
+SSE = "text/event-stream"
+JSON = "application/json"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28 _meta keys
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
+MODERN = "2026-07-28"
+
+
+def request_headers(
+    version: str, session: str | None, method: str | None = None, name: object = None
+) -> dict[str, str]:
+    """The headers of a POST under ``version``: Accept and Content-Type always; 2026-07-28
+    the version, Mcp-Method and Mcp-Name of a request; earlier, the session id and (from
+    2025-06-18) the version."""
+    headers = {"Accept": BOTH, "Content-Type": JSON}
+    if version == MODERN:
+        headers["MCP-Protocol-Version"] = version
+        if method is not None and not method.startswith("notifications/"):
+            headers["Mcp-Method"] = method
+            if isinstance(name, str):
+                headers["Mcp-Name"] = name
+        return headers
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    if version and version != "2025-03-26":
+        headers["MCP-Protocol-Version"] = version
+    return headers
+
+
+def decode_name(value: str | None) -> str | None:
+    """Mcp-Name, with the ``=?base64?...?=`` form 2026-07-28 uses for unsafe values decoded."""
+    if value is None:
+        return None
+    value = value.strip(" \t")
+    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return value
+    return value
