@@ -254,9 +254,9 @@ class Client:
                 headers.pop("Mcp-Session-Id", None)
                 headers.pop("MCP-Protocol-Version", None)
             request = self.http.build_request("POST", self.url, content=orjson.dumps(body), headers=headers)
-            try:
-                response = await self.http.send(request, stream=True)
-            except httpx.TransportError as exc:  # it may or may not have been processed: never re-sent
+            try:  # the answer must start within idle_timeout, like any stream
+                response = await asyncio.wait_for(self.http.send(request, stream=True), self.idle_timeout)
+            except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
                 self.stats.resets += 1
                 raise StreamBroken(f"the connection broke before an answer ({type(exc).__name__})") from None
             if (
@@ -347,10 +347,9 @@ class Client:
         headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
         headers.update({"Accept": SSE, "Last-Event-ID": cursor})
         try:
-            response = await self.http.send(
-                self.http.build_request("GET", self.url, headers=headers), stream=True
-            )
-        except httpx.TransportError as exc:
+            request = self.http.build_request("GET", self.url, headers=headers)
+            response = await asyncio.wait_for(self.http.send(request, stream=True), self.idle_timeout)
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:
             raise _Broken(type(exc).__name__) from None  # the resumption itself broke: try again
         if response.status_code != 200:
             retry_after = response.headers.get("retry-after")
