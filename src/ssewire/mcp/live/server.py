@@ -302,9 +302,7 @@ class ReferenceServer:
         elif method == "tools/call":
             await self._call(send, scope, receive, session, message, extra)
         else:
-            await self._answer_error(
-                send, scope, receive, session, ident, -32601, f"Method not found: {method}", extra
-            )
+            await _error(send, 200, ident, -32601, f"Method not found: {method}", extra)
 
     def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
         """2026-07-28: the headers must agree with the body (requests only)."""
@@ -378,20 +376,6 @@ class ReferenceServer:
         self._emit(session, stream, reply)
         stream.finish()
         await self._serve_stream(scope, receive, send, session, stream, 0, extra)
-
-    async def _answer_error(
-        self,
-        send: Any,
-        scope: Any,
-        receive: Any,
-        session: _Session,
-        ident: Any,
-        code: int,
-        text: str,
-        extra: list[tuple[str, str]],
-    ) -> None:
-        reply = {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": text}}
-        await _respond(send, 200, json.dumps(reply).encode(), [("content-type", JSON), *extra])
 
     async def _call(
         self,

@@ -2,7 +2,7 @@
 
 A check is a generator: it yields a :class:`Send` (or a :class:`Together` of several to
 run at once), receives the :class:`Received` answer(s), and records verdicts on the
-:class:`Context`. It never touches a socket, so the whole protocol knowledge of the probe
+:class:`Context`; a check that only judges what the others received is a plain function. It never touches a socket, so the whole protocol knowledge of the probe
 is here and testable without a server; ``ssewire.mcp.live.probe`` only moves bytes.
 """
 
@@ -95,7 +95,8 @@ _SHOWN = frozenset(
 
 Step = Send | Together
 Answer = Received | list[Received]
-Check = Callable[["Context"], Generator[Step, Answer, None]]
+# A check either drives requests (a generator) or only judges what came back (returns None).
+Check = Callable[["Context"], "Generator[Step, Answer, None] | None"]
 
 
 @dataclass

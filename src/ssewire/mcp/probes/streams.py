@@ -15,7 +15,7 @@ PROGRESS = "notifications/progress"
 
 
 @check("stream.priming-missing")
-def priming(ctx: Context) -> Generator[Step, Answer, None]:
+def priming(ctx: Context) -> None:
     """2025-11-25: a server that resumes streams (it sends event ids) opens each SSE answer to
     a POST with an event id and empty data, so a cut before the first message can resume
     (judged over the answers so far, so it runs after the handshake)."""
@@ -44,8 +44,6 @@ def priming(ctx: Context) -> Generator[Step, Answer, None]:
             "stream.priming-missing",
             f"{len(streams)} SSE answers open with a priming event ({retry} with retry)",
         )
-    return
-    yield  # judges what was received: sends nothing
 
 
 @check("stream.keepalive-missing", "stream.idle-closed")
@@ -84,7 +82,7 @@ def idle_stream(ctx: Context) -> Generator[Step, Answer, None]:
 
 
 @check("stream.buffered")
-def buffering(ctx: Context) -> Generator[Step, Answer, None]:
+def buffering(ctx: Context) -> None:
     """Suspected when a streaming tool's progress arrives bunched at the end of its answer."""
     run = ctx.figures.get("full_run")
     if not isinstance(run, Received):
@@ -105,8 +103,6 @@ def buffering(ctx: Context) -> Generator[Step, Answer, None]:
         ctx.passed(
             "stream.buffered", f"{len(times)} progress notifications arrived as sent (spread {spread:.2f} s)"
         )
-    return
-    yield  # judges the handshake's run: sends nothing
 
 
 @check("stream.cross-stream-duplicate")

@@ -4,14 +4,12 @@ exchanges (so the probe and ``ssewire validate`` agree where both can see a faul
 
 from __future__ import annotations
 
-from collections.abc import Generator
-
 from ..._http import media_type
 from ..findings import Level, Status
 from ..transcript import from_document
 from ..validate import validate
 from ..wire import JSON, SSE
-from ._plan import Answer, Context, Step, check
+from ._plan import Context, check
 
 # validator code -> the probe diagnostic it answers
 FROM_VALIDATOR = {
@@ -23,7 +21,7 @@ FROM_VALIDATOR = {
 
 
 @check("transport.sse-content-type-mismatch", "transport.target-rate-limited-429")
-def what_came_back(ctx: Context) -> Generator[Step, Answer, None]:
+def what_came_back(ctx: Context) -> None:
     """Judged over every answer of the probe (so it runs after the other checks)."""
     wrong = []
     for answer in ctx.received:
@@ -54,12 +52,10 @@ def what_came_back(ctx: Context) -> Generator[Step, Answer, None]:
         )
     else:
         ctx.passed("transport.target-rate-limited-429", "no 429 from the target")
-    return
-    yield  # a generator that sends nothing
 
 
 @check(*FROM_VALIDATOR.values())
-def recorded_streams(ctx: Context) -> Generator[Step, Answer, None]:
+def recorded_streams(ctx: Context) -> None:
     if ctx.recording is None:
         for ident in FROM_VALIDATOR.values():
             ctx.not_checked(ident, "nothing was recorded")
@@ -81,5 +77,3 @@ def recorded_streams(ctx: Context) -> Generator[Step, Answer, None]:
             ctx.not_checked(ident, "fewer than two streams carried event ids")
         else:
             ctx.passed(ident, "the validator found no such fault in the recording")
-    return
-    yield  # judges the recording: sends nothing
