@@ -1,7 +1,8 @@
 """A fault-injection TCP proxy for tests: forwards bytes between a client and a server on
 127.0.0.1 and breaks connections on purpose.
 
-Per connection, a plan (``plan(n) -> Cut | None``, n counting connections from 0) may cut
+Per connection, a plan (``plan(n, head) -> Cut | None``: n counts connections from 0, head
+is the first bytes the client sent, so a plan can pick requests by method or body) may cut
 the server-to-client bytes at an offset (inside an event, inside a CRLF, inside a
 multi-byte character: the offset decides), delay them, split them into small writes, or
 half-close instead of resetting. Bounded: every connection ends when either side does or
@@ -16,6 +17,8 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+Plan = Callable[[int, bytes], "Cut | None"]
 
 
 @dataclass(frozen=True)
@@ -35,30 +38,49 @@ class Stats:
 
 
 class FaultProxy:
-    def __init__(self, target_port: int, plan: Callable[[int], Cut | None]) -> None:
+    def __init__(self, target_port: int, plan: Plan) -> None:
         self.target_port, self.plan = target_port, plan
         self.stats = Stats()
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         n = self.stats.connections
         self.stats.connections += 1
-        cut = self.plan(n) or Cut()
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)  # a strong reference: asyncio keeps only weak ones
+        task.add_done_callback(self._handlers.discard)
         try:
+            head = await asyncio.wait_for(self._request(client_r), 10)
             server_r, server_w = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.CancelledError):
             client_w.close()
             return
+        cut = self.plan(n, head) or Cut()
+        server_w.write(head)
         upstream = asyncio.ensure_future(self._pipe(client_r, server_w))
         try:
             await self._answer(server_r, client_w, cut)
+        except (asyncio.CancelledError, OSError):
+            pass  # the client left, or the proxy stops: end quietly (3.11 logs what a handler raises)
         finally:
             upstream.cancel()
             for writer in (server_w, client_w):
                 with contextlib.suppress(Exception):
                     writer.close()
+
+    @staticmethod
+    async def _request(reader: asyncio.StreamReader) -> bytes:
+        """The first request's head and its body (by Content-Length): what the plan sees."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        for line in head.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length" and value.strip().isdigit():
+                return head + await reader.readexactly(min(int(value), 1 << 20))
+        return head
 
     @staticmethod
     async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -99,7 +121,7 @@ class FaultProxy:
 
 
 @contextlib.contextmanager
-def fault_proxy(target_port: int, plan: Callable[[int], Cut | None]) -> Iterator[FaultProxy]:
+def fault_proxy(target_port: int, plan: Plan) -> Iterator[FaultProxy]:
     """Run a proxy in its own thread and event loop; yield it (``proxy.port``); stop it."""
     proxy = FaultProxy(target_port, plan)
     ready = threading.Event()
@@ -126,10 +148,12 @@ def fault_proxy(target_port: int, plan: Callable[[int], Cut | None]) -> Iterator
         async def stop() -> None:
             assert proxy._server is not None
             proxy._server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
+            others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()

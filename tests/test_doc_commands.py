@@ -34,6 +34,9 @@ COVERED_ELSEWHERE = {
     "python -m pytest bench --benchmark-only --benchmark-min-rounds=5 --benchmark-json=bench/results.json": (
         "the full benchmark run (about 20 minutes); .ci/run runs the same suite in quick mode"
     ),
+    "python scripts/reset_table.py": (
+        "tests/mcp/test_resets.py runs it (--resets 20 --print); the full run rewrites docs/client.md"
+    ),
     "python bench/render.py bench/results.json": "renders a saved full run; run after each one (docs/benchmarks.md)",
 }
 

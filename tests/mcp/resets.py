@@ -1,0 +1,216 @@
+"""Resets through the fault proxy, counted the same way for any client.
+
+One harness for the ssewire ``Client`` and the official MCP Python SDK client: the same
+reference server (a store that keeps every event), the same seeded cut offsets on the
+same connections (a tool call's POST answer and its GET resumptions; never the
+initialize handshake or a standalone GET stream), and one tally per call:
+
+- intact: the 4 MiB result, byte-identical;
+- torn: a result that is not (a truncated or spliced text delivered as if whole);
+- duplicated: a progress notification delivered twice;
+- an explicit error: ``unsafe`` (refused resumption), ``no_answer`` (the connection died
+  before any answer began), ``failed`` (any other raised error);
+- hung: no outcome before the call's deadline.
+
+Used by ``tests/mcp/test_client.py`` and by ``scripts/reset_table.py``, which writes the
+side-by-side rows of ``docs/client.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ssewire.mcp.guard import UnsafeResumption
+from ssewire.mcp.live.client import Client, StreamBroken
+from ssewire.mcp.live.server import ReferenceServer, _filler, running
+
+from ..faultproxy import Cut, Plan, fault_proxy
+from ..faultproxy import Stats as ProxyStats
+
+MIB = 1 << 20
+RESULT_SIZE = 4 * MIB
+PROGRESS = 4  # progress notifications before each result
+
+
+@dataclass
+class Tally:
+    intact: int = 0
+    torn: int = 0
+    duplicated: int = 0
+    unsafe: int = 0
+    failed: int = 0
+    no_answer: int = 0
+    hung: int = 0
+    client: dict[str, Any] = field(default_factory=dict)  # the client's own statistics, if any
+    reasons: Counter[str] = field(default_factory=Counter)  # what the explicit errors said
+
+    def counts(self) -> dict[str, int]:
+        return {k: v for k, v in self.__dict__.items() if isinstance(v, int)}
+
+    @property
+    def calls(self) -> int:
+        return sum(self.counts().values())
+
+
+def reference_server(**options: Any) -> ReferenceServer:
+    # retry 10 ms: both clients wait the server's retry before each resumption
+    return ReferenceServer(**{"keepalive": 0.2, "countdown_delay": 0.005, "retry_ms": 10, **options})
+
+
+def answers_a_tool_call(head: bytes) -> bool:
+    """A tool call's POST, or a GET resuming a stream: the connections the cuts may hit."""
+    if head.startswith(b"POST "):
+        return b'"tools/call"' in head
+    return head.startswith(b"GET ") and b"last-event-id:" in head.lower()
+
+
+def random_cuts(resets: int, seed: int = 2026, low: int = 1024, high: int = RESULT_SIZE + 2000) -> Plan:
+    """Cut 4 in 5 tool-call connections at a random offset of their answer, until ``resets``
+    cuts were planned. Offsets start after the first kilobyte (headers and the priming
+    event): before any event id there is nothing to resume from, a case of its own."""
+    rng = random.Random(seed)
+    planned = 0
+
+    def plan(n: int, head: bytes) -> Cut | None:
+        nonlocal planned
+        if not answers_a_tool_call(head) or planned >= resets or rng.random() >= 0.8:
+            return None
+        planned += 1
+        return Cut(at=rng.randint(low, high))
+
+    return plan
+
+
+def no_keepalive_httpx() -> httpx.AsyncClient:
+    # one connection per request, so the proxy's per-connection plan is a per-request plan
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(60, read=None), limits=httpx.Limits(max_keepalive_connections=0)
+    )
+
+
+Caller = Callable[[str, int, Tally, float], Awaitable[None]]
+
+
+def _score(tally: Tally, text: str, ticks: list[float], expected: str) -> None:
+    got = hashlib.sha256(text.encode()).hexdigest()
+    if got == expected:
+        tally.intact += 1
+    else:
+        tally.torn += 1
+    if len(ticks) != len(set(ticks)):
+        tally.duplicated += 1
+
+
+EXPECTED = hashlib.sha256(_filler(RESULT_SIZE).encode()).hexdigest()
+ARGUMENTS = {"count": PROGRESS, "size": RESULT_SIZE}
+
+
+def ssewire_client(**options: Any) -> Caller:
+    """``calls`` tool calls through the ssewire ``Client`` (2025-11-25, no GET stream)."""
+
+    async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
+        async with (
+            no_keepalive_httpx() as http,
+            Client(url, profile="2025-11-25", listen=False, http=http, timeout=deadline, **options) as client,
+        ):
+            for _ in range(calls):
+                progress: list[dict[str, Any]] = []
+                try:
+                    result = await client.call_tool("countdown", ARGUMENTS, on_progress=progress.append)
+                except UnsafeResumption:
+                    tally.unsafe += 1
+                    continue
+                except StreamBroken as broken:
+                    # before any answer began, the request may or may not have been processed:
+                    # reported, never replayed; anything later is a failure to resume
+                    tally.reasons[str(broken)] += 1
+                    if "before an answer" in str(broken):
+                        tally.no_answer += 1
+                    else:
+                        tally.failed += 1
+                    continue
+                except TimeoutError:
+                    tally.hung += 1
+                    continue
+                _score(tally, result["content"][0]["text"], [p["progress"] for p in progress], EXPECTED)
+            tally.client = client.statistics()
+
+    return calls_through
+
+
+def sdk_client(max_sse_event_size: int | None = None) -> Caller:
+    """``calls`` tool calls through the official MCP Python SDK client (``mcp.Client`` on its
+    Streamable HTTP transport, initialize handshake), its SSE event cap as given."""
+
+    async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
+        import httpx2
+        from mcp import Client as SDKClient
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(30, read=300), limits=httpx2.Limits(max_keepalive_connections=0)
+        )
+        transport = streamable_http_client(url, http_client=http, max_sse_event_size=max_sse_event_size)
+        async with http, SDKClient(transport, mode="legacy") as client:
+            for _ in range(calls):
+                ticks: list[float] = []
+
+                async def progress(
+                    value: float, total: float | None, message: str | None, ticks: list[float] = ticks
+                ) -> None:
+                    ticks.append(value)
+
+                try:
+                    result = await asyncio.wait_for(
+                        client.call_tool("countdown", ARGUMENTS, progress_callback=progress), deadline
+                    )
+                except TimeoutError:
+                    tally.hung += 1
+                    continue
+                except Exception as error:  # the SDK's explicit failure (MCPError, a transport error)
+                    tally.failed += 1
+                    tally.reasons[f"{type(error).__name__}: {error}"[:120]] += 1
+                    continue
+                if result.is_error:
+                    tally.failed += 1
+                    tally.reasons["isError result"] += 1
+                    continue
+                _score(tally, result.content[0].text, ticks, EXPECTED)
+
+    return calls_through
+
+
+def through_proxy(
+    caller: Caller, plan: Plan, calls: int, *, app: ReferenceServer | None = None, deadline: float = 30.0
+) -> tuple[Tally, ProxyStats]:
+    """Run ``calls`` calls through a proxy cutting as ``plan`` says; count what arrived."""
+    tally = Tally()
+    with (
+        running(app or reference_server(store_size=64)) as base,
+        fault_proxy(urlsplit(base).port, plan) as proxy,
+    ):
+        asyncio.run(caller(f"http://127.0.0.1:{proxy.port}/mcp", calls, tally, deadline))
+    return tally, proxy.stats
+
+
+def calls_for(resets: int) -> int:
+    """About four cuts fall on a call (its POST and its resumptions): enough calls for every reset."""
+    return max(10, resets * 3 // 10)
+
+
+ROWS: dict[str, Callable[[], Caller]] = {
+    "ssewire `Client`": lambda: ssewire_client(max_resumptions=64),
+    "`mcp` SDK client, event cap lifted": lambda: sdk_client(None),
+    "`mcp` SDK client as shipped (1 MiB event cap)": lambda: sdk_client(MIB),
+}
+
+__all__ = ["ROWS", "Tally", "calls_for", "random_cuts", "reference_server", "through_proxy"]
