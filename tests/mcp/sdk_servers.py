@@ -4,10 +4,13 @@ store (the SDK ships only the interface) and the app the probe is pointed at."""
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import SamplingMessage, TextContent
 from pydantic import BaseModel
 
 
@@ -34,21 +37,40 @@ class MemoryEventStore(EventStore):
         return stream
 
 
+def text_of_size(size: int) -> str:
+    """``size`` characters, multi-byte ones among them, so a cut can fall inside one."""
+    return ("résumé ✓ " * (size // 9 + 1))[:size]
+
+
 class Value(BaseModel):
     value: int
 
 
 def probe_app(*, stateless: bool = False, json_response: bool = False, store: bool = False) -> Any:
-    """The SDK's Streamable HTTP app with the tools the probe calls: ``countdown`` streams
-    progress, ``structured`` declares an outputSchema (derived from its return type)."""
+    """The SDK's Streamable HTTP app with the tools the probe and the client tests call:
+    ``countdown`` streams progress (then "done", or ``size`` characters of text),
+    ``structured`` declares an outputSchema (derived from its return type), ``ask`` sends
+    the client a sampling request."""
     server = MCPServer("ssewire-probe-target", version="0", log_level="WARNING")
 
     @server.tool()
-    async def countdown(ctx: Context, count: int = 20) -> str:
+    async def countdown(ctx: Context, count: int = 20, size: int = 0, delay: float = 0.02) -> str:
         for i in range(1, count + 1):
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(delay)
             await ctx.report_progress(i, count)
-        return "done"
+        return text_of_size(size) if size else "done"
+
+    @server.tool()
+    async def ask(ctx: Context, question: str, related: bool = True) -> str:
+        # related: on the call's own stream; otherwise on the standalone GET stream
+        with warnings.catch_warnings():  # deprecated in 2026-07-28; these sessions are 2025-11-25
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            reply = await ctx.session.create_message(
+                [SamplingMessage(role="user", content=TextContent(type="text", text=question))],
+                max_tokens=16,
+                related_request_id=ctx.request_id if related else None,
+            )
+        return reply.content.text if isinstance(reply.content, TextContent) else str(reply.content)
 
     @server.tool()
     def structured(n: int = 1) -> Value:

@@ -100,6 +100,7 @@ def test_keep_alive_comments_count_as_life_on_the_get_stream():
     with running(server()) as base:
         stats = asyncio.run(main(base + "/mcp"))
     assert stats["keepalives"] >= 2 and stats["idle_timeouts"] == 0
+    assert 0.6 <= stats["get_uptime_s"] < 5  # the GET stream open now counts
 
 
 def test_the_2026_07_28_stateless_mode():

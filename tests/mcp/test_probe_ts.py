@@ -16,18 +16,11 @@ checked by requests sent by hand; see docs/probe.md):
 - priming events and resumption only with an event store; stateless mode answers GET 405.
 
 The tests skip only when node is missing, and SSEWIRE_REQUIRE_NODE=1 (set by .ci/run)
-turns that skip into a failure.
+turns that skip into a failure (``ts_servers.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import pathlib
-import shutil
-import subprocess
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -35,38 +28,9 @@ import pytest
 from ssewire.mcp.diagnostics import CATALOGUE
 from ssewire.mcp.live.probe import run_probe
 
-SERVER = pathlib.Path(__file__).resolve().parent.parent / "ts_server"
-NODE = shutil.which("node")
+from .ts_servers import require_node, ts_server
 
-if NODE is None:
-    if os.environ.get("SSEWIRE_REQUIRE_NODE") == "1":
-        pytest.fail("SSEWIRE_REQUIRE_NODE=1 but node is not on the PATH", pytrace=False)
-    pytest.skip("node is not installed", allow_module_level=True)
-
-
-@contextlib.contextmanager
-def ts_server(*flags: str) -> Iterator[str]:
-    if not (SERVER / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
-        pytest.fail("the TypeScript SDK is not installed: run npm ci --prefix tests/ts_server")
-    process = subprocess.Popen(
-        [NODE, "server.mjs", *flags],
-        cwd=SERVER,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        line = process.stdout.readline()  # {"port": N} once it listens
-        yield f"http://127.0.0.1:{json.loads(line)['port']}/mcp"
-    finally:
-        process.stdin.close()  # the server exits when stdin closes
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
+require_node()
 
 D, N = "detected", "not-checked"  # a diagnostic not named in a row is expected to pass
 COMMON = {

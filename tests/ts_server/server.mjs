@@ -1,15 +1,22 @@
 // The official MCP TypeScript SDK's Streamable HTTP server, as its documentation sets it up,
-// for tests/mcp/test_probe_ts.py. Binds 127.0.0.1 on a free port, prints {"port": N} on
-// stdout, and exits when stdin closes (the test's process ends it either way).
+// for tests/mcp/test_probe_ts.py and test_client_sdk.py. Binds 127.0.0.1 on a free port (or
+// --port N), prints {"port": N} on stdout, and exits when stdin closes (the test's process
+// ends it either way).
 //
-//   node server.mjs [--stateless] [--json] [--store]
+//   node server.mjs [--stateless] [--json] [--store] [--port N]
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CreateMessageResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
-const args = new Set(process.argv.slice(2));
+// size characters, multi-byte ones among them, so a cut can fall inside one
+const textOfSize = (size) => "résumé ✓ ".repeat(Math.floor(size / 9) + 1).slice(0, size);
+
+const argv = process.argv.slice(2);
+const args = new Set(argv);
+const port = argv.includes("--port") ? Number(argv[argv.indexOf("--port") + 1]) : 0;
 const stateless = args.has("--stateless");
 const json = args.has("--json");
 const withStore = args.has("--store");
@@ -44,16 +51,33 @@ function mcpServer() {
   const server = new McpServer({ name: "ssewire-ts-probe-target", version: "0" });
   server.registerTool(
     "countdown",
-    { description: "progress notifications, then a result", inputSchema: { count: z.number().optional() } },
-    async ({ count = 20 }, extra) => {
+    {
+      description: "progress notifications, then a result (size characters, or done)",
+      inputSchema: { count: z.number().optional(), size: z.number().optional(), delay: z.number().optional() },
+    },
+    async ({ count = 20, size = 0, delay = 0.02 }, extra) => {
       const token = extra._meta?.progressToken;
       for (let i = 1; i <= count; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise((resolve) => setTimeout(resolve, delay * 1000));
         if (token !== undefined) {
           await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: count } });
         }
       }
-      return { content: [{ type: "text", text: "done" }] };
+      return { content: [{ type: "text", text: size ? textOfSize(size) : "done" }] };
+    },
+  );
+  server.registerTool(
+    "ask",
+    { description: "asks the client for a sampling answer", inputSchema: { question: z.string() } },
+    async ({ question }, extra) => {
+      const reply = await extra.sendRequest(
+        {
+          method: "sampling/createMessage",
+          params: { messages: [{ role: "user", content: { type: "text", text: question } }], maxTokens: 16 },
+        },
+        CreateMessageResultSchema,
+      );
+      return { content: [{ type: "text", text: reply.content.text }] };
     },
   );
   server.registerTool(
@@ -120,7 +144,7 @@ const httpServer = http.createServer(async (req, res) => {
   }
 });
 
-httpServer.listen(0, "127.0.0.1", () => {
+httpServer.listen(port, "127.0.0.1", () => {
   process.stdout.write(JSON.stringify({ port: httpServer.address().port }) + "\n");
 });
 process.stdin.on("end", () => process.exit(0));

@@ -114,6 +114,7 @@ class Client:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._streams = itertools.count(1)
         self._listener: asyncio.Task[None] | None = None
+        self._get_opened: float | None = None  # when the GET stream open now was opened
         self._closed = False
 
     # -- the session ---------------------------------------------------------------------
@@ -187,7 +188,12 @@ class Client:
 
     def statistics(self) -> dict[str, Any]:
         """Stream health as numbers: TTFB, GET uptime, progress gaps, resets, resumptions..."""
-        return self.stats.as_dict(self.guard)
+        return {**self.stats.as_dict(self.guard), "get_uptime_s": self._get_uptime()}
+
+    def _get_uptime(self) -> float:
+        """The GET streams' time open so far, the one open now included."""
+        now = 0.0 if self._get_opened is None else time.monotonic() - self._get_opened
+        return round(self.stats.get_uptime_s + now, 3)
 
     # -- requests ------------------------------------------------------------------------
 
@@ -465,7 +471,7 @@ class Client:
                         await response.aclose()
                         return  # no GET stream here (405): the POST streams carry everything
                     self.guard.open(stream, self.session)
-                opened = time.monotonic()
+                self._get_opened = time.monotonic()
                 try:
                     await self._consume(stream, response, None)
                     failures = 0
@@ -474,7 +480,8 @@ class Client:
                     self.guard.broken(stream)
                     failures += 1
                 finally:
-                    self.stats.get_uptime_s = round(self.stats.get_uptime_s + time.monotonic() - opened, 3)
+                    self.stats.get_uptime_s = self._get_uptime()
+                    self._get_opened = None
             except _Broken:
                 failures += 1  # the resumption itself broke: try again from the same cursor
             except (UnsafeResumption, httpx.HTTPError):

@@ -722,9 +722,16 @@ def running(app: Any, *, port: int = 0, lifespan: Literal["on", "off", "auto"] =
 
     import uvicorn
 
-    # log_config=None: leave the caller's logging alone (dictConfig is not thread-safe either)
+    # log_config=None: leave the caller's logging alone (dictConfig is not thread-safe either);
+    # a bounded graceful shutdown: an open GET stream would otherwise hold the stop forever
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan, log_config=None
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan=lifespan,
+        log_config=None,
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
