@@ -108,6 +108,20 @@ def memory_rows(records: Iterable[Record]) -> list[list[str]]:
     ]
 
 
+def client_rows(records: Iterable[Record]) -> list[list[str]]:
+    rows = []
+    for workload, group in _by(records, "client").items():
+        ours = [r["min"] for r in group if r["ours"]]
+        for r in sorted(group, key=lambda r: r["min"]):
+            per_unit = r["min"] / r["units"]
+            shown = f"{per_unit * 1e3:,.2f} ms" if per_unit >= 1e-3 else f"{per_unit * 1e6:,.1f} µs"
+            ratio = f"{r['min'] / ours[0]:.2f}x" if ours else "-"
+            rows.append(
+                [workload, r["contender"], f"{shown} per {r['unit']}", ratio, f"{r['peak'] / 2**20:,.1f}"]
+            )
+    return rows
+
+
 def _by_contender(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
     groups: dict[str, list[Record]] = defaultdict(list)
     for record in records:
@@ -141,6 +155,11 @@ TABLES = (
         "Growth: one event fed in 1 KiB chunks (linear = time grows like bytes)",
         ["decoder", "event", "ms", "growth", "x floor"],
         growth_rows,
+    ),
+    (
+        "MCP clients end to end against the reference server in its own process (time = min over rounds)",
+        ["workload", "client", "time", "time vs ssewire Client", "peak MiB (tracemalloc, one call)"],
+        client_rows,
     ),
     (
         "Peak memory decoding one event (tracemalloc)",

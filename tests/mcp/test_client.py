@@ -134,3 +134,22 @@ def test_2026_07_28_never_resumes_and_reissues_only_what_is_idempotent(idempoten
         said = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
     assert ("re-issue this idempotent request" in said) is idempotent
     assert said != "completed"
+
+
+def test_the_same_progress_on_two_streams_reaches_the_caller_once():
+    """The server's broadcast-two-streams fault sends each progress notification on the
+    call's stream and on the GET stream: the guard drops the copy, whichever came first."""
+
+    async def main(url):
+        seen = []
+        async with Client(url, profile="2025-11-25") as client:
+            await asyncio.sleep(0.2)  # the GET stream is open
+            await client.call_tool(
+                "countdown", {"count": 6, "size": 10, "delay": 0.02}, on_progress=seen.append
+            )
+            return seen, client.statistics()
+
+    with running(server(faults=["broadcast-two-streams"])) as base:
+        seen, stats = asyncio.run(main(base + "/mcp"))
+    assert [p["progress"] for p in seen] == [1, 2, 3, 4, 5, 6]
+    assert stats["duplicates_dropped"] == 6 and stats["unsafe_resumptions"] == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from ssewire.jsonrpc import Message, MessageDecoder
 from ssewire.mcp import PROFILES
 from ssewire.mcp.guard import ResumptionGuard, UnsafeResumption
-from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME
+from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME, StreamLedger
 
 V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
 
@@ -126,6 +127,55 @@ def test_with_an_id_parser_a_fresh_stream_or_a_step_back_is_unsafe():
     assert caught.value.kind == "not-a-continuation"
     _, first, rest = cut_then_resume(sse(ORIGINAL[4:]), cut=cut, parse_id=parse)
     assert first + rest == MESSAGES
+
+
+def test_events_without_an_id_line_keep_the_last_id_and_are_not_replays():
+    """After a priming event, id-less events inherit its id (WHATWG): they are delivered,
+    and neither deduplicated by that id nor taken for a changed payload."""
+    guard = ResumptionGuard(V11)
+    guard.open("get")
+    delivered = read(guard, "get", sse([("g-0", None), (None, progress(1)), (None, progress(2))]))
+    assert delivered == [progress(1), progress(2)]
+    assert guard.cursor("get") == "g-0" and guard.stats.duplicates == 0 and guard.stats.unsafe == 0
+
+
+def test_a_copy_of_a_delivered_message_on_a_fresh_stream_is_dropped():
+    """The same notification on the call's stream and on the GET stream (a broadcast): the
+    second copy is dropped and counted, whichever stream brings it."""
+    guard = ResumptionGuard(V11)
+    guard.open("call", "s")
+    guard.open("get", "s")
+    assert read(guard, "call", sse([("c-1", progress(1))])) == [progress(1)]
+    assert read(guard, "get", sse([(None, progress(1)), (None, progress(2))])) == [progress(2)]
+    assert guard.stats.duplicates == 1 and guard.stats.unsafe == 0
+
+
+def test_a_long_session_stays_bounded():
+    """Chains that are finished are forgotten and the ledger keeps at most ``bound`` ids and
+    messages: thousands of calls later, the guard holds no more than after the first few."""
+    guard = ResumptionGuard(V11, ledger=StreamLedger(V11, bound=100))
+
+    def one_call(n: int) -> None:
+        name = f"post-{n}"
+        guard.open(name, "session")
+        delivered = read(
+            guard, name, sse([(f"{n}-0", None), (f"{n}-1", progress(n)), (f"{n}-2", result(str(n)))])
+        )
+        assert delivered == [progress(n), result(str(n))]
+        guard.ended(name)
+        guard.finish(name)
+
+    for n in range(300):
+        one_call(n)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(300, 3300):
+            one_call(n)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, grown  # unbounded, it would be about 3,000 x 1 KiB
 
 
 def test_a_refusal_is_raised_as_such():

@@ -30,6 +30,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--keepalive", type=float, default=15.0, metavar="S", help="seconds between keep-alive comments"
     )
+    parser.add_argument(
+        "--store-size",
+        type=int,
+        default=16,
+        metavar="N",
+        help="events each stream keeps for resumption (default 16); a reader the store outran is cut",
+    )
     parser.add_argument("--list-faults", action="store_true", help="list the faults and exit")
 
 
@@ -52,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         keepalive=args.keepalive,
         json_response=args.json_response,
         stateless=args.stateless,
+        store_size=args.store_size,
     )
     print(
         f"ssewire serve: http://{args.host}:{args.port}{app.path} (faults: {', '.join(sorted(app.faults)) or 'none'})",

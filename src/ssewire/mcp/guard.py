@@ -9,6 +9,8 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
   decoder, never a message), never appended to;
 - on a resumed stream, an event id already delivered is a duplicate: dropped (and counted)
   when its payload is the same, unsafe when it differs;
+- a message another stream already delivered, arriving on a fresh (not resumed) stream,
+  is a copy: dropped and counted as a duplicate;
 - a resumed stream that restarts (a delivered message again under a new id), replays
   another stream, or (with an id parser) goes back or jumps to another stream is
   *unsafe*: :class:`UnsafeResumption` is raised and the caller must start over; an
@@ -26,8 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail, classify
-from .ledger import LedgerMessage, Recovery, StreamLedger, canonical
+from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint
 from .profiles import Profile
+
+BOUND = 65_536  # ids and messages a guard's ledger remembers for finding copies; oldest go first
 
 # parse_id(event_id) -> (stream key, position), or None when the id is not the parser's shape
 IdParser = Callable[[str], "tuple[Hashable, int] | None"]
@@ -75,10 +79,11 @@ class ResumptionGuard:
     ) -> None:
         self.profile = profile
         self.parse_id = parse_id
-        self.ledger = ledger or StreamLedger(profile)
+        self.ledger = ledger or StreamLedger(profile, bound=BOUND)
         self.stats = GuardStats()
         self._chains: dict[str, _Chain] = {}  # stream name -> its chain
         self._resuming: dict[str, str] = {}  # resumed stream -> the cursor it was opened with
+        self._last_id: dict[str, str] = {}  # stream -> the id its previous event carried
 
     # -- streams ---------------------------------------------------------------------
 
@@ -86,6 +91,7 @@ class ResumptionGuard:
         """A new stream (a POST's answer, or a standalone GET)."""
         self.ledger.open(stream, scope)
         self._chains[stream] = _Chain(stream)
+        self._last_id[stream] = ""
 
     def resume(self, broken: str, stream: str, scope: Hashable = None) -> str:
         """Open ``stream`` as the resumption of ``broken``; returns the Last-Event-ID to send.
@@ -100,6 +106,7 @@ class ResumptionGuard:
         self.ledger.open(stream, scope, last_event_id=chain.cursor)
         self._chains[stream] = chain
         self._resuming[stream] = chain.cursor
+        self._last_id[stream] = ""  # a new connection: its decoder starts with no id
         self.stats.resumptions += 1
         return chain.cursor
 
@@ -114,11 +121,16 @@ class ResumptionGuard:
                 self.stats.torn_bytes += item.discarded
                 continue
             event_id = item.event_id
+            if event_id == self._last_id[stream]:
+                # an event without an id line keeps the stream's last id (WHATWG): that is no
+                # new id to dedupe by or resume from; its messages are still checked below
+                event_id = ""
+            self._last_id[stream] = item.event_id
             if isinstance(item, OtherEvent) and item.event_type == "error" and stream in self._resuming:
                 self._unsafe(stream, "refused", "the server answered the resumption with an error event")
-            digest = _digest(item)
+            carried = _digest(item)
             if event_id and event_id in chain.delivered:
-                if chain.delivered[event_id] != digest:
+                if chain.delivered[event_id] != carried:
                     self._unsafe(
                         stream, "changed-payload", "a delivered event id came back with other content"
                     )
@@ -126,17 +138,22 @@ class ResumptionGuard:
                 continue
             if stream in self._resuming and event_id:
                 self._check_order(stream, event_id)
-            messages = _ledger_messages(item)
+            messages = _ledger_messages(item, carried)
             before = self._replays(stream)
             self.ledger.event(stream, event_id, messages)
             if self._replays(stream) != before:
+                if stream not in self._resuming:
+                    # a fresh stream carrying what another stream delivered (a broadcast):
+                    # nothing is torn or out of place, the copy is only dropped
+                    self.stats.duplicates += 1
+                    continue
                 facts = self.ledger.stream(stream)
                 kind = "other-stream" if facts.replayed_other else "restarted"
                 self._unsafe(stream, kind, "the resumed stream repeats messages that were already delivered")
             if event_id:
-                chain.delivered[event_id] = digest
+                chain.delivered[event_id] = carried
                 chain.cursor = event_id
-                if len(chain.delivered) > 65536:  # bounded: the oldest ids go first
+                if len(chain.delivered) > BOUND:  # bounded: the oldest ids go first
                     chain.delivered.pop(next(iter(chain.delivered)))
             if isinstance(item, (Message, OtherEvent, InvalidMessage)):
                 safe.append(item)
@@ -158,6 +175,17 @@ class ResumptionGuard:
     def ended(self, stream: str) -> None:
         self.ledger.close(stream)
 
+    def finish(self, stream: str) -> None:
+        """The chain of ``stream`` will be neither read nor resumed again (its request was
+        answered, or given up): forget it, so a long session stays bounded."""
+        chain = self._chains.get(stream)
+        if chain is None:
+            return
+        for name in [name for name, other in self._chains.items() if other is chain]:
+            for table in (self._chains, self._resuming, self._last_id):
+                table.pop(name, None)
+        self.ledger.forget(stream)
+
     def cursor(self, stream: str) -> str | None:
         """The id of the stream's last fully dispatched event (where a resumption starts)."""
         return self._chains[stream].cursor
@@ -175,20 +203,23 @@ class ResumptionGuard:
                 stream, "not-a-continuation", "the resumed stream's ids do not continue the cursor's stream"
             )
 
-    def _replays(self, stream: str) -> tuple[int, int]:
+    def _replays(self, stream: str) -> tuple[int, int, int]:
+        """Messages seen before: replayed (a resumed stream) or copied (a fresh one)."""
         facts = self.ledger.stream(stream)
-        return len(facts.replayed_before), len(facts.replayed_other)
+        return len(facts.replayed_before), len(facts.replayed_other), sum(map(len, facts.copies.values()))
 
     def _unsafe(self, stream: str, kind: str, detail: str, *, retry_after: float | None = None) -> None:
         self.stats.unsafe += 1
         raise UnsafeResumption(stream, kind, detail, retry_after=retry_after)
 
 
-def _ledger_messages(item: Item) -> list[LedgerMessage]:
+def _ledger_messages(item: Item, known: bytes) -> list[LedgerMessage]:
+    """The item's messages; ``known`` is the item's digest (a lone message's fingerprint,
+    computed once: it is the costly part for a multi-megabyte result)."""
     if not isinstance(item, Message):
         return []
     if item.kind != Kind.BATCH:
-        return [LedgerMessage(item.kind, item.id, item.payload)]
+        return [LedgerMessage(item.kind, item.id, item.payload, known)]
     members = []
     for member in item.payload:
         kind, ident, _ = classify(member)
@@ -199,9 +230,9 @@ def _ledger_messages(item: Item) -> list[LedgerMessage]:
 def _digest(item: Any) -> bytes:
     """What an event carried, for comparing a replay with what was delivered."""
     if isinstance(item, Message):
-        return canonical(item.payload)
+        return fingerprint(item.payload)
     if isinstance(item, OtherEvent):
-        return item.event_type.encode() + b"\0" + item.data
+        return digest(item.event_type.encode() + b"\0" + item.data)
     if isinstance(item, Priming):
         return b""
     return repr(item).encode()

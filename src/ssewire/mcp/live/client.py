@@ -80,6 +80,14 @@ class ClientStats:
         }
 
 
+@dataclass
+class _Progress:
+    """One call's progress: where it goes, and when each notification came."""
+
+    callback: Callable[[dict[str, Any]], Any]
+    times: list[float] = field(default_factory=list)
+
+
 class Client:
     def __init__(
         self,
@@ -110,7 +118,7 @@ class Client:
         self.stats = ClientStats()
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
-        self._progress: dict[Any, tuple[Callable[[dict[str, Any]], Any], list[float]]] = {}
+        self._progress: dict[Any, _Progress] = {}  # by progress token
         self._tasks: set[asyncio.Task[Any]] = set()
         self._streams = itertools.count(1)
         self._listener: asyncio.Task[None] | None = None
@@ -243,7 +251,7 @@ class Client:
             meta = dict(params.get("_meta") or {})
             meta["progressToken"] = token
             params["_meta"] = meta
-            self._progress[token] = (on_progress, [])
+            self._progress[token] = _Progress(on_progress)
         if self.modern:
             meta = dict(params.get("_meta") or {})
             meta.setdefault(META_VERSION, self.version)
@@ -284,8 +292,8 @@ class Client:
         finally:
             self._pending.pop(ident, None)
             if token is not None:
-                gaps = self._progress.pop(token, (None, []))[1]
-                self.stats.progress_gaps_s += [round(b - a, 4) for a, b in itertools.pairwise(gaps)]
+                times = self._progress.pop(token).times
+                self.stats.progress_gaps_s += [round(b - a, 4) for a, b in itertools.pairwise(times)]
         if "error" in result:
             raise RPCError(result["error"])
         value = result.get("result")
@@ -317,6 +325,15 @@ class Client:
             return
         stream = f"post-{ident}-{next(self._streams)}"
         self.guard.open(stream, self.session)
+        try:
+            await self._read_answer(stream, response, future, idempotent)
+        finally:
+            self.guard.finish(stream)  # answered or given up: never read again
+
+    async def _read_answer(
+        self, stream: str, response: httpx.Response, future: asyncio.Future[dict[str, Any]], idempotent: bool
+    ) -> None:
+        """An SSE answer, resumed through the guard until the response came or it is unsafe."""
         attempts = 0
         current: httpx.Response | None = response
         while True:
@@ -428,9 +445,9 @@ class Client:
         raw = message.get("params")
         params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if message["method"] == "notifications/progress" and params.get("progressToken") in self._progress:
-            callback, times = self._progress[params["progressToken"]]
-            times.append(time.monotonic())
-            callback(params)
+            watcher = self._progress[params["progressToken"]]
+            watcher.times.append(time.monotonic())
+            watcher.callback(params)
         elif self.on_notification is not None:
             self.on_notification(message)
 
@@ -485,6 +502,8 @@ class Client:
             except _Broken:
                 failures += 1  # the resumption itself broke: try again from the same cursor
             except (UnsafeResumption, httpx.HTTPError):
+                if stream is not None:
+                    self.guard.finish(stream)
                 stream = None  # start a fresh GET stream
                 failures += 1
             await asyncio.sleep(min(0.05 * 2**failures, MAX_RETRY_WAIT))

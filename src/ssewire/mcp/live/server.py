@@ -410,7 +410,7 @@ class ReferenceServer:
             self._spawn(self._ask(session, stream, ident, str(arguments.get("question", "?"))))
             await self._serve_stream(scope, receive, send, session, stream, 0, extra)
         elif name == "countdown":
-            count = max(0, min(int(arguments.get("count", 20)), 1000))
+            count = max(0, min(int(arguments.get("count", 20)), 10_000))
             delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
             size = max(0, min(int(arguments.get("size", self.result_size)), 64 << 20))
             if self.json_response:
