@@ -34,6 +34,9 @@ COVERED_ELSEWHERE = {
     "python -m pytest bench --benchmark-only --benchmark-min-rounds=5 --benchmark-json=bench/results.json": (
         "the full benchmark run (about 20 minutes); .ci/run runs the same suite in quick mode"
     ),
+    "python -m pytest bench/test_clients.py --benchmark-only": (
+        ".ci/run runs the bench suite in quick mode, bench/test_clients.py among it"
+    ),
     "python scripts/reset_table.py": (
         "tests/mcp/test_resets.py runs it (--resets 20 --print); the full run rewrites docs/client.md"
     ),

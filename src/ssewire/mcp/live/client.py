@@ -155,7 +155,7 @@ class Client:
     async def _initialize(self, version: str) -> None:
         self.version, self.session = version, None
         params = {"protocolVersion": version, "capabilities": self._capabilities(), "clientInfo": CLIENT_INFO}
-        result = await self._call("initialize", params, fresh_session=True)
+        result = await asyncio.wait_for(self._call("initialize", params, fresh_session=True), self.timeout)
         agreed = result.get("protocolVersion")
         self.version = agreed if agreed in PROFILES else version
         self.server_info = result
@@ -214,7 +214,7 @@ class Client:
         body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params:
             body["params"] = params
-        response = await self.http.post(self.url, content=orjson.dumps(body), headers=self._headers(method))
+        response = await self._post(body, self._headers(method))
         if response.status_code == 404 and self.session is not None:
             await self._reinitialize()
 
@@ -465,7 +465,10 @@ class Client:
                 reply["result"] = value
             except Exception as exc:  # the handler's failure is the server's answer, not ours
                 reply["error"] = {"code": -32603, "message": str(exc)}
-        await self.http.post(self.url, content=orjson.dumps(reply), headers=self._headers())
+        try:
+            await self._post(reply, self._headers())
+        except (httpx.HTTPError, asyncio.TimeoutError):
+            pass  # the server's request then times out on its side; nothing here waits for it
 
     # -- the GET stream ------------------------------------------------------------------
 
@@ -478,15 +481,21 @@ class Client:
                 if stream is not None and self.guard.cursor(stream) is not None:
                     stream, response = await self._resume(stream)
                 else:
-                    stream = f"get-{next(self._streams)}"
                     headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
                     headers["Accept"] = SSE
-                    response = await self.http.send(
-                        self.http.build_request("GET", self.url, headers=headers), stream=True
-                    )
+                    request = self.http.build_request("GET", self.url, headers=headers)
+                    try:
+                        response = await asyncio.wait_for(
+                            self.http.send(request, stream=True), self.idle_timeout
+                        )
+                    except asyncio.TimeoutError:
+                        raise _Broken("no answer to the GET") from None
                     if response.status_code != 200:
                         await response.aclose()
                         return  # no GET stream here (405): the POST streams carry everything
+                    if stream is not None:
+                        self.guard.finish(stream)  # the previous chain had nothing to resume from
+                    stream = f"get-{next(self._streams)}"
                     self.guard.open(stream, self.session)
                 self._get_opened = time.monotonic()
                 try:
@@ -509,6 +518,13 @@ class Client:
             await asyncio.sleep(min(0.05 * 2**failures, MAX_RETRY_WAIT))
 
     # -- headers -------------------------------------------------------------------------
+
+    async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+        """A POST whose answer is not a stream (a notification, an answer to the server):
+        read whole, within the request deadline whatever the HTTP client's own timeouts."""
+        request = self.http.build_request("POST", self.url, content=orjson.dumps(body), headers=headers)
+        response = await asyncio.wait_for(self.http.send(request), self.timeout)
+        return response
 
     def _headers(self, method: str | None = None, name: Any = None) -> dict[str, str]:
         return request_headers(self.version, self.session, method, name)
