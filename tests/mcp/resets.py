@@ -19,10 +19,12 @@ side-by-side rows of ``docs/client.md``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import random
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -114,18 +116,23 @@ EXPECTED = hashlib.sha256(_filler(RESULT_SIZE).encode()).hexdigest()
 ARGUMENTS = {"count": PROGRESS, "size": RESULT_SIZE}
 
 
-def ssewire_client(**options: Any) -> Caller:
-    """``calls`` tool calls through the ssewire ``Client`` (2025-11-25, no GET stream)."""
+def ssewire_client(
+    *, arguments: dict[str, Any] = ARGUMENTS, expected: str = EXPECTED, listen: bool = False, **options: Any
+) -> Caller:
+    """``calls`` tool calls through the ssewire ``Client`` (2025-11-25; by default without
+    the GET stream, like the SDK client's calls here); ``expected``: the text's SHA-256."""
 
     async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
         async with (
             no_keepalive_httpx() as http,
-            Client(url, profile="2025-11-25", listen=False, http=http, timeout=deadline, **options) as client,
+            Client(
+                url, profile="2025-11-25", listen=listen, http=http, timeout=deadline, **options
+            ) as client,
         ):
             for _ in range(calls):
                 progress: list[dict[str, Any]] = []
                 try:
-                    result = await client.call_tool("countdown", ARGUMENTS, on_progress=progress.append)
+                    result = await client.call_tool("countdown", arguments, on_progress=progress.append)
                 except UnsafeResumption:
                     tally.unsafe += 1
                     continue
@@ -141,7 +148,7 @@ def ssewire_client(**options: Any) -> Caller:
                 except TimeoutError:
                     tally.hung += 1
                     continue
-                _score(tally, result["content"][0]["text"], [p["progress"] for p in progress], EXPECTED)
+                _score(tally, result["content"][0]["text"], [p["progress"] for p in progress], expected)
             tally.client = client.statistics()
 
     return calls_through
@@ -190,16 +197,29 @@ def sdk_client(max_sse_event_size: int | None = None) -> Caller:
 
 
 def through_proxy(
-    caller: Caller, plan: Plan, calls: int, *, app: ReferenceServer | None = None, deadline: float = 30.0
+    caller: Caller,
+    plan: Plan,
+    calls: int,
+    *,
+    app: ReferenceServer | None = None,
+    serve: AbstractContextManager[str] | None = None,
+    deadline: float = 30.0,
 ) -> tuple[Tally, ProxyStats]:
-    """Run ``calls`` calls through a proxy cutting as ``plan`` says; count what arrived."""
+    """Run ``calls`` calls through a proxy cutting as ``plan`` says; count what arrived.
+    The server: ``serve`` (a context manager yielding its MCP URL), else ``app`` (the
+    reference server with a store of 64 events by default)."""
     tally = Tally()
-    with (
-        running(app or reference_server(store_size=64)) as base,
-        fault_proxy(urlsplit(base).port, plan) as proxy,
-    ):
-        asyncio.run(caller(f"http://127.0.0.1:{proxy.port}/mcp", calls, tally, deadline))
+    if serve is None:
+        serve = _mcp_url(running(app or reference_server(store_size=64)))
+    with serve as url, fault_proxy(urlsplit(url).port or 80, plan) as proxy:
+        asyncio.run(caller(f"http://127.0.0.1:{proxy.port}{urlsplit(url).path}", calls, tally, deadline))
     return tally, proxy.stats
+
+
+@contextlib.contextmanager
+def _mcp_url(base: AbstractContextManager[str]) -> Iterator[str]:
+    with base as root:
+        yield root + "/mcp"
 
 
 def calls_for(resets: int) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -22,7 +24,14 @@ from ssewire.mcp.live.client import Client, RPCError, StreamBroken
 from ssewire.mcp.live.server import running
 
 from ..faultproxy import Cut, fault_proxy
-from .resets import answers_a_tool_call, no_keepalive_httpx
+from .resets import (
+    answers_a_tool_call,
+    calls_for,
+    no_keepalive_httpx,
+    random_cuts,
+    ssewire_client,
+    through_proxy,
+)
 from .sdk_servers import probe_app, text_of_size
 from .ts_servers import NODE, require_node, ts_server
 
@@ -203,3 +212,26 @@ def test_a_server_restart_is_a_404_and_the_session_is_reinitialized(kind, json_r
     assert first and second and first != second
     assert stats["reinitializations"] == 1
     assert result["content"][0]["text"] == text_of_size(7)
+
+
+@pytest.mark.parametrize("kind", SERVERS)
+def test_random_cuts_against_the_sdk_server_never_tear_duplicate_or_hang(kind):
+    """The resets of test_resets.py, against the official SDK server with an event store:
+    1 MiB results of multi-byte text, their answers and resumptions cut at random offsets,
+    the GET stream open. Every call is delivered whole and once, or fails explicitly."""
+    size = 1 << 20
+    expected = hashlib.sha256(text_of_size(size).encode()).hexdigest()
+    caller = ssewire_client(
+        arguments={"count": 3, "size": size, "delay": 0.005},
+        expected=expected,
+        listen=True,
+        max_resumptions=64,
+    )
+    resets = int(os.environ.get("SSEWIRE_SDK_RESETS", "60"))
+    calls = calls_for(resets)
+    plan = random_cuts(resets, seed=31, high=int(size * 1.6))  # the text's UTF-8 is 1.4 times as long
+    tally, proxied = through_proxy(caller, plan, calls, serve=sdk_server(kind, store=True))
+    bad = {k: tally.counts()[k] for k in ("torn", "duplicated", "unsafe", "failed", "hung")}
+    assert bad == dict.fromkeys(bad, 0), (tally.counts(), tally.reasons)
+    assert tally.intact == calls - tally.no_answer and tally.no_answer <= 1
+    assert proxied.cuts >= resets // 2
