@@ -45,6 +45,9 @@ def pytest_collection_modifyitems(items):
         return _ORDER.index(name) if name in _ORDER else len(_ORDER)
 
     items.sort(key=rank)  # stable: each file keeps its own order
+    if items and items[0].config.pluginmanager.hasplugin("timeout"):
+        for item in items:  # the tests' per-test timeout is not for minutes-long benchmarks
+            item.add_marker(pytest.mark.timeout(0))
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):

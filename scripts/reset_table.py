@@ -35,8 +35,8 @@ START, END = "<!-- reset-table:start -->", "<!-- reset-table:end -->"
 def table(resets: int) -> str:
     calls = calls_for(resets)
     lines = [
-        "| client | calls | cuts | intact (byte-identical) | torn | duplicated | explicit error | hung | seconds |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| client | calls | cuts | intact | torn | duplicated | progress lost | explicit error | hung | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     said: list[str] = []
     for name, caller in ROWS.items():
@@ -46,7 +46,7 @@ def table(resets: int) -> str:
         errors = tally.unsafe + tally.failed + tally.no_answer
         lines.append(
             f"| {name} | {tally.calls} | {proxied.cuts} | {tally.intact} | {tally.torn} | "
-            f"{tally.duplicated} | {errors} | {tally.hung} | {seconds:.1f} |"
+            f"{tally.duplicated} | {tally.lost} | {errors} | {tally.hung} | {seconds:.1f} |"
         )
         said += [f"- {name}: {count} × {reason}" for reason, count in tally.reasons.most_common()]
     versions = ", ".join(

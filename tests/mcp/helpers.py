@@ -1,8 +1,10 @@
 """Helpers shared by the MCP tests: running the CLI in-process, writing documents, reading
-findings in short form, re-cutting SSE bodies, and inputs the loader must refuse."""
+findings in short form, re-cutting SSE bodies, inputs the loader must refuse, and waiting
+for a client's GET stream."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import itertools
@@ -108,3 +110,12 @@ UNREPRESENTABLE = {
     "non-token header name": '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "get", "request": {"method": "GET", "headers": {"caf\\u00e9": "x"}}}]}',
     "number out of range": '{"format": "ssewire-transcript/1", "profile": "2025-11-25", "exchanges": [{"id": "post", "request": {"method": "POST", "body": {"id": 1e400}}}]}',
 }
+
+
+async def until_listening(client, within: float = 10.0) -> None:
+    """Wait (bounded) until the client's standalone GET stream is open."""
+    for _ in range(int(within / 0.01)):
+        if client.listening:
+            return
+        await asyncio.sleep(0.01)
+    raise TimeoutError(f"the GET stream did not open within {within} s")

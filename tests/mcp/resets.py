@@ -1,19 +1,21 @@
 """Resets through the fault proxy, counted the same way for any client.
 
 One harness for the ssewire ``Client`` and the official MCP Python SDK client: the same
-reference server (a store that keeps every event), the same seeded cut offsets on the
-same connections (a tool call's POST answer and its GET resumptions; never the
-initialize handshake or a standalone GET stream), and one tally per call:
+server (the reference server with a store that keeps every event, unless told), the same
+seeded cut offsets on the same kind of connections (a tool call's POST answer and any GET
+resuming a stream; never the initialize handshake or a fresh standalone GET stream), and
+one tally per call:
 
-- intact: the 4 MiB result, byte-identical;
+- intact: the result, byte-identical, with every progress notification once;
 - torn: a result that is not (a truncated or spliced text delivered as if whole);
 - duplicated: a progress notification delivered twice;
+- lost: a progress notification missing (the result itself intact);
 - an explicit error: ``unsafe`` (refused resumption), ``no_answer`` (the connection died
   before any answer began), ``failed`` (any other raised error);
 - hung: no outcome before the call's deadline.
 
-Used by ``tests/mcp/test_client.py`` and by ``scripts/reset_table.py``, which writes the
-side-by-side rows of ``docs/client.md``.
+Used by ``test_resets.py``, ``test_client_sdk.py`` and ``scripts/reset_table.py``, which
+writes the side-by-side rows of ``docs/client.md``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Tally:
     intact: int = 0
     torn: int = 0
     duplicated: int = 0
+    lost: int = 0
     unsafe: int = 0
     failed: int = 0
     no_answer: int = 0
@@ -102,14 +105,16 @@ def no_keepalive_httpx() -> httpx.AsyncClient:
 Caller = Callable[[str, int, Tally, float], Awaitable[None]]
 
 
-def _score(tally: Tally, text: str, ticks: list[float], expected: str) -> None:
-    got = hashlib.sha256(text.encode()).hexdigest()
-    if got == expected:
-        tally.intact += 1
-    else:
+def _score(tally: Tally, text: str, ticks: list[float], expected: str, progress: int) -> None:
+    """One delivered call: torn beats duplicated beats lost beats intact."""
+    if hashlib.sha256(text.encode()).hexdigest() != expected:
         tally.torn += 1
-    if len(ticks) != len(set(ticks)):
+    elif len(ticks) != len(set(ticks)):
         tally.duplicated += 1
+    elif sorted(ticks) != list(range(1, progress + 1)):
+        tally.lost += 1
+    else:
+        tally.intact += 1
 
 
 EXPECTED = hashlib.sha256(_filler(RESULT_SIZE).encode()).hexdigest()
@@ -148,7 +153,8 @@ def ssewire_client(
                 except TimeoutError:
                     tally.hung += 1
                     continue
-                _score(tally, result["content"][0]["text"], [p["progress"] for p in progress], expected)
+                ticks = [p["progress"] for p in progress]
+                _score(tally, result["content"][0]["text"], ticks, expected, arguments["count"])
             tally.client = client.statistics()
 
     return calls_through
@@ -191,7 +197,7 @@ def sdk_client(max_sse_event_size: int | None = None) -> Caller:
                     tally.failed += 1
                     tally.reasons["isError result"] += 1
                     continue
-                _score(tally, result.content[0].text, ticks, EXPECTED)
+                _score(tally, result.content[0].text, ticks, EXPECTED, PROGRESS)
 
     return calls_through
 
@@ -213,6 +219,7 @@ def through_proxy(
         serve = _mcp_url(running(app or reference_server(store_size=64)))
     with serve as url, fault_proxy(urlsplit(url).port or 80, plan) as proxy:
         asyncio.run(caller(f"http://127.0.0.1:{proxy.port}{urlsplit(url).path}", calls, tally, deadline))
+    assert not proxy.stats.plan_errors, proxy.stats.plan_errors
     return tally, proxy.stats
 
 

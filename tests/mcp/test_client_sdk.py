@@ -24,6 +24,7 @@ from ssewire.mcp.live.client import Client, RPCError, StreamBroken
 from ssewire.mcp.live.server import running
 
 from ..faultproxy import Cut, fault_proxy
+from .helpers import until_listening
 from .resets import (
     answers_a_tool_call,
     calls_for,
@@ -125,7 +126,7 @@ def test_a_sampling_request_on_the_get_stream_is_answered():
 
     async def main(url):
         async with session(url, handlers={"sampling/createMessage": echo_sampling}) as client:
-            await asyncio.sleep(0.2)  # the GET stream is open
+            await until_listening(client)  # the request goes to the open GET stream
             return await client.call_tool("ask", {"question": "where?", "related": False})
 
     with sdk_server("python") as url:
@@ -231,7 +232,7 @@ def test_random_cuts_against_the_sdk_server_never_tear_duplicate_or_hang(kind):
     calls = calls_for(resets)
     plan = random_cuts(resets, seed=31, high=int(size * 1.6))  # the text's UTF-8 is 1.4 times as long
     tally, proxied = through_proxy(caller, plan, calls, serve=sdk_server(kind, store=True))
-    bad = {k: tally.counts()[k] for k in ("torn", "duplicated", "unsafe", "failed", "hung")}
+    bad = {k: tally.counts()[k] for k in ("torn", "duplicated", "lost", "unsafe", "failed", "hung")}
     assert bad == dict.fromkeys(bad, 0), (tally.counts(), tally.reasons)
     assert tally.intact == calls - tally.no_answer and tally.no_answer <= 1
     assert proxied.cuts >= resets // 2

@@ -140,14 +140,59 @@ def test_events_without_an_id_line_keep_the_last_id_and_are_not_replays():
 
 
 def test_a_copy_of_a_delivered_message_on_a_fresh_stream_is_dropped():
-    """The same notification on the call's stream and on the GET stream (a broadcast): the
-    second copy is dropped and counted, whichever stream brings it."""
+    """The same progress on the call's stream and on the GET stream (a broadcast): the
+    second copy is dropped and counted, and the GET stream's cursor still moves past it."""
     guard = ResumptionGuard(V11)
     guard.open("call", "s")
     guard.open("get", "s")
     assert read(guard, "call", sse([("c-1", progress(1))])) == [progress(1)]
-    assert read(guard, "get", sse([(None, progress(1)), (None, progress(2))])) == [progress(2)]
+    assert read(guard, "get", sse([("g-1", progress(1)), (None, progress(2))])) == [progress(2)]
     assert guard.stats.duplicates == 1 and guard.stats.unsafe == 0
+    assert guard.cursor("get") == "g-1"
+
+
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+def test_a_notification_that_may_rightly_repeat_is_delivered_each_time():
+    """Two list-changed notifications are two events, on a fresh stream or a resumed one:
+    neither a copy to drop nor a restart."""
+    guard = ResumptionGuard(V11)
+    guard.open("get", "s")
+    assert read(guard, "get", sse([("g-1", LIST_CHANGED)]), cut=None) == [LIST_CHANGED]
+    guard.broken("get")
+    guard.resume("get", "get/1", "s")
+    assert read(guard, "get/1", sse([("g-2", LIST_CHANGED)])) == [LIST_CHANGED]
+    guard.open("get-2", "s")
+    assert read(guard, "get-2", sse([("h-1", LIST_CHANGED)])) == [LIST_CHANGED]
+    assert guard.stats.duplicates == 0 and guard.stats.unsafe == 0
+
+
+def test_a_broadcast_copy_on_a_resumed_stream_is_dropped_not_unsafe():
+    guard = ResumptionGuard(V11)
+    guard.open("call", "s")
+    guard.open("get", "s")
+    read(guard, "get", sse([("g-1", LIST_CHANGED)]))
+    guard.broken("get")
+    guard.resume("get", "get/1", "s")
+    assert read(guard, "call", sse([("c-1", progress(1))])) == [progress(1)]
+    assert read(guard, "get/1", sse([("g-2", progress(1)), ("g-3", progress(2))])) == [progress(2)]
+    assert guard.stats.duplicates == 1 and guard.stats.unsafe == 0
+
+
+def test_finishing_a_chain_leaves_a_stream_still_read_alone():
+    """A server that reuses event ids across streams makes the ledger place a resumption
+    on the other chain; finishing that chain must not pull the stream being read away."""
+    guard = ResumptionGuard(V11)
+    guard.open("a", "s")
+    read(guard, "a", sse([("1", progress(1)), ("2", progress(2))]))
+    guard.ended("a")
+    guard.open("b", "s")
+    assert read(guard, "b", sse([("1", progress(3))])) == [progress(3)]
+    guard.broken("b")
+    guard.resume("b", "b/1", "s")
+    guard.finish("a")
+    assert read(guard, "b/1", sse([("3", result("b"))])) == [result("b")]
 
 
 def test_a_long_session_stays_bounded():

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import pathlib
+import selectors
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -45,7 +46,11 @@ def ts_server(*flags: str, port: int = 0) -> Iterator[str]:
     )
     try:
         assert process.stdout is not None and process.stdin is not None
-        line = process.stdout.readline()  # {"port": N} once it listens
+        with selectors.DefaultSelector() as ready:  # node prints {"port": N} once it listens
+            ready.register(process.stdout, selectors.EVENT_READ)
+            if not ready.select(30):
+                raise RuntimeError("the TypeScript SDK server did not start within 30 s")
+        line = process.stdout.readline()
         if not line:
             raise RuntimeError(f"the TypeScript SDK server did not start (exit {process.wait(10)})")
         yield f"http://127.0.0.1:{json.loads(line)['port']}/mcp"

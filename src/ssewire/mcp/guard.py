@@ -9,10 +9,13 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
   decoder, never a message), never appended to;
 - on a resumed stream, an event id already delivered is a duplicate: dropped (and counted)
   when its payload is the same, unsafe when it differs;
-- a message another stream already delivered, arriving on a fresh (not resumed) stream,
-  is a copy: dropped and counted as a duplicate;
-- a resumed stream that restarts (a delivered message again under a new id), replays
-  another stream, or (with an id parser) goes back or jumps to another stream is
+- a message another stream already delivered, arriving under an id of its own, is a
+  copy (a broadcast): dropped and counted as a duplicate when it is surely the same
+  message (it has a JSON-RPC id, or it is progress, which must increase); any other
+  notification may rightly come twice, and is delivered;
+- a resumed stream that restarts (such a message of its own again under a new id),
+  replays another stream's event ids, or (with an id parser) goes back or jumps to
+  another stream is
   *unsafe*: :class:`UnsafeResumption` is raised and the caller must start over; an
   explicit refusal by the server (409 with ``Retry-After``, or an SSE ``event: error``) is
   raised the same way, as a refusal;
@@ -25,10 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail, classify
-from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint
+from ..jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail
+from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint, messages_of
 from .profiles import Profile
 
 BOUND = 65_536  # ids and messages a guard's ledger remembers for finding copies; oldest go first
@@ -128,33 +131,36 @@ class ResumptionGuard:
             self._last_id[stream] = item.event_id
             if isinstance(item, OtherEvent) and item.event_type == "error" and stream in self._resuming:
                 self._unsafe(stream, "refused", "the server answered the resumption with an error event")
-            carried = _digest(item)
+            digest = event_digest(item)
             if event_id and event_id in chain.delivered:
-                if chain.delivered[event_id] != carried:
+                if chain.delivered[event_id] != digest:
                     self._unsafe(
                         stream, "changed-payload", "a delivered event id came back with other content"
                     )
                 self.stats.duplicates += 1  # a replay of what was delivered: drop it
                 continue
-            if stream in self._resuming and event_id:
+            resumed = stream in self._resuming
+            if resumed and event_id:
                 self._check_order(stream, event_id)
-            messages = _ledger_messages(item, carried)
-            before = self._replays(stream)
+            messages = messages_of(item, digest)
+            before = self._seen_before(stream)
             self.ledger.event(stream, event_id, messages)
-            if self._replays(stream) != before:
-                if stream not in self._resuming:
-                    # a fresh stream carrying what another stream delivered (a broadcast):
-                    # nothing is torn or out of place, the copy is only dropped
-                    self.stats.duplicates += 1
-                    continue
-                facts = self.ledger.stream(stream)
-                kind = "other-stream" if facts.replayed_other else "restarted"
-                self._unsafe(stream, kind, "the resumed stream repeats messages that were already delivered")
+            seen = self._seen_before(stream)
             if event_id:
-                chain.delivered[event_id] = carried
+                chain.delivered[event_id] = digest
                 chain.cursor = event_id
                 if len(chain.delivered) > BOUND:  # bounded: the oldest ids go first
                     chain.delivered.pop(next(iter(chain.delivered)))
+            if seen.foreign_ids > before.foreign_ids:
+                self._unsafe(stream, "other-stream", "the resumed stream replays another stream's events")
+            # a message seen before is surely the same one only when its id says so, or its
+            # progress value (which must increase); a list-changed or a log line may repeat
+            same = bool(messages) and all(map(_identifiable, messages))
+            if same and seen.restarted > before.restarted:
+                self._unsafe(stream, "restarted", "the resumed stream repeats messages already delivered")
+            if same and seen.copies > before.copies:
+                self.stats.duplicates += 1  # another stream delivered it (a broadcast): drop the copy
+                continue
             if isinstance(item, (Message, OtherEvent, InvalidMessage)):
                 safe.append(item)
                 self.stats.delivered += isinstance(item, Message)
@@ -181,10 +187,11 @@ class ResumptionGuard:
         chain = self._chains.get(stream)
         if chain is None:
             return
-        for name in [name for name, other in self._chains.items() if other is chain]:
+        names = [name for name, other in self._chains.items() if other is chain]
+        for name in names:
             for table in (self._chains, self._resuming, self._last_id):
                 table.pop(name, None)
-        self.ledger.forget(stream)
+        self.ledger.forget(names)
 
     def cursor(self, stream: str) -> str | None:
         """The id of the stream's last fully dispatched event (where a resumption starts)."""
@@ -203,31 +210,33 @@ class ResumptionGuard:
                 stream, "not-a-continuation", "the resumed stream's ids do not continue the cursor's stream"
             )
 
-    def _replays(self, stream: str) -> tuple[int, int, int]:
-        """Messages seen before: replayed (a resumed stream) or copied (a fresh one)."""
+    def _seen_before(self, stream: str) -> _Seen:
         facts = self.ledger.stream(stream)
-        return len(facts.replayed_before), len(facts.replayed_other), sum(map(len, facts.copies.values()))
+        copies = len(facts.replayed_other) + sum(map(len, facts.copies.values()))
+        return _Seen(len(facts.foreign_ids), len(facts.replayed_before), copies)
 
     def _unsafe(self, stream: str, kind: str, detail: str, *, retry_after: float | None = None) -> None:
         self.stats.unsafe += 1
         raise UnsafeResumption(stream, kind, detail, retry_after=retry_after)
 
 
-def _ledger_messages(item: Item, known: bytes) -> list[LedgerMessage]:
-    """The item's messages; ``known`` is the item's digest (a lone message's fingerprint,
-    computed once: it is the costly part for a multi-megabyte result)."""
-    if not isinstance(item, Message):
-        return []
-    if item.kind != Kind.BATCH:
-        return [LedgerMessage(item.kind, item.id, item.payload, known)]
-    members = []
-    for member in item.payload:
-        kind, ident, _ = classify(member)
-        members.append(LedgerMessage(kind, ident, member))
-    return members
+class _Seen(NamedTuple):
+    """What the ledger has counted on a stream, compared before and after an event."""
+
+    foreign_ids: int  # resumed: event ids of another stream (a replay of the wrong stream)
+    restarted: int  # resumed: this stream's delivered messages again, under new ids
+    copies: int  # messages another stream delivered, under ids of their own
 
 
-def _digest(item: Any) -> bytes:
+def _identifiable(message: LedgerMessage) -> bool:
+    """Whether a message equal to this one is this one: it has a JSON-RPC id, or it is
+    progress (which must increase)."""
+    if message.kind != Kind.NOTIFICATION:
+        return True
+    return isinstance(message.payload, dict) and message.payload.get("method") == "notifications/progress"
+
+
+def event_digest(item: Any) -> bytes:
     """What an event carried, for comparing a replay with what was delivered."""
     if isinstance(item, Message):
         return fingerprint(item.payload)

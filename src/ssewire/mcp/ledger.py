@@ -72,6 +72,7 @@ class Stream:
     # ^ event indices of messages another chain carried first, by "has a JSON-RPC id" (new streams)
     replayed_before: list[int] = field(default_factory=list)  # resumed: at or before the cursor
     replayed_other: list[int] = field(default_factory=list)  # resumed: from another chain
+    foreign_ids: list[int] = field(default_factory=list)  # resumed: event ids another chain used
     closed: bool = False
 
 
@@ -127,6 +128,8 @@ class StreamLedger:
             if seen is not None:
                 if resumed:
                     self._replay(stream, seen, index)
+                    if seen[0] != root:
+                        stream.foreign_ids.append(index)
                 elif seen[0] != root:
                     stream.reused_ids += 1
             else:
@@ -155,13 +158,7 @@ class StreamLedger:
         for item in items:
             if isinstance(item, TornTail):
                 continue
-            messages: list[LedgerMessage] = []
-            if isinstance(item, Message):
-                batch = item.kind == Kind.BATCH
-                for member in item.payload if batch else [item.payload]:
-                    kind, ident, _ = classify(member) if batch else (item.kind, item.id, None)
-                    messages.append(LedgerMessage(kind, ident, member))
-            self.event(name, item.event_id, messages)
+            self.event(name, item.event_id, messages_of(item))
 
     def close(self, name: str, *, disconnected: bool = False, idempotent: bool = False) -> Recovery | None:
         """The stream ended; after a disconnect, the recovery that is safe."""
@@ -171,19 +168,22 @@ class StreamLedger:
             return None
         return self.recovery(name, idempotent=idempotent)
 
-    def forget(self, name: str) -> None:
-        """Drop the chain of ``name`` (every stream on it), finished for good: a live session
-        stays bounded. What it delivered is still known as a first copy (within ``bound``)."""
-        root = self._streams[name].root
-        for other in [n for n, stream in self._streams.items() if stream.root == root]:
-            del self._streams[other]
-        for table in (self._chain_length, self._chain_cursor, self._delivered):
-            table.pop(root, None)
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop these streams, finished for good, and the chains left without a stream: a
+        live session stays bounded. What they delivered is still known as a first copy
+        (within ``bound``)."""
+        roots = {self._streams.pop(name).root for name in names if name in self._streams}
+        roots -= {stream.root for stream in self._streams.values()}
+        for root in roots:
+            for table in (self._chain_length, self._chain_cursor, self._delivered):
+                table.pop(root, None)
 
     def _trim(self, table: dict[Any, Any]) -> None:
-        if self.bound is not None:
-            while len(table) > self.bound:
-                del table[next(iter(table))]  # insertion order: the oldest first
+        """Keep the newest ``bound`` entries, a quarter of it at a time (amortized O(1))."""
+        if self.bound is not None and len(table) > self.bound + self.bound // 4:
+            newest = list(table.items())[-self.bound :]  # insertion order: the oldest first
+            table.clear()
+            dict.update(table, newest)  # dict's own update: a Counter's would add counts
 
     # -- reading -----------------------------------------------------------------
 
@@ -237,6 +237,20 @@ class StreamLedger:
             return True  # the client sent two requests with this id: two answers
         # 2026-07-28 has no broadcast rule; each request's notifications are its own.
         return message.kind == Kind.NOTIFICATION and self.profile.request_headers
+
+
+def messages_of(item: Item, known: bytes = b"") -> list[LedgerMessage]:
+    """The JSON-RPC messages an item carried (a batch's members one by one; nothing for a
+    priming or other event). ``known``: a lone message's fingerprint, if computed already."""
+    if not isinstance(item, Message):
+        return []
+    if item.kind != Kind.BATCH:
+        return [LedgerMessage(item.kind, item.id, item.payload, known)]
+    members = []
+    for member in item.payload:
+        kind, ident, _ = classify(member)
+        members.append(LedgerMessage(kind, ident, member))
+    return members
 
 
 def fingerprint(payload: Any) -> bytes:

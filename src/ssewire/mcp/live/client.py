@@ -32,7 +32,7 @@ import httpx
 import orjson
 
 from ...jsonrpc import Message, MessageDecoder
-from ..guard import IdParser, ResumptionGuard, UnsafeResumption
+from ..guard import IdParser, ResumptionGuard
 from ..ledger import REISSUE, RESUME
 from ..profiles import PROFILES
 from ..wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, request_headers
@@ -69,6 +69,7 @@ class ClientStats:
     reinitializations: int = 0
     idle_timeouts: int = 0
     keepalives: int = 0
+    get_failures: int = 0  # GET streams that broke or could not be (re)opened
 
     def as_dict(self, guard: ResumptionGuard) -> dict[str, Any]:
         return {
@@ -86,6 +87,18 @@ class _Progress:
 
     callback: Callable[[dict[str, Any]], Any]
     times: list[float] = field(default_factory=list)
+
+
+async def _stop(tasks: list[asyncio.Task[Any]], within: float = 5.0) -> None:
+    """Cancel ``tasks`` and wait (bounded) until they end. Cancelled again and again:
+    before Python 3.12, ``asyncio.wait_for`` swallows a cancellation that meets the end of
+    what it waits for, and a stream that keeps talking would then never stop."""
+    deadline = time.monotonic() + within
+    while tasks and time.monotonic() < deadline:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks, timeout=0.05)
+        tasks = [task for task in tasks if not task.done()]
 
 
 class Client:
@@ -180,12 +193,8 @@ class Client:
     async def close(self) -> None:
         """Stop listening, end the session (DELETE), close the connections."""
         self._closed = True
-        if self._listener is not None:
-            self._listener.cancel()
-            await asyncio.gather(self._listener, return_exceptions=True)
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await _stop([self._listener] if self._listener else [])
+        await _stop(list(self._tasks))
         if self.session is not None and not self.modern:
             try:
                 await self.http.delete(self.url, headers=self._headers(), timeout=5.0)
@@ -367,8 +376,7 @@ class Client:
         wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
         if wait:
             await asyncio.sleep(wait)
-        headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
-        headers.update({"Accept": SSE, "Last-Event-ID": cursor})
+        headers = {**self._get_headers(), "Last-Event-ID": cursor}
         try:
             request = self.http.build_request("GET", self.url, headers=headers)
             response = await asyncio.wait_for(self.http.send(request, stream=True), self.idle_timeout)
@@ -461,8 +469,10 @@ class Client:
             try:
                 value = handler(request.get("params") or {})
                 if isinstance(value, Awaitable):
-                    value = await value
+                    value = await asyncio.wait_for(value, self.timeout)
                 reply["result"] = value
+            except asyncio.TimeoutError:
+                reply["error"] = {"code": -32603, "message": f"the handler took over {self.timeout} s"}
             except Exception as exc:  # the handler's failure is the server's answer, not ours
                 reply["error"] = {"code": -32603, "message": str(exc)}
         try:
@@ -473,7 +483,9 @@ class Client:
     # -- the GET stream ------------------------------------------------------------------
 
     async def _listen(self) -> None:
-        """The standalone GET stream, resumed (or reopened) when it breaks; bounded retries."""
+        """The standalone GET stream, resumed (or reopened) when it breaks, with a growing
+        pause; it stops when the server has none (405) or the session is gone (404: the next
+        request re-initializes), or after ``max_resumptions`` failures in a row."""
         stream: str | None = None
         failures = 0
         while not self._closed and failures <= self.max_resumptions:
@@ -481,18 +493,19 @@ class Client:
                 if stream is not None and self.guard.cursor(stream) is not None:
                     stream, response = await self._resume(stream)
                 else:
-                    headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
-                    headers["Accept"] = SSE
-                    request = self.http.build_request("GET", self.url, headers=headers)
+                    request = self.http.build_request("GET", self.url, headers=self._get_headers())
                     try:
                         response = await asyncio.wait_for(
                             self.http.send(request, stream=True), self.idle_timeout
                         )
                     except asyncio.TimeoutError:
                         raise _Broken("no answer to the GET") from None
-                    if response.status_code != 200:
+                    if response.status_code in (404, 405):
                         await response.aclose()
-                        return  # no GET stream here (405): the POST streams carry everything
+                        return
+                    if response.status_code != 200:  # 409 (a GET stream still open), 5xx: later
+                        await response.aclose()
+                        raise _Broken(f"GET answered {response.status_code}")
                     if stream is not None:
                         self.guard.finish(stream)  # the previous chain had nothing to resume from
                     stream = f"get-{next(self._streams)}"
@@ -510,12 +523,19 @@ class Client:
                     self._get_opened = None
             except _Broken:
                 failures += 1  # the resumption itself broke: try again from the same cursor
-            except (UnsafeResumption, httpx.HTTPError):
+            except Exception:  # unsafe, an HTTP error, anything: never a silent end
                 if stream is not None:
                     self.guard.finish(stream)
                 stream = None  # start a fresh GET stream
                 failures += 1
+            if failures:
+                self.stats.get_failures += 1
             await asyncio.sleep(min(0.05 * 2**failures, MAX_RETRY_WAIT))
+
+    @property
+    def listening(self) -> bool:
+        """Whether the standalone GET stream is open now."""
+        return self._get_opened is not None
 
     # -- headers -------------------------------------------------------------------------
 
@@ -529,11 +549,16 @@ class Client:
     def _headers(self, method: str | None = None, name: Any = None) -> dict[str, str]:
         return request_headers(self.version, self.session, method, name)
 
+    def _get_headers(self) -> dict[str, str]:
+        """A GET's headers: the session's, asking for an event stream, without a body's."""
+        headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
+        headers["Accept"] = SSE
+        return headers
+
     async def _reinitialize(self) -> None:
         """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""
         self.stats.reinitializations += 1
         if self._listener is not None:
-            self._listener.cancel()
-            await asyncio.gather(self._listener, return_exceptions=True)
+            await _stop([self._listener])
             self._listener = None
         await self._initialize(self.version or "2025-11-25")
