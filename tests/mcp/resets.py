@@ -150,7 +150,7 @@ def ssewire_client(
                     else:
                         tally.failed += 1
                     continue
-                except TimeoutError:
+                except asyncio.TimeoutError:  # the builtin one from 3.11 on
                     tally.hung += 1
                     continue
                 ticks = [p["progress"] for p in progress]
@@ -186,7 +186,7 @@ def sdk_client(max_sse_event_size: int | None = None) -> Caller:
                     result = await asyncio.wait_for(
                         client.call_tool("countdown", ARGUMENTS, progress_callback=progress), deadline
                     )
-                except TimeoutError:
+                except asyncio.TimeoutError:  # the builtin one from 3.11 on
                     tally.hung += 1
                     continue
                 except Exception as error:  # the SDK's explicit failure (MCPError, a transport error)
