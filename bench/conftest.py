@@ -24,9 +24,7 @@ def measure(benchmark):
     def run(function, argument, **info):
         benchmark.extra_info.update(info)
         result = benchmark(function, argument)
-        if benchmark.stats is not None:  # None under --benchmark-disable
-            stats = benchmark.stats.stats
-            report.RECORDS.append({**info, "min": stats.min, "median": stats.median})
+        report.keep(benchmark)
         return result
 
     return run

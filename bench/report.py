@@ -16,6 +16,13 @@ Record = dict  # {"kind", "workload", "title", "contender", "ours", "bytes", "ev
 RECORDS: list[Record] = []
 
 
+def keep(benchmark) -> None:
+    """Record a finished benchmark (its ``extra_info`` and timing) for the summary."""
+    if benchmark.stats is not None:  # None under --benchmark-disable
+        stats = benchmark.stats.stats
+        RECORDS.append({**benchmark.extra_info, "min": stats.min, "median": stats.median})
+
+
 def side_by_side_records(info: dict) -> list[Record]:
     """One record per contender of an interleaved benchmark (test_side_by_side.py)."""
     common = {k: v for k, v in info.items() if k not in ("rows", "missing")}

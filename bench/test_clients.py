@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -32,7 +31,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future
 
 import pytest
-from workloads import MIB, _scaled
+import report
+from workloads import MIB, ROUNDS, _scaled
 
 RESULT_SIZE = _scaled(4 * MIB, 64 * 1024)
 PROGRESS = _scaled(10_000, 20)
@@ -193,8 +193,7 @@ CASES = [
 def test_client(benchmark, sessions, workload, contender):
     title, progress, size = WORKLOADS[workload]
     session = sessions[contender]
-    rounds = int(os.environ.get("SSEWIRE_BENCH_ROUNDS", "5"))
-    result = benchmark.pedantic(session, args=(progress, size), rounds=rounds, warmup_rounds=1)
+    result = benchmark.pedantic(session, args=(progress, size), rounds=ROUNDS, warmup_rounds=1)
     assert result == (progress, size)  # every notification and the whole text arrived
     units = progress if progress else 1
     benchmark.extra_info.update(
@@ -207,11 +206,7 @@ def test_client(benchmark, sessions, workload, contender):
         unit="notification" if progress else "result",
         peak=_peak(session, progress, size),
     )
-    if benchmark.stats is not None:  # None under --benchmark-disable
-        import report
-
-        stats = benchmark.stats.stats
-        report.RECORDS.append({**benchmark.extra_info, "min": stats.min, "median": stats.median})
+    report.keep(benchmark)
 
 
 def test_as_shipped_the_sdk_client_fails_c1(sessions):

@@ -11,7 +11,6 @@ spread such minutes over every contender alike; each keeps its minimum.
 from __future__ import annotations
 
 import gc
-import os
 import statistics
 import time
 
@@ -20,9 +19,8 @@ import pytest
 import report
 from peers import contenders
 from test_end_to_end import parsed_text_size, pipelines
-from workloads import MIB, THROUGHPUT, workload
+from workloads import MIB, ROUNDS, THROUGHPUT, workload
 
-ROUNDS = int(os.environ.get("SSEWIRE_BENCH_ROUNDS", "5"))
 CONTENDERS = contenders()
 
 

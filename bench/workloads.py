@@ -14,6 +14,7 @@ from dataclasses import dataclass
 KIB = 1024
 MIB = 1024 * KIB
 SCALE = float(os.environ.get("SSEWIRE_BENCH_SCALE", "1"))
+ROUNDS = int(os.environ.get("SSEWIRE_BENCH_ROUNDS", "5"))  # timed rounds a contender, where set here
 
 
 @dataclass(frozen=True)
