@@ -4,6 +4,7 @@ deliveries and the recovery decision, fed whole, split at every point and event 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import pytest
 from hypothesis import given
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Kind, MessageDecoder
 from ssewire.mcp import PROFILES, StreamLedger
-from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME, LedgerMessage
+from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME, LedgerMessage, trim
 
 from .builders import event, notification, priming, progress, request, result
 
@@ -185,3 +186,16 @@ def test_fed_whole_split_anywhere_or_event_by_event_the_facts_are_the_same(cuts)
     assert _fed(_event_by_event) == expected
     assert _fed(lambda ledger, text: ledger.feed("call", items(text, sorted(set(cuts))))) == expected
     assert expected[5] == {True: [3], False: []}  # the ping of the GET stream, copied here
+
+
+def test_trim_keeps_at_most_the_bound_and_the_newest_entries():
+    table: dict[int, int] = {}
+    counts: Counter[int] = Counter()
+    for n in range(1000):
+        table[n] = n
+        counts[n] += 2
+        trim(table, 100)
+        trim(counts, 100)
+        assert len(table) <= 100 and len(counts) <= 100
+    assert 999 in table and 0 not in table and min(table) >= 1000 - 100
+    assert set(counts.values()) == {2}  # a Counter's counts are kept, not added to

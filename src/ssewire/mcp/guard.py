@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail
-from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint, messages_of
+from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint, messages_of, trim
 from .profiles import Profile
 
 BOUND = 65_536  # ids and messages a guard's ledger remembers for finding copies; oldest go first
@@ -129,7 +129,8 @@ class ResumptionGuard:
                 # new id to dedupe by or resume from; its messages are still checked below
                 event_id = ""
             self._last_id[stream] = item.event_id
-            if isinstance(item, OtherEvent) and item.event_type == "error" and stream in self._resuming:
+            resumed = stream in self._resuming
+            if isinstance(item, OtherEvent) and item.event_type == "error" and resumed:
                 self._unsafe(stream, "refused", "the server answered the resumption with an error event")
             digest = event_digest(item)
             if event_id and event_id in chain.delivered:
@@ -139,7 +140,6 @@ class ResumptionGuard:
                     )
                 self.stats.duplicates += 1  # a replay of what was delivered: drop it
                 continue
-            resumed = stream in self._resuming
             if resumed and event_id:
                 self._check_order(stream, event_id)
             messages = messages_of(item, digest)
@@ -149,8 +149,7 @@ class ResumptionGuard:
             if event_id:
                 chain.delivered[event_id] = digest
                 chain.cursor = event_id
-                if len(chain.delivered) > BOUND:  # bounded: the oldest ids go first
-                    chain.delivered.pop(next(iter(chain.delivered)))
+                trim(chain.delivered, BOUND)  # bounded: the oldest ids go first
             if seen.foreign_ids > before.foreign_ids:
                 self._unsafe(stream, "other-stream", "the resumed stream replays another stream's events")
             # a message seen before is surely the same one only when its id says so, or its

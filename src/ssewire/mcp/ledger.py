@@ -179,11 +179,8 @@ class StreamLedger:
                 table.pop(root, None)
 
     def _trim(self, table: dict[Any, Any]) -> None:
-        """Keep the newest ``bound`` entries, a quarter of it at a time (amortized O(1))."""
-        if self.bound is not None and len(table) > self.bound + self.bound // 4:
-            newest = list(table.items())[-self.bound :]  # insertion order: the oldest first
-            table.clear()
-            dict.update(table, newest)  # dict's own update: a Counter's would add counts
+        if self.bound is not None:
+            trim(table, self.bound)
 
     # -- reading -----------------------------------------------------------------
 
@@ -237,6 +234,15 @@ class StreamLedger:
             return True  # the client sent two requests with this id: two answers
         # 2026-07-28 has no broadcast rule; each request's notifications are its own.
         return message.kind == Kind.NOTIFICATION and self.profile.request_headers
+
+
+def trim(table: dict[Any, Any], bound: int) -> None:
+    """At most ``bound`` entries: past it, the oldest quarter goes (amortized O(1); deleting
+    the oldest one by one rescans the dict's emptied front on every insert)."""
+    if len(table) > bound:
+        newest = list(table.items())[-(bound - bound // 4) :]  # insertion order: oldest first
+        table.clear()
+        dict.update(table, newest)  # dict's own update: a Counter's would add counts
 
 
 def messages_of(item: Item, known: bytes = b"") -> list[LedgerMessage]:
