@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 import orjson
 
+from ..._http import media_type
 from ...jsonrpc import Message, MessageDecoder
 from ..guard import IdParser, ResumptionGuard
 from ..ledger import REISSUE, RESUME
@@ -136,6 +137,7 @@ class Client:
         self._streams = itertools.count(1)
         self._listener: asyncio.Task[None] | None = None
         self._get_opened: float | None = None  # when the GET stream open now was opened
+        self._retry_ms: int | None = None  # the server's last retry field, honoured on resuming
         self._closed = False
 
     # -- the session ---------------------------------------------------------------------
@@ -254,17 +256,15 @@ class Client:
     ) -> dict[str, Any]:
         ident = next(self._ids)
         params = dict(params or {})
+        meta = dict(params.get("_meta") or {})
         token = None
         if on_progress is not None:
-            token = f"p{ident}"
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = token
-            params["_meta"] = meta
+            token = meta["progressToken"] = f"p{ident}"
             self._progress[token] = _Progress(on_progress)
         if self.modern:
-            meta = dict(params.get("_meta") or {})
             meta.setdefault(META_VERSION, self.version)
             meta.setdefault(META_CAPABILITIES, self._capabilities())
+        if meta:
             params["_meta"] = meta
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
         if params:
@@ -312,8 +312,7 @@ class Client:
         self, response: httpx.Response, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
     ) -> None:
         """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
-        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != SSE:
+        if media_type(response.headers.get("content-type")) != SSE:
             data = await response.aread()
             await response.aclose()
             if response.status_code >= 400 and not data:
@@ -391,8 +390,6 @@ class Client:
                 float(retry_after) if retry_after and retry_after.isdigit() else None,
             )
         return resumed, response
-
-    _retry_ms: int | None = None
 
     async def _consume(
         self, stream: str, response: httpx.Response, future: asyncio.Future[dict[str, Any]] | None
