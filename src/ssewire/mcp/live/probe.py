@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import orjson
 
+from ..._http import JSON, media_type
 from ...jsonrpc import MessageDecoder, TornTail
 from ..probe_report import ProbeReport
 from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
@@ -152,9 +153,10 @@ class _Driver:
             if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
                 break  # a deliberate cut
         answer.retry = decoder.retry
-        ctype = answer.headers.get("content-type", "").split(";")[0].strip().lower()
         body = b"".join(raw)
-        if ctype == "application/json" or (not answer.items and body[:1] in (b"{", b"[")):
+        if media_type(answer.headers.get("content-type")) == JSON or (
+            not answer.items and body[:1] in (b"{", b"[")
+        ):
             try:
                 answer.json = orjson.loads(body)
                 answer.items = []

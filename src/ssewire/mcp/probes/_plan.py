@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..._http import is_success, media_type
 from ...jsonrpc import Item, Kind, Message
 from ..diagnostics import CATALOGUE, Verdict
 from ..findings import Level, Status
@@ -60,7 +61,12 @@ class Received:
 
     @property
     def is_sse(self) -> bool:
-        return self.headers.get("content-type", "").split(";")[0].strip().lower() == SSE
+        return media_type(self.headers.get("content-type")) == SSE
+
+    @property
+    def succeeded(self) -> bool:
+        """A 2xx answer came (not an error status, not no answer at all)."""
+        return self.status is not None and is_success(self.status)
 
     @property
     def messages(self) -> list[Any]:

@@ -28,7 +28,7 @@ def modern(ctx: Context) -> Generator[Step, Answer, None]:
     get = yield Send("GET", {"Accept": SSE, **version}, name="get-removed", read_for=0.5, conforming=False)
     delete = yield Send("DELETE", dict(version), name="delete-removed", conforming=False)
     assert isinstance(get, Received) and isinstance(delete, Received)
-    served = [a for a in (get, delete) if a.status is not None and 200 <= a.status < 300]
+    served = [a for a in (get, delete) if a.succeeded]
     other = [a for a in (get, delete) if a.status != 405 and a not in served]
     if served:
         ctx.verdict(

@@ -128,10 +128,9 @@ def reinitialize_then_delete(ctx: Context) -> Generator[Step, Answer, None]:
     after.headers["Mcp-Session-Id"] = second
     later = yield after
     assert isinstance(later, Received)
-    ended = deleted.status is not None and 200 <= deleted.status < 300
-    if not ended:
+    if not deleted.succeeded:
         ctx.not_checked("session.delete", f"DELETE was answered {deleted.status}")
-    elif later.status is not None and 200 <= later.status < 300:
+    elif later.succeeded:
         ctx.verdict(
             "session.delete",
             Status.DETECTED,

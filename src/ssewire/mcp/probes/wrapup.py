@@ -25,7 +25,7 @@ def what_came_back(ctx: Context) -> None:
     """Judged over every answer of the probe (so it runs after the other checks)."""
     wrong = []
     for answer in ctx.received:
-        if answer.status is None or not 200 <= answer.status < 300 or answer.status == 202:
+        if not answer.succeeded or answer.status == 202:
             continue
         ctype = media_type(answer.headers.get("content-type"))
         looks_sse = bool(answer.items) and answer.json is None
