@@ -23,6 +23,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CI_RUN = (ROOT / ".ci" / "run").read_text()
+INSTALLS = re.compile(r"\b(pip|pip3|uv|apt-get|apt|npm)\b.*\b(install|ci)\b")
+
+
+def _readme_commands() -> list[str]:
+    """The two lines of the README's first ``sh`` block, comments dropped."""
+    block = re.search(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block is not None
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+README_COMMANDS = _readme_commands()
 
 
 def _load(path: pathlib.Path) -> dict:
@@ -55,8 +66,26 @@ def test_the_test_matrix_runs_the_readme_command_on_every_platform_python_and_tw
     assert matrix["python"] == ["3.10", "3.11", "3.12", "3.13"]
     assert matrix["twin"] == ["compiled", "pure"]
     readme_command = "pip install '.[test]' && python -m pytest"
-    assert readme_command in (ROOT / "README.md").read_text()
+    assert readme_command in README_COMMANDS
     assert readme_command in _runs(job) and readme_command in CI_RUN
+    assert not any("npm" in line for line in _runs(job)), "the tests provision node packages themselves"
+
+
+def test_ci_runs_the_readme_commands_verbatim_first_in_a_fresh_environment():
+    assert len(README_COMMANDS) == 2
+    lines = [
+        line.strip() for line in CI_RUN.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    installs = [i for i, line in enumerate(lines) if INSTALLS.search(line)]
+    first = installs[0]
+    assert lines[first : first + 2] == README_COMMANDS, (
+        "nothing may be installed before the README's commands"
+    )
+    before = lines[:first]
+    assert any(line.startswith("python3 -m venv ") for line in before)
+    assert any(line.startswith(". ") and line.endswith('/bin/activate"') for line in before)
+    assert "export SSEWIRE_REQUIRE_NODE=1" in " ".join(before), "a skipped node-backed test must fail CI"
+    assert "export SSEWIRE_REQUIRE_EXTENSIONS=1" in before
 
 
 def test_the_lint_docs_and_bench_jobs_mirror_ci_run():

@@ -34,7 +34,7 @@ from .resets import (
     through_proxy,
 )
 from .sdk_servers import probe_app, text_of_size
-from .ts_servers import NODE, require_node, ts_server
+from .ts_servers import ts_server
 
 MODES = {
     "stateful-sse": {},
@@ -53,8 +53,6 @@ def sdk_server(kind: str, *, port: int = 0, **mode: bool) -> Iterator[str]:
         with running(probe_app(**mode), port=port) as base:
             yield base + "/mcp"
         return
-    if NODE is None:
-        require_node()  # skips, or fails under SSEWIRE_REQUIRE_NODE=1
     with ts_server(*(TS_FLAGS[k] for k, on in mode.items() if on), port=port) as url:
         yield url
 

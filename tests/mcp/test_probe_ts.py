@@ -1,5 +1,5 @@
 """The probe against the official MCP TypeScript SDK server (@modelcontextprotocol/sdk,
-pinned in tests/ts_server/package-lock.json, installed by .ci/run with ``npm ci``), started
+pinned in tests/ts_server/package-lock.json, installed by the tests with ``npm ci``), started
 through node on 127.0.0.1 in its modes: stateful or stateless, SSE or JSON, with an event
 store.
 
@@ -15,7 +15,7 @@ checked by requests sent by hand; see docs/probe.md):
   one in 16 s;
 - priming events and resumption only with an event store; stateless mode answers GET 405.
 
-The tests skip only when node is missing, and SSEWIRE_REQUIRE_NODE=1 (set by .ci/run)
+The tests skip only when node or npm is missing, and SSEWIRE_REQUIRE_NODE=1 (set by .ci/run)
 turns that skip into a failure (``ts_servers.py``).
 """
 

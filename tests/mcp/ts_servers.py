@@ -1,40 +1,38 @@
 """The official MCP TypeScript SDK server (tests/ts_server/server.mjs, its npm packages
-pinned in package-lock.json and installed by .ci/run with ``npm ci``) as the tests start it:
-through node, on 127.0.0.1.
+pinned in package-lock.json) as the tests start it: through node, on 127.0.0.1.
 
-A test module calls :func:`require_node` at import: it skips when node is missing, unless
-SSEWIRE_REQUIRE_NODE=1 (set by .ci/run), which turns that skip into a failure.
+A test module calls ``require_node()`` at import. Where node and npm are on the PATH it
+installs the pinned packages itself (``npm ci``, once per checkout, see ``provision.py``);
+where they are not, it skips with a reason naming them, unless SSEWIRE_REQUIRE_NODE=1 (set
+by .ci/run), which turns that skip into a failure.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pathlib
 import selectors
 import shutil
 import subprocess
 from collections.abc import Iterator
 
-import pytest
+from ..provision import require_npm_packages
 
 SERVER = pathlib.Path(__file__).resolve().parent.parent / "ts_server"
 NODE = shutil.which("node")
+NPM = shutil.which("npm")
 
 
 def require_node() -> None:
-    if NODE is None:
-        if os.environ.get("SSEWIRE_REQUIRE_NODE") == "1":
-            pytest.fail("SSEWIRE_REQUIRE_NODE=1 but node is not on the PATH", pytrace=False)
-        pytest.skip("node is not installed", allow_module_level=True)
+    """node, npm and the pinned SDK, installed; or skip (fail under SSEWIRE_REQUIRE_NODE=1)."""
+    require_npm_packages(SERVER, node=NODE, npm=NPM, switch="SSEWIRE_REQUIRE_NODE")
 
 
 @contextlib.contextmanager
 def ts_server(*flags: str, port: int = 0) -> Iterator[str]:
     """Start the server with ``flags`` (--stateless, --json, --store); yield its MCP URL."""
-    if not (SERVER / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
-        pytest.fail("the TypeScript SDK is not installed: run npm ci --prefix tests/ts_server")
+    require_node()
     assert NODE is not None
     process = subprocess.Popen(
         [NODE, "server.mjs", *flags, "--port", str(port)],
