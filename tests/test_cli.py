@@ -95,3 +95,31 @@ def test_console_script_is_installed():
     result = subprocess.run([str(script), "decode", str(EXAMPLE)], capture_output=True, timeout=60)
     assert result.returncode == 0
     assert parse(result.stdout) == EXAMPLE_LINES
+
+
+def _without(modules: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``ssewire ARGS`` as if ``modules`` were not installed (None in sys.modules blocks an import)."""
+    code = f"import sys\nfor m in {modules!r}: sys.modules[m] = None\nfrom ssewire.cli import main\nsys.exit(main({list(args)!r}))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("missing", "args"),
+    [
+        (["uvicorn"], ["probe", "--idle-check", "1", "--format", "markdown"]),  # the quick start's command
+        (["httpx"], ["probe", "http://127.0.0.1:9/mcp"]),
+        (["uvicorn"], ["serve", "--port", "0"]),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_it_and_exit_2(missing, args):
+    done = _without(missing, *args)
+    assert done.returncode == 2, done.stderr
+    assert (
+        done.stderr
+        == f"ssewire {args[0]}: needs {missing[0]}, which is not installed: pip install 'ssewire[mcp]'\n"
+    )
+
+
+def test_a_missing_package_outside_the_extra_is_a_bug_with_its_traceback():
+    done = _without(["orjson"], "probe", "http://127.0.0.1:9/mcp")
+    assert done.returncode == 1 and "Traceback" in done.stderr and "orjson" in done.stderr

@@ -49,3 +49,24 @@ def acceptable(value: str | None, media: str) -> bool:
 
 def is_success(status: int) -> bool:
     return 200 <= status < 300
+
+
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def header_field(line: str) -> tuple[str, str]:
+    """``"Name: value"`` as ``(name, value)``; ValueError naming what is wrong.
+
+    The name must be an RFC 9110 token; the value (surrounding whitespace dropped) must not
+    hold CR, LF or NUL, which would let it inject a second field. The value is never quoted
+    in the error: it is often a credential.
+    """
+    name, colon, value = line.partition(":")
+    if not colon:
+        raise ValueError(f"not a header field (expected 'Name: value'): no colon after {name[:40]!r}")
+    if not name or not set(name) <= _TOKEN:
+        raise ValueError(f"not a header name: {name[:40]!r}")
+    value = value.strip(" \t")
+    if any(c in value for c in "\r\n\0"):
+        raise ValueError(f"the value of {name} holds CR, LF or NUL")
+    return name, value

@@ -2,7 +2,8 @@
 
 Thin by design: arguments and file I/O around the library. A command's heavy imports
 happen inside its ``run``, so ``ssewire decode`` never loads the MCP tooling. Every
-:class:`~ssewire._errors.InputError` becomes one stderr line and exit code 2.
+``InputError`` becomes one stderr line and exit code 2, and so does a package of a missing
+extra (``ssewire probe`` without ``ssewire[mcp]``): the line says what to install.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import decode, probe, redact, serve, validate
-from ._common import Command, InputError, input_error
+from ._common import Command, InputError, extra_provides, input_error
 
 COMMANDS: dict[str, Command] = {module.NAME: module for module in (decode, validate, redact, probe, serve)}
 
@@ -43,10 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    command = COMMANDS[args.command]
     try:
-        return COMMANDS[args.command].run(args)
+        return command.run(args)
     except InputError as exc:
         return input_error(args.command, exc)
+    except ModuleNotFoundError as exc:
+        if command.EXTRA is None or not extra_provides(command.EXTRA, exc.name):
+            raise  # not a package of the command's extra: a bug, with its traceback
+        return input_error(
+            args.command, f"needs {exc.name}, which is not installed: pip install 'ssewire[{command.EXTRA}]'"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
+import re
 import sys
 from typing import Any, Protocol
 
@@ -17,6 +19,7 @@ __all__ = [
     "EXIT_OK",
     "Command",
     "InputError",
+    "extra_provides",
     "input_error",
     "positive_int",
     "write",
@@ -27,15 +30,35 @@ class Command(Protocol):
     """What a command module provides (``cli/decode.py`` and its siblings)."""
 
     NAME: str
+    EXTRA: str | None  # the extra of ssewire whose packages ``run`` imports, if any
 
     def add_parser(self, commands: Any) -> None: ...
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-def input_error(command: str, error: Exception) -> int:
+def input_error(command: str, error: Exception | str) -> int:
     """Say what is wrong with the input on one stderr line; exit code 2."""
     print(f"ssewire {command}: {error}", file=sys.stderr)
     return EXIT_INPUT
+
+
+def extra_provides(extra: str, module: str | None) -> bool:
+    """Whether ssewire's ``extra`` brings the package ``module`` belongs to.
+
+    Read from the installed package's metadata, so the extras are listed in one place
+    (pyproject.toml's optional dependencies).
+    """
+    wanted = (module or "").partition(".")[0].lower().replace("_", "-")
+    try:
+        requirements = importlib.metadata.requires("ssewire") or []
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a bare source tree
+        return False
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        marker = re.search(r"""extra\s*==\s*["']([^"']+)["']""", requirement)
+        if name and marker and marker.group(1) == extra and name.group(0).lower().replace("_", "-") == wanted:
+            return True
+    return False
 
 
 def cannot(action: str, path: str, error: OSError) -> InputError:

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 from ._common import EXIT_FINDINGS, EXIT_OK, cannot, positive_int, write
 
 NAME = "decode"
+EXTRA: str | None = None
 
 
 def add_parser(commands: Any) -> None:

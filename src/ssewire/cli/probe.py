@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
+from .._http import header_field
 from ._common import EXIT_FINDINGS, EXIT_OK, InputError, cannot, write
 
 NAME = "probe"
+EXTRA = "mcp"
 REFERENCE_TOOLS = "countdown,structured"  # what the probe may call on its own reference server
 
 
@@ -49,6 +52,44 @@ def add_parser(commands: Any) -> None:
         "--timeout", type=_seconds, default=10.0, metavar="S", help="deadline of each request (default 10)"
     )
     parser.add_argument("--fail-on", choices=("error", "warning"), default="error")
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="send this header with every request, e.g. 'Authorization: Bearer ...' (repeatable); "
+        "reports and recordings carry its name only",
+    )
+    parser.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help="send the header held by environment variable VAR as 'NAME: VALUE' (repeatable): "
+        "a secret then stays out of the command line and the shell history",
+    )
+
+
+def extra_headers(args: argparse.Namespace) -> dict[str, str]:
+    """``--header`` and ``--header-env`` as one mapping; InputError (exit 2) for a bad one."""
+    lines = [(f"--header {line[:40]!r}", line) for line in args.header]
+    for variable in args.header_env:
+        if variable not in os.environ:
+            raise InputError(f"--header-env {variable}: the environment variable is not set")
+        lines.append((f"--header-env {variable}", os.environ[variable]))
+    headers: dict[str, str] = {}
+    for origin, line in lines:
+        try:
+            name, value = header_field(line)
+        except ValueError as exc:
+            raise InputError(f"{origin}: {exc}") from None
+        headers[name] = value
+    from ..mcp.wire import caller_headers
+
+    try:
+        return caller_headers(headers)
+    except ValueError as exc:  # a header the probe sets itself
+        raise InputError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         "session_resilience": args.session_resilience,
         "idle_check": args.idle_check,
         "timeout": args.timeout,
+        "headers": extra_headers(args),
     }
     try:
         if args.url is None:

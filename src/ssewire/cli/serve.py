@@ -9,6 +9,7 @@ from typing import Any
 from ._common import EXIT_OK, InputError
 
 NAME = "serve"
+EXTRA = "mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from ._common import EXIT_FINDINGS, EXIT_OK, cannot, write
 
 NAME = "validate"
+EXTRA: str | None = None
 
 
 def add_parser(commands: Any) -> None:

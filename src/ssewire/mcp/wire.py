@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
+
+from .._http import header_field
 
 BOTH = "application/json, text/event-stream"  # the Accept of every POST
 SSE = "text/event-stream"
@@ -14,6 +17,36 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28 _meta key
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 MODERN = "2026-07-28"
+# What the transport itself sets on a request: a caller's extra headers may not (the probe
+# omits or varies them on purpose, and the client's session would drift from its own state).
+TRANSPORT_HEADERS = frozenset(
+    {
+        "accept",
+        "content-type",
+        "content-length",
+        "host",
+        "origin",
+        "last-event-id",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+    }
+)
+
+
+def caller_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """A caller's extra headers (credentials, tracing), checked: ValueError for one that the
+    transport sets itself, or a name or value that could not be sent as given."""
+    checked: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        field, text = header_field(f"{name}:{value}")
+        if field.lower() in TRANSPORT_HEADERS:
+            raise ValueError(
+                f"{field} is set by the MCP transport itself; it cannot be given as an extra header"
+            )
+        checked[field] = text
+    return checked
 
 
 def request_headers(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ from ...jsonrpc import Message, MessageDecoder
 from ..guard import IdParser, ResumptionGuard
 from ..ledger import REISSUE, RESUME
 from ..profiles import PROFILES
-from ..wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, request_headers
+from ..wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, caller_headers, request_headers
 
 CLIENT_INFO = {"name": "ssewire", "version": "1"}
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
@@ -103,6 +103,43 @@ async def _stop(tasks: list[asyncio.Task[Any]], within: float = 5.0) -> None:
 
 
 class Client:
+    """One MCP session over Streamable HTTP, used as an async context manager.
+
+    ``async with Client(url) as client`` negotiates the revision, opens the session and (in
+    a 2025 session) the standalone GET stream; leaving the block ends the session (DELETE)
+    and closes what the client opened.
+
+    :param url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+    :param profile: the revision to speak (``"2025-11-25"``, ``"2026-07-28"``, ...). None:
+        try 2026-07-28 ``server/discover`` first, then initialize under 2025-11-25.
+    :param handlers: answers to the server's own requests, by method
+        (``"sampling/createMessage"``, ``"roots/list"``, ``"elicitation/create"``): a function
+        of the request's params returning the result (or an awaitable of it). The matching
+        capabilities are declared at initialize; a request without a handler is refused with
+        a JSON-RPC error.
+    :param on_notification: called with every notification that is not a call's progress
+        (log messages, list changes), from whichever stream it came on.
+    :param idle_timeout: seconds a stream may stay silent (keep-alive comments count as life)
+        before it is taken as broken and resumed; keep it above the server's keep-alive
+        interval (15 s for both official SDKs).
+    :param timeout: the deadline of one request, resumptions included, in seconds.
+    :param parse_id: reads an event id as ``(stream, position)``, so that a resumed stream
+        that steps back or restarts is caught even before a copy arrives; None trusts
+        nothing about the ids' shape.
+    :param max_resumptions: resumptions one call may spend before it fails with
+        ``StreamBroken``.
+    :param listen: open the standalone GET stream (2025 revisions) for what the server
+        sends on its own.
+    :param headers: extra headers for every request, e.g. ``{"Authorization": "Bearer ..."}``;
+        a header the transport sets itself (Accept, Content-Type, Mcp-Session-Id, ...) is a
+        ``ValueError``.
+    :param auth: an httpx authentication (``httpx.BasicAuth``, a custom ``httpx.Auth`` that
+        refreshes a token, ...) for every request.
+    :param http: an ``httpx.AsyncClient`` of your own (proxies, TLS, transports); then give
+        headers and auth to it rather than here. Its read timeout should be None: the client
+        keeps its own deadlines.
+    """
+
     def __init__(
         self,
         url: str,
@@ -115,8 +152,13 @@ class Client:
         parse_id: IdParser | None = None,
         max_resumptions: int = 8,
         listen: bool = True,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | tuple[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
+        extra = caller_headers(headers)  # ValueError for a header the transport sets itself
+        if http is not None and (extra or auth is not None):
+            raise ValueError("give headers and auth to your own httpx.AsyncClient, not beside it")
         self.url = url
         self.wanted = profile
         self.handlers = dict(handlers or {})
@@ -124,7 +166,9 @@ class Client:
         self.idle_timeout, self.timeout = idle_timeout, timeout
         self.parse_id, self.max_resumptions, self.listen = parse_id, max_resumptions, listen
         self._own_http = http is None
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=None))
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=auth
+        )
         self.version = ""
         self.session: str | None = None
         self.server_info: dict[str, Any] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -22,10 +22,12 @@ import httpx
 import orjson
 
 from ..._http import JSON, media_type
+from ..._secrets import MASK
 from ...jsonrpc import MessageDecoder, TornTail
 from ..probe_report import ProbeReport
 from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
 from ..transcript import TranscriptWriter
+from ..wire import caller_headers
 
 MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited for
 RAW_KEPT = 16 << 20  # bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
@@ -36,8 +38,17 @@ class BudgetSpent(Exception):
 
 
 class _Driver:
-    def __init__(self, client: httpx.AsyncClient, ctx: Context, *, timeout: float, max_requests: int) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        ctx: Context,
+        *,
+        timeout: float,
+        max_requests: int,
+        extra_headers: Iterable[str] = (),
+    ) -> None:
         self.client, self.ctx, self.timeout = client, ctx, timeout
+        self.extra_headers = list(extra_headers)  # the caller's (sent by the client), recorded masked
         self.budget = max_requests
         self.used = 0
         self.writer = TranscriptWriter()
@@ -92,8 +103,15 @@ class _Driver:
         name = self._name(send.name or f"{send.method.lower()}-{self.used}")
         self.sent[name] = send
         headers = dict(send.headers)
+        own = {k.lower() for k in headers}
+        masked = [(k, MASK) for k in self.extra_headers if k.lower() not in own]  # a check's header wins
         record = self.writer.request(
-            send.method, self.ctx.path, list(headers.items()), content, name=name, concurrent_group=group
+            send.method,
+            self.ctx.path,
+            [*headers.items(), *masked],
+            content,
+            name=name,
+            concurrent_group=group,
         )
         answer = Received(send, None)
         start = time.monotonic()
@@ -200,8 +218,14 @@ async def probe(
     idle_check: float = 20.0,
     timeout: float = 10.0,
     max_requests: int = 400,
+    headers: Mapping[str, str] | None = None,
 ) -> ProbeReport:
-    """Probe ``url`` (the MCP endpoint); raises :class:`Unreachable` when nothing answers."""
+    """Probe ``url`` (the MCP endpoint); raises ``Unreachable`` when nothing answers.
+
+    ``headers`` go with every request (credentials, say: ``{"Authorization": "Bearer ..."}``)
+    unless a check sets the same field itself; the recording and the report carry their
+    names only, the values masked.
+    """
     parts = urlsplit(url)
     base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     other_host = "localhost" if parts.hostname != "localhost" else "127.0.0.1"
@@ -214,8 +238,11 @@ async def probe(
         idle_check=idle_check,
         session_resilience=session_resilience,
     )
-    async with httpx.AsyncClient(base_url=base, timeout=timeout) as client:
-        driver = _Driver(client, ctx, timeout=timeout, max_requests=max_requests)
+    extra = caller_headers(headers)  # ValueError for a header the probe sets itself
+    if extra:
+        ctx.figures["headers_sent"] = sorted(extra)  # names only: the values are often secrets
+    async with httpx.AsyncClient(base_url=base, timeout=timeout, headers=extra) as client:
+        driver = _Driver(client, ctx, timeout=timeout, max_requests=max_requests, extra_headers=extra)
         ctx.recording = driver.recording
         await driver.run(negotiate(ctx))
         await driver.run(find_streaming_tool(ctx))
@@ -232,7 +259,7 @@ async def probe(
 
 
 def run_probe(url: str, **options: Any) -> ProbeReport:
-    """:func:`probe`, for callers without an event loop."""
+    """``probe``, for callers without an event loop."""
     return asyncio.run(probe(url, **options))
 
 
