@@ -1,6 +1,8 @@
-"""Render a saved pytest-benchmark JSON into docs/benchmarks.md and a PNG bar chart.
+"""Render a saved pytest-benchmark JSON into docs/benchmarks.md, a PNG bar chart, and the
+MCP clients table of docs/client.md: one saved run is the one source of every figure the
+docs quote from the benchmarks.
 
-python bench/render.py bench/results.json   # writes docs/benchmarks.md, docs/benchmarks.png
+python bench/render.py bench/results.json   # writes docs/benchmarks.md, docs/benchmarks.png, docs/client.md's table
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import report
 
 ROOT = Path(__file__).resolve().parent.parent
+CLIENT_PAGE = ROOT / "docs" / "client.md"
+CLIENT_START, CLIENT_END = "<!-- client-bench:start -->", "<!-- client-bench:end -->"
 COMMAND = (
     "pip install '.[bench]' && python -m pytest bench --benchmark-only "
     "--benchmark-min-rounds=5 --benchmark-json=bench/results.json && "
@@ -42,7 +46,14 @@ def machine(data: dict) -> str:
     return "\n".join(lines)
 
 
-def chart(records: list[report.Record], path: Path) -> bool:
+def measured(data: dict) -> str:
+    """Which commit a run measured, and when: printed under every figure taken from it."""
+    commit = data.get("commit_info", {})
+    state = " + uncommitted changes" if commit.get("dirty") else ""
+    return f"commit {str(commit.get('id', '?'))[:12]}{state}, run {str(data.get('datetime', '?'))[:10]}"
+
+
+def chart(records: list[report.Record], path: Path, caption: str) -> bool:
     try:
         import matplotlib
 
@@ -67,7 +78,7 @@ def chart(records: list[report.Record], path: Path) -> bool:
     ax.set_xticks([w + width * (len(contenders) - 1) / 2 for w in range(len(workloads))], workloads)
     ax.set_yscale("log")
     ax.set_ylabel("MB/s (log scale, higher is better)")
-    ax.set_title("SSE decoding throughput, same chunks for every decoder, timed side by side")
+    ax.set_title(f"SSE decoding throughput, same chunks for every decoder, timed side by side\n{caption}")
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -79,7 +90,7 @@ def render(json_path: Path) -> str:
     data = json.loads(json_path.read_text())
     records = report.records_from_json(data)
     png = ROOT / "docs" / "benchmarks.png"
-    has_chart = chart(records, png)
+    has_chart = chart(records, png, measured(data))
     titles = {r["workload"]: r.get("title", "") for r in records if r.get("title")}
     parts = [
         "# Benchmarks",
@@ -110,13 +121,26 @@ def render(json_path: Path) -> str:
     return "\n".join(parts)
 
 
+def client_table(json_path: Path) -> str:
+    """The MCP clients rows of the run, for docs/client.md, with the run they come from."""
+    data = json.loads(json_path.read_text())
+    rows = report.client_rows(report.records_from_json(data))
+    headers = ["workload", "client", "time", "vs ssewire", "peak MiB, one call"]
+    return f"{report.markdown(headers, rows)}\n\nFrom [the benchmarks page](benchmarks.md)'s run: {measured(data)}."
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     page = render(Path(argv[1]))
     (ROOT / "docs" / "benchmarks.md").write_text(page + "\n")
-    print(f"wrote {ROOT / 'docs' / 'benchmarks.md'}")
+    text = CLIENT_PAGE.read_text(encoding="utf-8")
+    head, rest = text.split(CLIENT_START, 1)
+    _, tail = rest.split(CLIENT_END, 1)
+    table = client_table(Path(argv[1]))
+    CLIENT_PAGE.write_text(f"{head}{CLIENT_START}\n{table}\n{CLIENT_END}{tail}", encoding="utf-8")
+    print(f"wrote {ROOT / 'docs' / 'benchmarks.md'} and the clients table of {CLIENT_PAGE}")
     return 0
 
 

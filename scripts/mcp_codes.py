@@ -49,12 +49,20 @@ def render() -> str:
         "",
         "## Probe diagnostics (`ssewire probe`)",
         "",
-        "| diagnostic | level | rests on | fix: TypeScript SDK | fix: Python SDK | fix: plain handler |",
-        "|---|---|---|---|---|---|",
+        "One entry a diagnostic (a table of six long columns could not be read): its level, the",
+        "requirement it rests on, and the fix on each stack.",
     ]
     for d in DIAGNOSTICS.values():
-        cells = [d.requirement, d.ts, d.python, d.plain]
-        probe.append(f"| `{d.id}` | {d.level} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        probe += [
+            "",
+            f"### `{d.id}`",
+            "",
+            f"**{d.level}**: {d.requirement}",
+            "",
+            f"- TypeScript SDK: {d.ts}",
+            f"- Python SDK: {d.python}",
+            f"- plain handler: {d.plain}",
+        ]
     faults = [
         "",
         "## Reference server faults (`ssewire serve --fault NAME`)",

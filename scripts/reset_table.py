@@ -32,29 +32,50 @@ PAGE = ROOT / "docs" / "client.md"
 START, END = "<!-- reset-table:start -->", "<!-- reset-table:end -->"
 
 
+MEASURES = (
+    "calls",
+    "cuts",
+    "intact",
+    "torn",
+    "duplicated",
+    "progress lost",
+    "explicit error",
+    "hung",
+    "seconds",
+)
+
+
 def table(resets: int) -> str:
+    """One column per client, one row per outcome: narrow enough to read on any screen."""
     calls = calls_for(resets)
-    lines = [
-        "| client | calls | cuts | intact | torn | duplicated | progress lost | explicit error | hung | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    columns: dict[str, dict[str, str]] = {}
     said: list[str] = []
     for name, caller in ROWS.items():
         start = time.perf_counter()
         tally, proxied = through_proxy(caller(), random_cuts(resets), calls)
         seconds = time.perf_counter() - start
         errors = tally.unsafe + tally.failed + tally.no_answer
-        lines.append(
-            f"| {name} | {tally.calls} | {proxied.cuts} | {tally.intact} | {tally.torn} | "
-            f"{tally.duplicated} | {tally.lost} | {errors} | {tally.hung} | {seconds:.1f} |"
-        )
+        figures = (tally.calls, proxied.cuts, tally.intact, tally.torn, tally.duplicated, tally.lost, errors)
+        columns[name] = {
+            **dict(zip(MEASURES, map(str, figures), strict=False)),
+            "hung": str(tally.hung),
+            "seconds": f"{seconds:.1f}",
+        }
         said += [f"- {name}: {count} × {reason}" for reason, count in tally.reasons.most_common()]
+    lines = [
+        "| | " + " | ".join(columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+        *(
+            f"| {measure} | " + " | ".join(c[measure] for c in columns.values()) + " |"
+            for measure in MEASURES
+        ),
+    ]
     versions = ", ".join(
         f"{name} {importlib.metadata.version(name)}" for name in ("ssewire", "mcp", "httpx", "httpx2")
     )
     lines += [
         "",
-        f"{resets} planned resets a row, seed 2026; {versions}; Python {platform.python_version()}.",
+        f"{resets} planned resets a column, seed 2026; {versions}; Python {platform.python_version()}.",
     ]
     if said:
         lines += ["", "What the explicit errors said:", "", *said]

@@ -30,7 +30,6 @@ COVERED_ELSEWHERE = {
     "pip install '.[test]'": ".ci/run: the README's test command",
     "python -m pytest": ".ci/run: the README's test command",
     "pip install '.[bench]'": ".ci/run installs the bench extra",
-    "pip install ssewire": "installs from PyPI, which CI does not reach; the same package as pip install .",
     "python -m pytest bench --benchmark-only --benchmark-min-rounds=5 --benchmark-json=bench/results.json": (
         "the full benchmark run (about 20 minutes); .ci/run runs the same suite in quick mode"
     ),

@@ -95,6 +95,8 @@ def test_the_lint_docs_and_bench_jobs_mirror_ci_run():
     for command in ("python scripts/peer_semantics.py --check", "python scripts/mcp_codes.py --check"):
         assert command in _runs(jobs["docs"]) and command in CI_RUN, command
     assert "mkdocs build --strict" in _runs(jobs["docs"]) and "mkdocs build --strict" in CI_RUN
+    assert "python scripts/check_site.py site --browser" in _runs(jobs["docs"])
+    assert 'python scripts/check_site.py "$work/site" --browser' in CI_RUN
     assert any("pytest bench --benchmark-disable" in line for line in _runs(jobs["bench-smoke"]))
 
 
@@ -115,3 +117,39 @@ def test_the_version_lives_in_one_place():
     )
     assert (done.returncode, done.stdout.strip()) == (0, f"ssewire {ssewire.__version__}")
     assert f"## {ssewire.__version__}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_the_install_page_lists_every_extra_and_what_it_brings():
+    page = (ROOT / "docs" / "install.md").read_text()
+    table = page.split("<!-- extras:start -->")[1].split("<!-- extras:end -->")[0]
+    rows = [line.strip("| ").split(" | ") for line in table.strip().splitlines()[2:]]
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert [row[0].strip("`") for row in rows] == list(extras)
+    for name, brings, _ in rows:
+        wanted = {re.match(r"[\w.-]+", req).group(0).lower() for req in extras[name.strip("`")]}
+        listed = {word.strip(",").lower() for word in brings.split() if word.strip(",").lower() in wanted}
+        if name.strip("`") in ("httpx", "aiohttp", "asgi", "mcp"):  # the runtime extras: every package named
+            assert listed == wanted, (name, listed, wanted)
+        else:
+            assert listed, name  # the tooling extras: named by their main packages
+
+
+def test_the_claimed_pythons_are_the_classifiers_and_the_wheels():
+    classifiers = PYPROJECT["project"]["classifiers"]
+    claimed = [
+        c.rsplit(" ", 1)[1]
+        for c in classifiers
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    assert claimed == ["3.10", "3.11", "3.12", "3.13"]
+    assert [f"cp3{v.split('.')[1]}-*" for v in claimed] == PYPROJECT["tool"]["cibuildwheel"]["build"].split()
+    assert "CPython 3.10, 3.11, 3.12 and 3.13" in (ROOT / "docs" / "install.md").read_text()
+
+
+def test_the_changelog_counts_what_the_registries_hold():
+    from ssewire.mcp.diagnostics import CATALOGUE
+    from ssewire.mcp.live.faults import FAULTS
+
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert re.findall(r"(\d+) diagnostics", text) == [str(len(CATALOGUE))]
+    assert re.findall(r"(\d+) switchable faults", text) == [str(len(FAULTS))]

@@ -1,6 +1,6 @@
 """What every client adapter shares: the content-type check and the decode loop.
 
-Adapters only move bytes from their client into :func:`events_from` / the async twin;
+Adapters only move bytes from their client into `events_from` / the async twin;
 they never parse.
 """
 
@@ -37,7 +37,7 @@ def events_from(chunks: Iterable[bytes], decoder: Any = None) -> Iterator[Event]
 
 
 async def aevents_from(chunks: AsyncIterable[bytes], decoder: Any = None) -> AsyncIterator[Event]:
-    """The async twin of :func:`events_from`."""
+    """The async twin of `events_from`."""
     decoder = Decoder() if decoder is None else decoder
     async for chunk in chunks:
         try:

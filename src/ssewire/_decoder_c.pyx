@@ -304,7 +304,7 @@ cdef inline void _release(Buffer* buf):
 
 
 cdef class CDecoder:
-    """Incremental WHATWG event-stream decoder: bytes in, :class:`Event` s out."""
+    """Incremental WHATWG event-stream decoder: bytes in, [`Event`][ssewire.Event]s out."""
 
     cdef Buffer _data         # (the object starts zero-filled: both buffers empty)
     cdef Buffer _value
@@ -686,7 +686,7 @@ cdef class CDecoder:
 
 
 cdef class CRawDecoder(CDecoder):
-    """:class:`CDecoder` emitting :class:`RawEvent` s: the data stays undecoded bytes."""
+    """[`CDecoder`][ssewire.CDecoder] emitting [`RawEvent`][ssewire.RawEvent]s: the data stays undecoded bytes."""
 
     def __cinit__(self, *args, **kwargs):
         self._raw = True

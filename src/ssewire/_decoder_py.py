@@ -27,7 +27,7 @@ _COLON = 0x3A
 
 
 class PyDecoder:
-    """Incremental WHATWG event-stream decoder: bytes in, :class:`Event` s out."""
+    """Incremental WHATWG event-stream decoder: bytes in, [`Event`][ssewire.Event]s out."""
 
     _raw = False  # PyRawDecoder: leave the data as bytes
 
@@ -101,6 +101,11 @@ class PyDecoder:
         return self._discarded
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Decode a chunk (split anywhere); return every event it completes.
+
+        Raises [`EventTooLarge`][ssewire.EventTooLarge] over a limit (the events completed
+        by this call ride on it as ``.events``), and ``TypeError`` for ``str``.
+        """
         if type(data) is not bytes:
             data = as_bytes(data)
         if self._closed:
@@ -281,7 +286,7 @@ class PyDecoder:
 
 
 class PyRawDecoder(PyDecoder):
-    """:class:`PyDecoder` emitting :class:`RawEvent` s: the data stays undecoded bytes."""
+    """[`PyDecoder`][ssewire.PyDecoder] emitting [`RawEvent`][ssewire.RawEvent]s: the data stays undecoded bytes."""
 
     __slots__ = ()
     _raw = True

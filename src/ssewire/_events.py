@@ -23,9 +23,9 @@ class Event(NamedTuple):
 
 
 class RawEvent(NamedTuple):
-    """An event whose data is the raw UTF-8 bytes, as :class:`ssewire.RawDecoder` emits.
+    """An event whose data is the raw UTF-8 bytes, as [`RawDecoder`][ssewire.RawDecoder] emits.
 
-    Same parsing as :class:`Event`; only ``data`` is left undecoded (invalid UTF-8 kept as
+    Same parsing as [`Event`][ssewire.Event]; only ``data`` is left undecoded (invalid UTF-8 kept as
     is), so a JSON parser such as ``orjson.loads`` can take it without a str round trip.
     """
 

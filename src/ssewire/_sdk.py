@@ -21,7 +21,7 @@ from ._select import Decoder
 
 
 class SDKEvent(Event):
-    """An :class:`Event` with the attribute names SDK stream classes read."""
+    """An [`Event`][ssewire.Event] with the attribute names SDK stream classes read."""
 
     __slots__ = ()
 

@@ -27,7 +27,23 @@ def _load_compiled() -> tuple[Any, Any]:
     return compiled, compiled_raw
 
 
-CDecoder, CRawDecoder = _load_compiled()
+_compiled = _load_compiled()
+CDecoder: Any = _compiled[0]
+"""The compiled twin (Cython: lines found with ``memchr``), or None when it is not built or
+``SSEWIRE_NO_EXTENSIONS=1`` disabled it. Same signature and behaviour as
+[`PyDecoder`][ssewire.PyDecoder]; its stub is ``_decoder_c.pyi``."""
+CRawDecoder: Any = _compiled[1]
+"""The compiled twin of [`PyRawDecoder`][ssewire.PyRawDecoder], or None."""
 Decoder: Any = PyDecoder if CDecoder is None else CDecoder
+"""The decoder to use: the compiled twin when it is built and not disabled, else
+[`PyDecoder`][ssewire.PyDecoder]. Both take the same options and give the same events.
+
+    decoder = ssewire.Decoder(max_event_size=1 << 20)
+    events = decoder.feed(chunk)
+"""
 RawDecoder: Any = PyRawDecoder if CRawDecoder is None else CRawDecoder
+"""[`Decoder`][ssewire.Decoder]'s parser emitting [`RawEvent`][ssewire.RawEvent]s, whose
+``data`` stays UTF-8 bytes: for a JSON parser that takes bytes (orjson)."""
 IMPLEMENTATION = "python" if CDecoder is None else "cython"
+"""``"cython"`` or ``"python"``: which twin [`Decoder`][ssewire.Decoder] is. Check it after
+installing: ``python -c "import ssewire; print(ssewire.IMPLEMENTATION)"``."""

@@ -2,8 +2,8 @@
 
     app = EventStreamResponse(events(), keepalive=15)   # an ASGI app, e.g. for uvicorn
 
-Items may be :class:`~ssewire.Event` / :class:`~ssewire.RawEvent` (written with
-:func:`~ssewire.encode_event`; ``id`` is the last event ID, written when it changes),
+Items may be [`Event`][ssewire.Event] / [`RawEvent`][ssewire.RawEvent] (written with
+[`encode_event`][ssewire.encode_event]; ``id`` is the last event ID, written when it changes),
 ``str`` (one event's data) or ``bytes`` (already encoded, sent as is). A sync iterable is
 pulled in a worker thread. After ``keepalive`` idle seconds a comment is sent so proxies
 keep the connection open (0 turns it off). When the client disconnects, the iterator is

@@ -30,6 +30,7 @@ def iter_sse(response: Any, **decoder_options: Any) -> Iterator[Event]:
 
 
 def aiter_sse(response: Any, **decoder_options: Any) -> AsyncIterator[Event]:
+    """The async form of ``iter_sse``."""
     check_content_type(response.headers.get("content-type"))
     return aevents_from(response.aiter_bytes(), Decoder(**decoder_options))
 
@@ -43,16 +44,20 @@ class EventSource:
         self.decoder = Decoder(**decoder_options)
 
     def iter_sse(self) -> Iterator[Event]:
+        """The response's events (``UnexpectedContentType`` unless it is ``text/event-stream``)."""
         check_content_type(self.response.headers.get("content-type"))
         return events_from(self.response.iter_bytes(), self.decoder)
 
     def aiter_sse(self) -> AsyncIterator[Event]:
+        """The async form of ``iter_sse``."""
         check_content_type(self.response.headers.get("content-type"))
         return aevents_from(self.response.aiter_bytes(), self.decoder)
 
 
 @contextmanager
 def connect_sse(client: Any, method: str, url: Any, **kwargs: Any) -> Iterator[EventSource]:
+    """Open a streamed request (httpx-sse's call shape): ``Accept: text/event-stream`` is added
+    unless the caller set an Accept; ``kwargs`` go to ``client.stream``."""
     kwargs["headers"] = with_accept(kwargs.get("headers"), getattr(client, "headers", None))
     with client.stream(method, url, **kwargs) as response:
         yield EventSource(response)
@@ -60,6 +65,7 @@ def connect_sse(client: Any, method: str, url: Any, **kwargs: Any) -> Iterator[E
 
 @asynccontextmanager
 async def aconnect_sse(client: Any, method: str, url: Any, **kwargs: Any) -> AsyncIterator[EventSource]:
+    """The async form of ``connect_sse`` (an ``httpx.AsyncClient``)."""
     kwargs["headers"] = with_accept(kwargs.get("headers"), getattr(client, "headers", None))
     async with client.stream(method, url, **kwargs) as response:
         yield EventSource(response)

@@ -2,8 +2,8 @@
 
 A message is parsed only from the data of a complete event (the core never dispatches a
 partial one), and that data reaches ``orjson.loads`` as bytes, with no str round trip.
-Anything wrong with one message becomes an :class:`InvalidMessage` value and the stream
-goes on; a stream that ends inside an event ends with a :class:`TornTail`. Every item
+Anything wrong with one message becomes an [`InvalidMessage`][ssewire.jsonrpc.InvalidMessage] value and the stream
+goes on; a stream that ends inside an event ends with a [`TornTail`][ssewire.jsonrpc.TornTail]. Every item
 carries ``event_id``: the stream's last event ID when it was produced.
 
     decoder = MessageDecoder()
@@ -204,10 +204,10 @@ class _RawCore(Protocol):
 
 
 class MessageDecoder:
-    """Sans-IO: SSE bytes in, :data:`Item` s out (``feed`` / ``close``, like the core).
+    """Sans-IO: SSE bytes in, [`Item`][ssewire.jsonrpc.Item]s out (``feed`` / ``close``, like the core).
 
     ``allow_batches`` admits JSON arrays of messages (MCP 2025-03-26 only). The size
-    limits are the core's; an oversized event becomes an :class:`InvalidMessage`.
+    limits are the core's; an oversized event becomes an [`InvalidMessage`][ssewire.jsonrpc.InvalidMessage].
     ``decoder`` picks the core twin (a ``RawDecoder`` class), for tests and benchmarks.
     """
 
@@ -238,6 +238,7 @@ class MessageDecoder:
         return self._core.comments
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Item]:
+        """Decode a chunk; return an item for every event it completes (never raises for bad input)."""
         try:
             events = self._core.feed(data)
         except EventTooLarge as error:
@@ -248,6 +249,7 @@ class MessageDecoder:
         return [self._item(event) for event in events]
 
     def close(self) -> list[Item]:
+        """End of stream: a [`TornTail`][ssewire.jsonrpc.TornTail] if it ended inside an event."""
         self._core.close()
         discarded = self._core.discarded
         return [TornTail(discarded, self._core.last_event_id)] if discarded else []

@@ -180,3 +180,21 @@ def test_serve_lists_faults_and_binds_loopback_only():
     assert refused.returncode == 2 and "loopback" in refused.stderr
     unknown = ssewire("serve", "--fault", "no-such-fault")
     assert unknown.returncode == 2 and "unknown fault" in unknown.stderr
+
+
+def test_the_sample_report_in_the_docs_is_what_the_probe_says_today(fault_reports):
+    """docs/release-check.md shows a real report of the no-keepalives fault: same diagnostics,
+    same order, same outcome each, same release line as a probe run now."""
+    import pathlib
+    import re
+
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "release-check.md").read_text()
+    sample = next(b for b in re.findall(r"```text\n(.*?)```", page, re.S) if "Release:" in b)
+    shown = re.findall(r"^(ok|FAIL \w+|SKIP|SUSPECT\w* \w+)\s+([\w.-]+):", sample, re.M)
+    now = re.findall(
+        r"^(ok|FAIL \w+|SKIP|SUSPECT\w* \w+)\s+([\w.-]+):", fault_reports["no-keepalives"].to_text(), re.M
+    )
+    assert shown == now
+    assert [ident for _, ident in shown] == list(CATALOGUE)
+    release = re.search(r"^Release: .*$", sample, re.M).group(0)
+    assert release in fault_reports["no-keepalives"].to_text()

@@ -1,7 +1,7 @@
-"""What a check reports: levels, statuses, and the :class:`Finding` value.
+"""What a check reports: levels, statuses, and the [`Finding`][ssewire.mcp.findings.Finding] value.
 
 The catalogue of codes (level, keyword, section, hint) is derived from the rule registry
-(:mod:`ssewire.mcp.rules`); this module only holds the value types, so that reports and
+(`ssewire.mcp.rules`); this module only holds the value types, so that reports and
 rules can share them without importing each other.
 """
 
@@ -32,6 +32,8 @@ class Status(StrEnum):
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a check found: its code and level, the exchange and path, the evidence (redacted)."""
+
     code: str
     level: Level
     status: Status

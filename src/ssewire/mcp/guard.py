@@ -1,7 +1,7 @@
 """The resumption guard: never deliver a torn or duplicated message after a reset.
 
 Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (from
-:class:`~ssewire.jsonrpc.MessageDecoder`) and gets back only what is safe to deliver:
+[`MessageDecoder`][ssewire.jsonrpc.MessageDecoder]) and gets back only what is safe to deliver:
 
 - the cursor of a stream is the id of its last *fully dispatched* event, never the
   ``id:`` line of an event that did not complete;
@@ -16,7 +16,7 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
 - a resumed stream that restarts (such a message of its own again under a new id),
   replays another stream's event ids, or (with an id parser) goes back or jumps to
   another stream is
-  *unsafe*: :class:`UnsafeResumption` is raised and the caller must start over; an
+  *unsafe*: [`UnsafeResumption`][ssewire.mcp.guard.UnsafeResumption] is raised and the caller must start over; an
   explicit refusal by the server (409 with ``Retry-After``, or an SSE ``event: error``) is
   raised the same way, as a refusal;
 - event ids are opaque; ordering is checked only when the caller gives ``parse_id``;
@@ -56,6 +56,8 @@ class UnsafeResumption(Exception):
 
 @dataclass
 class GuardStats:
+    """What the guard dropped, discarded and refused: counters for a health report."""
+
     torn: int = 0  # partial events discarded at a disconnect
     torn_bytes: int = 0
     duplicates: int = 0  # replayed events dropped (same id, same payload)
@@ -77,6 +79,15 @@ class _Chain:
 
 
 class ResumptionGuard:
+    """Feed it each stream's items; it returns what is safe to deliver, and says how to
+    recover a broken stream (resume with GET and ``Last-Event-ID``, re-issue, or neither).
+
+    :param profile: the revision the session speaks (resumption exists only before 2026-07-28).
+    :param parse_id: reads an event id as ``(stream, position)``, so a step back or a
+        restart is caught as soon as it appears.
+    :param ledger: the books to keep (a fresh ``StreamLedger`` by default).
+    """
+
     def __init__(
         self, profile: Profile, *, parse_id: IdParser | None = None, ledger: StreamLedger | None = None
     ) -> None:
@@ -99,7 +110,7 @@ class ResumptionGuard:
     def resume(self, broken: str, stream: str, scope: Hashable = None) -> str:
         """Open ``stream`` as the resumption of ``broken``; returns the Last-Event-ID to send.
 
-        Raises :class:`UnsafeResumption` (``no-cursor``) when there is nothing to resume
+        Raises [`UnsafeResumption`][ssewire.mcp.guard.UnsafeResumption] (``no-cursor``) when there is nothing to resume
         from, or when the profile has no resumption."""
         chain = self._chains[broken]
         if not self.profile.resumability:

@@ -153,7 +153,7 @@ class StreamLedger:
         self._chain_length[root] = position + 1
 
     def feed(self, name: str, items: Iterable[Item]) -> None:
-        """Items of a :class:`~ssewire.jsonrpc.MessageDecoder`, one event each (a torn tail
+        """Items of a [`MessageDecoder`][ssewire.jsonrpc.MessageDecoder], one event each (a torn tail
         was never dispatched and owns nothing; a batch's members are messages of one event)."""
         for item in items:
             if isinstance(item, TornTail):

@@ -3,8 +3,8 @@
 Each request body is parsed once, each response body decoded once (with batch acceptance
 decided once: the profile's rule, or any answer to a batch the client sent), and the
 conversation's state is built in transcript order: sessions assigned and terminated,
-revisions negotiated, and every stream fed to one :class:`~ssewire.mcp.ledger.StreamLedger`.
-Nothing here reports a finding; the rules (:mod:`ssewire.mcp.rules`) turn facts into them.
+revisions negotiated, and every stream fed to one [`StreamLedger`][ssewire.mcp.ledger.StreamLedger].
+Nothing here reports a finding; the rules (`ssewire.mcp.rules`) turn facts into them.
 """
 
 from __future__ import annotations

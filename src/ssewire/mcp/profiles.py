@@ -2,7 +2,7 @@
 
 A profile is a set of facts about one revision's Streamable HTTP transport, so that a
 check asks "does this revision have sessions?" rather than comparing dates. Unknown names
-fail closed: :func:`resolve` raises, and the CLI treats that as an input error.
+fail closed: [`resolve`][ssewire.mcp.profiles.resolve] raises, and the CLI treats that as an input error.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from .._errors import InputError
 
 @dataclass(frozen=True)
 class Profile:
+    """A published revision, as the facts the checks ask about (never its date)."""
+
     name: str  # the revision, e.g. "2025-11-25"
     sessions: bool  # Mcp-Session-Id, initialize, DELETE
     get_stream: bool  # the standalone GET stream

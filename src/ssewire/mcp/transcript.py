@@ -4,9 +4,9 @@ A transcript is JSON: the HTTP exchanges of one MCP client/server conversation, 
 response bodies kept as the chunks that were observed, in order. Loading is strict, so
 that an input problem is never mistaken for a conformance finding: non-standard JSON
 (``NaN``, ``Infinity``), a duplicate key, a shape the format does not allow or a
-duplicate exchange id raise :class:`TranscriptError`. Keys starting with ``x-`` are
+duplicate exchange id raise [`TranscriptError`][ssewire.mcp.transcript.TranscriptError]. Keys starting with ``x-`` are
 extension points and are ignored. The schema is ``docs/transcript.schema.json``.
-:class:`TranscriptWriter` is the one writer of the format.
+[`TranscriptWriter`][ssewire.mcp.transcript.TranscriptWriter] is the one writer of the format.
 """
 
 from __future__ import annotations
@@ -115,6 +115,8 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Transcript:
+    """A transcript as loaded: its exchanges in recorded order, checked for shape."""
+
     profile: str | None
     tuple: dict[str, Any] | None  # who recorded what (client, server, proxy): free-form
     exchanges: builtins.tuple[Exchange, ...]
@@ -122,12 +124,12 @@ class Transcript:
 
 
 def loads(text: str | bytes) -> Transcript:
-    """Parse and shape-check a transcript; raise :class:`TranscriptError` on bad input."""
+    """Parse and shape-check a transcript; raise [`TranscriptError`][ssewire.mcp.transcript.TranscriptError] on bad input."""
     return from_document(loads_document(text))
 
 
 def load(path: str) -> Transcript:
-    """:func:`loads` of a file (``-`` is standard input)."""
+    """[`loads`][ssewire.mcp.transcript.loads] of a file (``-`` is standard input)."""
     return from_document(load_document(path))
 
 
@@ -151,6 +153,7 @@ def loads_document(text: str | bytes) -> Any:
 
 
 def load_document(path: str) -> Any:
+    """The JSON document at ``path`` (``-``: standard input); ``TranscriptError`` if unreadable."""
     try:
         if path == "-":
             data = sys.stdin.buffer.read()
@@ -163,6 +166,7 @@ def load_document(path: str) -> Any:
 
 
 def from_document(document: Any) -> Transcript:
+    """Shape-check a parsed document; ``TranscriptError`` names the first path that is wrong."""
     top = _object(document, "")
     _keys(top, "", required={"format", "exchanges"}, optional={"profile", "tuple", "redacted"})
     if top["format"] != FORMAT:
@@ -368,7 +372,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 class ExchangeRecord:
     """One exchange being recorded: the request as sent, the response as it arrives.
 
-    A response is ``disconnected`` until :meth:`end` says otherwise, so a stream the
+    A response is ``disconnected`` until `end` says otherwise, so a stream the
     client abandoned (or that broke) is recorded as such without extra bookkeeping.
     """
 

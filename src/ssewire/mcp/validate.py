@@ -1,11 +1,11 @@
 """Check a transcript against one MCP revision: which side broke which transport rule.
 
-Offline and deterministic. :func:`validate` reads the transcript once into a
-:class:`~ssewire.mcp.model.Model` (bodies decoded by ssewire's own decoder from the chunks
+Offline and deterministic. [`validate`][ssewire.mcp.validate.validate] reads the transcript once into a
+`Model` (bodies decoded by ssewire's own decoder from the chunks
 exactly as recorded, streams fed to the stream ledger), then runs every registered rule
-(:mod:`ssewire.mcp.rules`) over it. The result is a list of :class:`Finding` s, in
+(`ssewire.mcp.rules`) over it. The result is a list of [`Finding`][ssewire.mcp.findings.Finding]s, in
 transcript order (whole-transcript notes first, then exchange by exchange, rules in
-registry order), and, for every disconnected SSE exchange, one :class:`Recovery` line.
+registry order), and, for every disconnected SSE exchange, one [`Recovery`][ssewire.mcp.ledger.Recovery] line.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ __all__ = ["Recovery", "Result", "validate"]
 
 @dataclass
 class Result:
+    """What ``validate`` found: the findings, one recovery line per disconnected SSE exchange."""
+
     profile: str
     findings: list[Finding]
     recovery: list[Recovery]
@@ -35,7 +37,7 @@ class Result:
 def validate(transcript: Transcript, profile: str | None = None) -> Result:
     """Validate ``transcript`` under ``profile`` (default: the transcript's own).
 
-    Raises :class:`~ssewire.mcp.profiles.UnknownProfile` (an input error) when the name
+    Raises [`UnknownProfile`][ssewire.mcp.profiles.UnknownProfile] (an input error) when the name
     is not a published revision or alias, or when neither names one.
     """
     model = build(transcript, profile)

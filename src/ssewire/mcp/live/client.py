@@ -2,14 +2,14 @@
 
 The dual-stream session of the 2025 revisions (the standalone GET stream for what the
 server sends on its own, one SSE stream per POST) and the 2026-07-28 stateless mode, on
-httpx. Every stream goes through one :class:`~ssewire.mcp.guard.ResumptionGuard`:
+httpx. Every stream goes through one [`ResumptionGuard`][ssewire.mcp.guard.ResumptionGuard]:
 
 - messages are routed by JSON-RPC id whatever stream they arrive on; progress by
   ``progressToken``; server-to-client requests (sampling, roots, elicitation) are answered
   through the handlers the caller registers;
 - a broken stream is resumed with GET and ``Last-Event-ID`` (after the server's ``retry``),
   never by re-POSTing the request; an unsafe resumption raises
-  :class:`~ssewire.mcp.guard.UnsafeResumption`; under 2026-07-28 only a request declared
+  [`UnsafeResumption`][ssewire.mcp.guard.UnsafeResumption]; under 2026-07-28 only a request declared
   idempotent is re-issued, with a new id;
 - a 404 for the session re-initializes it (and is counted): the request was never
   processed, so it is sent once more in the new session;
@@ -63,6 +63,8 @@ class _Broken(Exception):
 
 @dataclass
 class ClientStats:
+    """Stream health as numbers (see ``Client.statistics``)."""
+
     ttfb_s: list[float] = field(default_factory=list)  # time to first byte of each SSE answer
     get_uptime_s: float = 0.0
     progress_gaps_s: list[float] = field(default_factory=list)
@@ -263,9 +265,11 @@ class Client:
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **options: Any
     ) -> dict[str, Any]:
+        """Call a tool and return its result; ``options`` as for ``request`` (``on_progress``...)."""
         return await self.request("tools/call", {"name": name, "arguments": arguments or {}}, **options)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (no answer is awaited beyond the HTTP status)."""
         body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params:
             body["params"] = params
@@ -282,7 +286,14 @@ class Client:
         idempotent: bool = False,
         timeout: float | None = None,
     ) -> dict[str, Any]:
-        """Send one request and return its result (or raise :class:`RPCError`)."""
+        """Send one request and return its result, or raise
+        [`RPCError`][ssewire.mcp.live.client.RPCError] for a JSON-RPC error.
+
+        :param on_progress: called with each progress notification's params (a progress
+            token is added to the request).
+        :param idempotent: under 2026-07-28, a broken answer may be re-issued with a new id.
+        :param timeout: this request's deadline (the client's ``timeout`` by default).
+        """
         return await asyncio.wait_for(
             self._call(method, params, on_progress=on_progress, idempotent=idempotent),
             timeout or self.timeout,

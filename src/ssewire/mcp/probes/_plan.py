@@ -1,8 +1,8 @@
 """The sans-IO shape of a probe: checks ask for requests, a driver sends them.
 
-A check is a generator: it yields a :class:`Send` (or a :class:`Together` of several to
-run at once), receives the :class:`Received` answer(s), and records verdicts on the
-:class:`Context`; a check that only judges what the others received is a plain function. It never touches a socket, so the whole protocol knowledge of the probe
+A check is a generator: it yields a `Send` (or a `Together` of several to
+run at once), receives the `Received` answer(s), and records verdicts on the
+`Context`; a check that only judges what the others received is a plain function. It never touches a socket, so the whole protocol knowledge of the probe
 is here and testable without a server; ``ssewire.mcp.live.probe`` only moves bytes.
 """
 

@@ -1,9 +1,9 @@
 """The validator's rules, one module per area; importing this package registers them all.
 
 To add a rule: write a small function in the module of its area, decorated with
-:func:`rule` (its code, level, keyword, spec section and fix hint on first use). It gets an
-:class:`~ssewire.mcp.model.ExchangeView` and the :class:`~ssewire.mcp.model.Model` (facts
-only) and yields :class:`Hit` s. The code catalogue, the docs table and the tests follow
+`rule` (its code, level, keyword, spec section and fix hint on first use). It gets an
+`ExchangeView` and the `Model` (facts
+only) and yields `Hit`s. The code catalogue, the docs table and the tests follow
 from the registry.
 """
 

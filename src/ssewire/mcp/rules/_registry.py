@@ -1,8 +1,8 @@
 """The rule registry: every check is registered with the code it reports.
 
-The catalogue of codes (:data:`CATALOGUE`: level, keyword, section, hint) is derived from
+The catalogue of codes (`CATALOGUE`: level, keyword, section, hint) is derived from
 the registrations, so a rule is written in one place: its module. A code is defined once,
-by the first :func:`rule` that gives its metadata; further checks of the same code name
+by the first `rule` that gives its metadata; further checks of the same code name
 only the code. Codes are a contract (baselines match on them): never rename or reuse one.
 """
 
@@ -81,7 +81,7 @@ def rule(
     """Register the decorated check as reporting ``code``.
 
     Exchange checks are called ``check(exchange_view, model)``, transcript checks
-    ``check(model)``; each yields :class:`Hit` s.
+    ``check(model)``; each yields `Hit`s.
     """
     if level is not None:
         if code in CATALOGUE:
