@@ -101,6 +101,7 @@ QUICKSTART = [
         r"```python\n(.*?)```", (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8"), re.S
     )
     if "127.0.0.1" not in block  # needs a server: the adapter tests cover that shape
+    and "--8<--" not in block  # an included example file: its own test runs it (test_gateway_example.py)
 ]
 
 
