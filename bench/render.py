@@ -2,7 +2,8 @@
 MCP clients table of docs/client.md: one saved run is the one source of every figure the
 docs quote from the benchmarks.
 
-python bench/render.py bench/results.json   # writes docs/benchmarks.md, docs/benchmarks.png, docs/client.md's table
+python bench/render.py bench/results.json           # writes docs/benchmarks.md, docs/benchmarks.png, docs/client.md's table
+python bench/render.py bench/results.json --check   # exit 1 if those pages do not quote this run (CI)
 """
 
 from __future__ import annotations
@@ -86,11 +87,12 @@ def chart(records: list[report.Record], path: Path, caption: str) -> bool:
     return True
 
 
-def render(json_path: Path) -> str:
+def render(json_path: Path, *, draw: bool = True) -> str:
+    """The page; ``draw=False`` renders it without redrawing the chart (for --check)."""
     data = json.loads(json_path.read_text())
     records = report.records_from_json(data)
     png = ROOT / "docs" / "benchmarks.png"
-    has_chart = chart(records, png, measured(data))
+    has_chart = chart(records, png, measured(data)) if draw else png.is_file()
     titles = {r["workload"]: r.get("title", "") for r in records if r.get("title")}
     parts = [
         "# Benchmarks",
@@ -129,18 +131,31 @@ def client_table(json_path: Path) -> str:
     return f"{report.markdown(headers, rows)}\n\nFrom [the benchmarks page](benchmarks.md)'s run: {measured(data)}."
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    page = render(Path(argv[1]))
-    (ROOT / "docs" / "benchmarks.md").write_text(page + "\n")
+def pages(json_path: Path, *, draw: bool = True) -> dict[Path, str]:
+    """Every page the run renders, whole: docs/benchmarks.md, and docs/client.md with its table."""
     text = CLIENT_PAGE.read_text(encoding="utf-8")
     head, rest = text.split(CLIENT_START, 1)
     _, tail = rest.split(CLIENT_END, 1)
-    table = client_table(Path(argv[1]))
-    CLIENT_PAGE.write_text(f"{head}{CLIENT_START}\n{table}\n{CLIENT_END}{tail}", encoding="utf-8")
-    print(f"wrote {ROOT / 'docs' / 'benchmarks.md'} and the clients table of {CLIENT_PAGE}")
+    return {
+        ROOT / "docs" / "benchmarks.md": render(json_path, draw=draw) + "\n",
+        CLIENT_PAGE: f"{head}{CLIENT_START}\n{client_table(json_path)}\n{CLIENT_END}{tail}",
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--check"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if len(argv) == 3:  # the docs quote exactly the saved run
+        stale = [
+            p for p, text in pages(Path(argv[1]), draw=False).items() if p.read_text(encoding="utf-8") != text
+        ]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} does not match {argv[1]}: run python bench/render.py {argv[1]}")
+        return 1 if stale else 0
+    for path, text in pages(Path(argv[1])).items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

@@ -21,7 +21,9 @@ import sys
 import tempfile
 from urllib.parse import unquote, urlsplit
 
-RAW_ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj|ref|doc|term|py:\w+):(?:`|<code>)")
+# a role name (Sphinx's and docutils' own: :class:, :func:, :ref:, :envvar:, :py:meth:, ...)
+# right before its backquoted target, as text or as Markdown turned it into <code>
+RAW_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:)?[a-z]+:(?:`|<code>)")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # no network, no first-run work: this machine reaches no other host (see the env notes)
 BROWSER_FLAGS = (
@@ -61,15 +63,23 @@ def _local(ref: str) -> bool:
     return not parts.scheme and not parts.netloc and not ref.startswith("//")
 
 
-def check_links(site: pathlib.Path) -> list[str]:
-    """Every local href/src of every page resolves to a file, and its #fragment to an id."""
-    pages: dict[pathlib.Path, _Page] = {}
-    for path in sorted(site.rglob("*.html")):
-        page = _Page()
-        page.feed(path.read_text(encoding="utf-8"))
-        pages[path.resolve()] = page
+def _parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    return page
+
+
+def check_links(site: pathlib.Path, rendered: dict[pathlib.Path, str] | None = None) -> list[str]:
+    """Every local href/src of every page resolves to a file, and its #fragment to an id.
+
+    ``rendered``: pages as the browser left them (their scripts ran), checked the same way.
+    """
+    pages = {
+        path.resolve(): _parse(path.read_text(encoding="utf-8")) for path in sorted(site.rglob("*.html"))
+    }
+    checked = pages if rendered is None else {path.resolve(): _parse(dom) for path, dom in rendered.items()}
     problems = []
-    for path, page in pages.items():
+    for path, page in checked.items():
         for ref in page.refs:
             if not _local(ref):
                 continue
@@ -116,14 +126,23 @@ def render(browser: str, page: pathlib.Path) -> str:
 
 def check(site: pathlib.Path, *, browser: str | None = None) -> list[str]:
     problems = check_links(site)
+    rendered: dict[pathlib.Path, str] = {}
     for path in sorted(site.rglob("*.html")):
         name = str(path.relative_to(site))
         problems += check_roles(name, path.read_text(encoding="utf-8"))
-        if browser is not None and path.name == "index.html":
+        if browser is None:
+            continue
+        try:
             dom = render(browser, path)
-            problems += [f"{line} (in the rendered page)" for line in check_roles(name, dom)]
-            if 'class="md-content"' not in dom:
-                problems.append(f"{name}: the rendered page has no content area")
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        rendered[path] = dom
+        problems += [f"{line} (in the rendered page)" for line in check_roles(name, dom)]
+        if 'class="md-content"' not in dom:
+            problems.append(f"{name}: the rendered page has no content area")
+    if rendered:
+        problems += [f"{line} (in the rendered page)" for line in check_links(site, rendered)]
     return problems
 
 

@@ -22,7 +22,8 @@ import pytest
 
 from ssewire import _env
 
-NPM_TIMEOUT = 600.0  # seconds for one `npm ci`; the pinned TypeScript SDK takes about 10 s here
+NPM_TIMEOUT = 240.0  # seconds for one `npm ci` (about 10 s here), under pytest-timeout's 300 a test
+NODE_MAJOR = 20  # the oldest Node.js the pinned SDK runs on
 STAMP = ".ssewire-provisioned"  # in node_modules: the digest of the lockfile it was installed from
 
 
@@ -65,7 +66,8 @@ def _npm_reason(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line.split(None, 2)[2] for line in lines if line.startswith(("npm error ", "npm ERR! "))]
     errors = [e for e in errors if e.split(" ", 1)[0] not in ("code", "syscall", "errno", "A", "Log")]
-    return (errors or lines or ["no output"])[0]
+    others = [line for line in lines if not line.startswith(("npm warn", "npm WARN", "npm notice"))]
+    return (errors or others or ["no output"])[0]
 
 
 def npm_ci(directory: pathlib.Path, *, npm: str, timeout: float = NPM_TIMEOUT) -> str | None:
@@ -89,9 +91,19 @@ def npm_ci(directory: pathlib.Path, *, npm: str, timeout: float = NPM_TIMEOUT) -
         except OSError as exc:
             return f"npm ci in {directory} could not start: {exc}"
         if done.returncode != 0:
-            return f"npm ci in {directory} failed (exit {done.returncode}): {_npm_reason(done.stderr + done.stdout)}"
+            reason = _npm_reason(done.stderr + "\n" + done.stdout)
+            return f"npm ci in {directory} failed (exit {done.returncode}): {reason}"
         stamp.write_text(digest, encoding="ascii")  # last: an interrupted install is redone
     return None
+
+
+def _node_version(node: str) -> tuple[int, ...] | None:
+    try:
+        done = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    digits = done.stdout.strip().lstrip("v").split(".")
+    return tuple(int(d) for d in digits) if all(d.isdigit() for d in digits) and digits[0] else None
 
 
 _provisioned: dict[pathlib.Path, str | None] = {}  # one attempt per directory and test process
@@ -101,7 +113,11 @@ def require_npm_packages(directory: pathlib.Path, *, node: str | None, npm: str 
     """The node packages pinned in ``directory``, installed, or this test skipped (or failed)."""
     if node is None or npm is None:
         missing = " and ".join(name for name, path in (("node", node), ("npm", npm)) if path is None)
-        unavailable(f"{missing} not on the PATH: install Node.js 20 or newer with npm", switch)
+        unavailable(f"{missing} not on the PATH: install Node.js {NODE_MAJOR} or newer with npm", switch)
+    version = _node_version(node)
+    if version is None or version[0] < NODE_MAJOR:
+        found = "an unreadable version" if version is None else ".".join(map(str, version))
+        unavailable(f"node {found} at {node}: install Node.js {NODE_MAJOR} or newer", switch)
     if directory not in _provisioned:
         _provisioned[directory] = npm_ci(directory, npm=npm)
     reason = _provisioned[directory]

@@ -29,8 +29,9 @@ def _site(tmp_path: pathlib.Path, body: str) -> pathlib.Path:
 
 
 def test_a_clean_site_passes(tmp_path):
+    text = "<p>a field: <code>data: x</code>, a comment <code>: keep-alive</code>, a URL http://x:80/</p>"
     site = _site(
-        tmp_path, '<a href="api/#ssewire.Decoder">Decoder</a> <a href="https://example.org/x">out</a>'
+        tmp_path, '<a href="api/#ssewire.Decoder">Decoder</a> <a href="https://example.org/x">out</a>' + text
     )
     assert check_site.check(site) == []
     assert check_site.main([str(site)]) == 0
@@ -44,6 +45,8 @@ def test_a_clean_site_passes(tmp_path):
         ('<a href="#nowhere">x</a>', "index.html: no anchor #nowhere in index.html"),
         ("<p>bytes in, :class:<code>Event</code> s out</p>", "index.html: raw role ':class:<code>'"),
         ("<p>see :func:`validate`</p>", "index.html: raw role ':func:`'"),
+        ("<p>set :envvar:<code>SSEWIRE_NO_EXTENSIONS</code></p>", "index.html: raw role ':envvar:<code>'"),
+        ("<p>call :py:meth:`feed`</p>", "index.html: raw role ':py:meth:`'"),
     ],
 )
 def test_what_a_reader_trips_on_is_found(tmp_path, body, problem):

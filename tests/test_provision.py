@@ -13,9 +13,11 @@ import textwrap
 
 import pytest
 
-from .provision import STAMP, npm_ci, require_npm_packages
+from .provision import STAMP, npm_ci, require_npm_packages, unavailable
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# the fake npm below is a #! script, which Windows cannot start (the real npm is npm.cmd there)
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="the fake npm is a #! script")
 LOCKED = ROOT / "tests" / "ts_server"
 
 
@@ -46,6 +48,7 @@ def _project(tmp_path: pathlib.Path) -> pathlib.Path:
     return project
 
 
+@posix_only
 def test_two_processes_starting_at_once_install_once(tmp_path):
     project, npm = _project(tmp_path), _fake_npm(tmp_path)
     code = f"import pathlib; from tests.provision import npm_ci; print(npm_ci(pathlib.Path({str(project)!r}), npm={str(npm)!r}))"
@@ -61,6 +64,7 @@ def test_two_processes_starting_at_once_install_once(tmp_path):
     assert (project / "node_modules" / STAMP).is_file()
 
 
+@posix_only
 def test_a_changed_lockfile_is_installed_again(tmp_path):
     project, npm = _project(tmp_path), _fake_npm(tmp_path)
     assert npm_ci(project, npm=str(npm)) is None
@@ -71,6 +75,7 @@ def test_a_changed_lockfile_is_installed_again(tmp_path):
     assert len((project / "runs").read_text().splitlines()) == 2
 
 
+@posix_only
 def test_a_failed_install_is_one_line_and_leaves_no_stamp(tmp_path):
     noise = "npm error code E500\nnpm error 500 Internal Server Error - GET http://registry/zod\nnpm error A complete log of this run can be found in: /x.log\n"
     project, npm = _project(tmp_path), _fake_npm(tmp_path, exit_code=1, stderr=noise)
@@ -81,10 +86,9 @@ def test_a_failed_install_is_one_line_and_leaves_no_stamp(tmp_path):
     assert not (project / "node_modules" / STAMP).exists()
 
 
-@pytest.mark.skipif(
-    shutil.which("npm") is None, reason="npm is not on the PATH: install Node.js 20 or newer with npm"
-)
 def test_an_unreachable_registry_is_named_in_one_line(tmp_path, monkeypatch):
+    if shutil.which("npm") is None:
+        unavailable("npm not on the PATH: install Node.js 20 or newer with npm", "SSEWIRE_REQUIRE_NODE")
     with socket.socket() as closed:  # a port nothing listens on: connections are refused at once
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
@@ -106,3 +110,13 @@ def test_a_missing_node_skips_naming_it_or_fails_when_required(monkeypatch):
         pytest.fail.Exception, match="SSEWIRE_REQUIRE_NODE=1 but node and npm not on the PATH"
     ):
         require_npm_packages(LOCKED, node=None, npm=None, switch="SSEWIRE_REQUIRE_NODE")
+
+
+@posix_only
+def test_a_node_too_old_skips_naming_the_version_it_found(tmp_path, monkeypatch):
+    old = tmp_path / "node"
+    old.write_text(f"#!{sys.executable}\nprint('v18.19.1')\n")
+    old.chmod(0o755)
+    monkeypatch.delenv("SSEWIRE_REQUIRE_NODE", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"node 18\.19\.1 at .*: install Node\.js 20 or newer"):
+        require_npm_packages(LOCKED, node=str(old), npm="/usr/bin/npm", switch="SSEWIRE_REQUIRE_NODE")

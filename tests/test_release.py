@@ -78,7 +78,8 @@ def test_ci_runs_the_readme_commands_verbatim_first_in_a_fresh_environment():
     ]
     installs = [i for i, line in enumerate(lines) if INSTALLS.search(line)]
     first = installs[0]
-    assert lines[first : first + 2] == README_COMMANDS, (
+    # verbatim, each followed only by `|| exit 1` (set -e does not stop on a failure left of `&&`)
+    assert lines[first : first + 2] == [f"{command} || exit 1" for command in README_COMMANDS], (
         "nothing may be installed before the README's commands"
     )
     before = lines[:first]
@@ -92,7 +93,11 @@ def test_the_lint_docs_and_bench_jobs_mirror_ci_run():
     jobs = _load(ROOT / ".github" / "workflows" / "ci.yml")["jobs"]
     for command in ("lint-imports", "ruff check .", "ruff format --check .", "mypy --strict src"):
         assert command in _runs(jobs["lint"]) and command in CI_RUN, command
-    for command in ("python scripts/peer_semantics.py --check", "python scripts/mcp_codes.py --check"):
+    for command in (
+        "python scripts/peer_semantics.py --check",
+        "python scripts/mcp_codes.py --check",
+        "python bench/render.py bench/results.json --check",
+    ):
         assert command in _runs(jobs["docs"]) and command in CI_RUN, command
     assert "mkdocs build --strict" in _runs(jobs["docs"]) and "mkdocs build --strict" in CI_RUN
     assert "python scripts/check_site.py site --browser" in _runs(jobs["docs"])

@@ -54,19 +54,28 @@ def is_success(status: int) -> bool:
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def header_field(line: str) -> tuple[str, str]:
-    """``"Name: value"`` as ``(name, value)``; ValueError naming what is wrong.
+def check_field(name: str, value: str) -> tuple[str, str]:
+    """A header field to send, checked: ``(name, value)`` with the value's surrounding
+    whitespace dropped; ValueError naming what is wrong.
 
-    The name must be an RFC 9110 token; the value (surrounding whitespace dropped) must not
-    hold CR, LF or NUL, which would let it inject a second field. The value is never quoted
-    in the error: it is often a credential.
+    The name must be an RFC 9110 token; the value must not hold CR, LF or NUL, which would
+    let it inject a second field. Neither a bad name nor the value is quoted in the error:
+    either may be a credential typed in the wrong place.
     """
-    name, colon, value = line.partition(":")
-    if not colon:
-        raise ValueError(f"not a header field (expected 'Name: value'): no colon after {name[:40]!r}")
     if not name or not set(name) <= _TOKEN:
-        raise ValueError(f"not a header name: {name[:40]!r}")
+        raise ValueError(
+            f"not a header name ({len(name)} characters): a name is letters, digits and !#$%&'*+-.^_`|~"
+        )
     value = value.strip(" \t")
     if any(c in value for c in "\r\n\0"):
         raise ValueError(f"the value of {name} holds CR, LF or NUL")
     return name, value
+
+
+def header_field(line: str) -> tuple[str, str]:
+    """``"Name: value"`` as a checked ``(name, value)``; ValueError naming what is wrong,
+    without quoting the line (it usually carries a credential)."""
+    name, colon, value = line.partition(":")
+    if not colon:
+        raise ValueError("not a header field: expected 'Name: value', found no colon")
+    return check_field(name, value)

@@ -109,7 +109,18 @@ def test_the_probe_sends_credentials_and_writes_their_name_only(guarded, tmp_pat
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (["--header", "Authorization Bearer x"], {}, "--header 'Authorization Bearer x': not a header field"),
+        (
+            ["--header", "X-Key: k", "--header", f"Authorization Bearer {SECRET}"],
+            {},
+            "--header #2: not a header field: expected 'Name: value', found no colon",
+        ),
+        (["--header-env", "BAD"], {"BAD": f"Bearer {SECRET}"}, "--header-env BAD: not a header field"),
+        (["--header", f"{SECRET} x: y"], {}, "--header #1: not a header name ("),
+        (
+            ["--header", "authorization: a", "--header", "Authorization: b"],
+            {},
+            "authorization is given twice (header names are case-insensitive)",
+        ),
         (["--header", "Accept: */*"], {}, "Accept is set by the MCP transport itself"),
         (
             ["--header-env", "SSEWIRE_TEST_UNSET"],
@@ -126,7 +137,8 @@ def test_the_probe_sends_credentials_and_writes_their_name_only(guarded, tmp_pat
 def test_a_bad_header_is_one_line_and_exit_2_without_its_value(args, env, message):
     done = probe_cli("http://127.0.0.1:9/mcp", *args, env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert message in done.stderr and "Injected" not in done.stderr
+    assert message in done.stderr
+    assert "Injected" not in done.stderr and SECRET not in done.stderr  # no part of a value is echoed
 
 
 def _call(url: str, **options):

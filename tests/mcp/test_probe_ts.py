@@ -28,9 +28,7 @@ import pytest
 from ssewire.mcp.diagnostics import CATALOGUE
 from ssewire.mcp.live.probe import run_probe
 
-from .ts_servers import require_node, ts_server
-
-require_node()
+from .ts_servers import ts_server  # installs the pinned SDK, or skips (fails under SSEWIRE_REQUIRE_NODE=1)
 
 D, N = "detected", "not-checked"  # a diagnostic not named in a row is expected to pass
 COMMON = {

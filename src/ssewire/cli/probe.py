@@ -72,22 +72,25 @@ def add_parser(commands: Any) -> None:
 
 def extra_headers(args: argparse.Namespace) -> dict[str, str]:
     """``--header`` and ``--header-env`` as one mapping; InputError (exit 2) for a bad one."""
-    lines = [(f"--header {line[:40]!r}", line) for line in args.header]
+    lines = [(f"--header #{n}", line) for n, line in enumerate(args.header, 1)]  # never echo a value
     for variable in args.header_env:
         if variable not in os.environ:
             raise InputError(f"--header-env {variable}: the environment variable is not set")
         lines.append((f"--header-env {variable}", os.environ[variable]))
-    headers: dict[str, str] = {}
-    for origin, line in lines:
-        try:
-            name, value = header_field(line)
-        except ValueError as exc:
-            raise InputError(f"{origin}: {exc}") from None
-        headers[name] = value
     from ..mcp.wire import caller_headers
 
+    fields: list[tuple[str, str]] = []
+    for origin, line in lines:
+        try:
+            fields.append(header_field(line))
+        except ValueError as exc:
+            raise InputError(f"{origin}: {exc}") from None
+    names = [name.lower() for name, _ in fields]
+    if len(set(names)) < len(names):
+        twice = next(name for name, _ in fields if names.count(name.lower()) > 1)
+        raise InputError(f"{twice} is given twice (header names are case-insensitive)")
     try:
-        return caller_headers(headers)
+        return caller_headers(dict(fields))
     except ValueError as exc:  # a header the probe sets itself
         raise InputError(str(exc)) from None
 

@@ -8,7 +8,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 
-from .._http import header_field
+from .._http import check_field
 
 BOTH = "application/json, text/event-stream"  # the Accept of every POST
 SSE = "text/event-stream"
@@ -40,11 +40,13 @@ def caller_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     transport sets itself, or a name or value that could not be sent as given."""
     checked: dict[str, str] = {}
     for name, value in (headers or {}).items():
-        field, text = header_field(f"{name}:{value}")
+        field, text = check_field(name, value)
         if field.lower() in TRANSPORT_HEADERS:
             raise ValueError(
                 f"{field} is set by the MCP transport itself; it cannot be given as an extra header"
             )
+        if field.lower() in (known.lower() for known in checked):  # httpx would send both
+            raise ValueError(f"{field} is given twice (header names are case-insensitive)")
         checked[field] = text
     return checked
 
