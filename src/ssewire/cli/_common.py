@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import re
 import sys
@@ -48,6 +47,8 @@ def extra_provides(extra: str, module: str | None) -> bool:
     Read from the installed package's metadata, so the extras are listed in one place
     (pyproject.toml's optional dependencies).
     """
+    import importlib.metadata  # here, not at the top: it loads socket, and `ssewire decode` needs none
+
     wanted = (module or "").partition(".")[0].lower().replace("_", "-")
     try:
         requirements = importlib.metadata.requires("ssewire") or []
