@@ -87,10 +87,8 @@ def chart(records: list[report.Record], path: Path, caption: str) -> bool:
     return True
 
 
-def render(json_path: Path, *, draw: bool = True) -> str:
+def render(data: dict, records: list[report.Record], *, draw: bool = True) -> str:
     """The page; ``draw=False`` renders it without redrawing the chart (for --check)."""
-    data = json.loads(json_path.read_text())
-    records = report.records_from_json(data)
     png = ROOT / "docs" / "benchmarks.png"
     has_chart = chart(records, png, measured(data)) if draw else png.is_file()
     titles = {r["workload"]: r.get("title", "") for r in records if r.get("title")}
@@ -123,22 +121,23 @@ def render(json_path: Path, *, draw: bool = True) -> str:
     return "\n".join(parts)
 
 
-def client_table(json_path: Path) -> str:
+def client_table(data: dict, records: list[report.Record]) -> str:
     """The MCP clients rows of the run, for docs/client.md, with the run they come from."""
-    data = json.loads(json_path.read_text())
-    rows = report.client_rows(report.records_from_json(data))
+    rows = report.client_rows(records)
     headers = ["workload", "client", "time", "vs ssewire", "peak MiB, one call"]
     return f"{report.markdown(headers, rows)}\n\nFrom [the benchmarks page](benchmarks.md)'s run: {measured(data)}."
 
 
 def pages(json_path: Path, *, draw: bool = True) -> dict[Path, str]:
     """Every page the run renders, whole: docs/benchmarks.md, and docs/client.md with its table."""
+    data = json.loads(json_path.read_text())
+    records = report.records_from_json(data)
     text = CLIENT_PAGE.read_text(encoding="utf-8")
     head, rest = text.split(CLIENT_START, 1)
     _, tail = rest.split(CLIENT_END, 1)
     return {
-        ROOT / "docs" / "benchmarks.md": render(json_path, draw=draw) + "\n",
-        CLIENT_PAGE: f"{head}{CLIENT_START}\n{client_table(json_path)}\n{CLIENT_END}{tail}",
+        ROOT / "docs" / "benchmarks.md": render(data, records, draw=draw) + "\n",
+        CLIENT_PAGE: f"{head}{CLIENT_START}\n{client_table(data, records)}\n{CLIENT_END}{tail}",
     }
 
 

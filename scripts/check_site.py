@@ -69,15 +69,11 @@ def _parse(text: str) -> _Page:
     return page
 
 
-def check_links(site: pathlib.Path, rendered: dict[pathlib.Path, str] | None = None) -> list[str]:
-    """Every local href/src of every page resolves to a file, and its #fragment to an id.
-
-    ``rendered``: pages as the browser left them (their scripts ran), checked the same way.
-    """
-    pages = {
-        path.resolve(): _parse(path.read_text(encoding="utf-8")) for path in sorted(site.rglob("*.html"))
-    }
-    checked = pages if rendered is None else {path.resolve(): _parse(dom) for path, dom in rendered.items()}
+def check_links(
+    site: pathlib.Path, built: dict[pathlib.Path, _Page], checked: dict[pathlib.Path, _Page]
+) -> list[str]:
+    """Every local href/src of the ``checked`` pages resolves to a file, and its #fragment to
+    an id of the ``built`` page it names (pages keyed by resolved path)."""
     problems = []
     for path, page in checked.items():
         for ref in page.refs:
@@ -92,7 +88,7 @@ def check_links(site: pathlib.Path, rendered: dict[pathlib.Path, str] | None = N
             if not target.is_file():
                 problems.append(f"{name}: broken link {ref}")
             elif parts.fragment and target.suffix == ".html":
-                known = pages.get(target)
+                known = built.get(target)
                 if known is not None and unquote(parts.fragment) not in known.ids:
                     problems.append(
                         f"{name}: no anchor #{parts.fragment} in {target.relative_to(site.resolve())}"
@@ -125,11 +121,13 @@ def render(browser: str, page: pathlib.Path) -> str:
 
 
 def check(site: pathlib.Path, *, browser: str | None = None) -> list[str]:
-    problems = check_links(site)
-    rendered: dict[pathlib.Path, str] = {}
-    for path in sorted(site.rglob("*.html")):
-        name = str(path.relative_to(site))
-        problems += check_roles(name, path.read_text(encoding="utf-8"))
+    texts = {path.resolve(): path.read_text(encoding="utf-8") for path in sorted(site.rglob("*.html"))}
+    built = {path: _parse(text) for path, text in texts.items()}
+    problems = check_links(site, built, built)
+    rendered: dict[pathlib.Path, _Page] = {}
+    for path, text in texts.items():
+        name = str(path.relative_to(site.resolve()))
+        problems += check_roles(name, text)
         if browser is None:
             continue
         try:
@@ -137,12 +135,11 @@ def check(site: pathlib.Path, *, browser: str | None = None) -> list[str]:
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
             problems.append(f"{name}: {exc}")
             continue
-        rendered[path] = dom
+        rendered[path] = _parse(dom)
         problems += [f"{line} (in the rendered page)" for line in check_roles(name, dom)]
         if 'class="md-content"' not in dom:
             problems.append(f"{name}: the rendered page has no content area")
-    if rendered:
-        problems += [f"{line} (in the rendered page)" for line in check_links(site, rendered)]
+    problems += [f"{line} (in the rendered page)" for line in check_links(site, built, rendered)]
     return problems
 
 

@@ -106,20 +106,33 @@ def _node_version(node: str) -> tuple[int, ...] | None:
     return tuple(int(d) for d in digits) if all(d.isdigit() for d in digits) and digits[0] else None
 
 
-_provisioned: dict[pathlib.Path, str | None] = {}  # one attempt per directory and test process
+def _outcome(directory: pathlib.Path, node: str | None, npm: str | None) -> tuple[bool, str] | None:
+    """None when the packages are installed, else ``(missing, reason)``: missing node or npm
+    (a skip, or a failure under the switch), or an install that failed (always a failure)."""
+    if node is None or npm is None:
+        missing = " and ".join(name for name, path in (("node", node), ("npm", npm)) if path is None)
+        return True, f"{missing} not on the PATH: install Node.js {NODE_MAJOR} or newer with npm"
+    version = _node_version(node)
+    if version is None or version[0] < NODE_MAJOR:
+        found = "an unreadable version" if version is None else ".".join(map(str, version))
+        return True, f"node {found} at {node}: install Node.js {NODE_MAJOR} or newer"
+    reason = npm_ci(directory, npm=npm)
+    return None if reason is None else (False, reason)
+
+
+# one look (node's version, the install) per directory, node and npm, and test process
+_outcomes: dict[tuple[pathlib.Path, str | None, str | None], tuple[bool, str] | None] = {}
 
 
 def require_npm_packages(directory: pathlib.Path, *, node: str | None, npm: str | None, switch: str) -> None:
     """The node packages pinned in ``directory``, installed, or this test skipped (or failed)."""
-    if node is None or npm is None:
-        missing = " and ".join(name for name, path in (("node", node), ("npm", npm)) if path is None)
-        unavailable(f"{missing} not on the PATH: install Node.js {NODE_MAJOR} or newer with npm", switch)
-    version = _node_version(node)
-    if version is None or version[0] < NODE_MAJOR:
-        found = "an unreadable version" if version is None else ".".join(map(str, version))
-        unavailable(f"node {found} at {node}: install Node.js {NODE_MAJOR} or newer", switch)
-    if directory not in _provisioned:
-        _provisioned[directory] = npm_ci(directory, npm=npm)
-    reason = _provisioned[directory]
-    if reason is not None:
-        pytest.fail(reason, pytrace=False)
+    key = (directory, node, npm)
+    if key not in _outcomes:
+        _outcomes[key] = _outcome(directory, node, npm)
+    outcome = _outcomes[key]
+    if outcome is None:
+        return
+    missing, reason = outcome
+    if missing:
+        unavailable(reason, switch)
+    pytest.fail(reason, pytrace=False)

@@ -85,13 +85,9 @@ def extra_headers(args: argparse.Namespace) -> dict[str, str]:
             fields.append(header_field(line))
         except ValueError as exc:
             raise InputError(f"{origin}: {exc}") from None
-    names = [name.lower() for name, _ in fields]
-    if len(set(names)) < len(names):
-        twice = next(name for name, _ in fields if names.count(name.lower()) > 1)
-        raise InputError(f"{twice} is given twice (header names are case-insensitive)")
     try:
-        return caller_headers(dict(fields))
-    except ValueError as exc:  # a header the probe sets itself
+        return caller_headers(fields)  # pairs, not a dict: a name given twice is refused there
+    except ValueError as exc:  # a header the probe sets itself, or one given twice
         raise InputError(str(exc)) from None
 
 

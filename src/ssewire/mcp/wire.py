@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .._http import check_field
 
@@ -35,18 +35,23 @@ TRANSPORT_HEADERS = frozenset(
 )
 
 
-def caller_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """A caller's extra headers (credentials, tracing), checked: ValueError for one that the
-    transport sets itself, or a name or value that could not be sent as given."""
+def caller_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> dict[str, str]:
+    """A caller's extra headers (credentials, tracing), as a mapping or as ``(name, value)``
+    pairs, checked: ValueError for one that the transport sets itself, one given twice (in
+    any letter case), or a name or value that could not be sent as given."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
     checked: dict[str, str] = {}
-    for name, value in (headers or {}).items():
+    first: dict[str, str] = {}  # lower-case name -> the name as first given
+    for name, value in pairs:
         field, text = check_field(name, value)
-        if field.lower() in TRANSPORT_HEADERS:
+        key = field.lower()
+        if key in TRANSPORT_HEADERS:
             raise ValueError(
                 f"{field} is set by the MCP transport itself; it cannot be given as an extra header"
             )
-        if field.lower() in (known.lower() for known in checked):  # httpx would send both
-            raise ValueError(f"{field} is given twice (header names are case-insensitive)")
+        if key in first:  # httpx would send both
+            raise ValueError(f"{first[key]} is given twice (header names are case-insensitive)")
+        first[key] = field
         checked[field] = text
     return checked
 
