@@ -12,15 +12,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ssewire.mcp.diagnostics import CATALOGUE as DIAGNOSTICS
+from ssewire.mcp.checks.diagnostics import CATALOGUE as DIAGNOSTICS
 from ssewire.mcp.live.faults import FAULTS
-from ssewire.mcp.rules import CATALOGUE, CHECKS
+from ssewire.mcp.validator.rules import CATALOGUE, CHECKS
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "mcp-codes.md"
 
 HEAD = """# MCP finding codes and probe diagnostics
 
-Generated from the registries (`ssewire.mcp.rules`, `ssewire.mcp.diagnostics`,
+Generated from the registries (`ssewire.mcp.validator.rules`, `ssewire.mcp.checks.diagnostics`,
 `ssewire.mcp.live.faults`) by `scripts/mcp_codes.py`; do not edit by hand.
 
 ## Validator finding codes (`ssewire validate`)
@@ -38,7 +38,7 @@ def render() -> str:
     rows = []
     for code, entry in CATALOGUE.items():
         where = ", ".join(
-            f"`{check.func.__module__.removeprefix('ssewire.mcp.rules.')}.{check.func.__name__}`"
+            f"`{check.func.__module__.removeprefix('ssewire.mcp.validator.rules.')}.{check.func.__name__}`"
             for check in CHECKS
             if check.code == code
         )

@@ -152,7 +152,7 @@ def test_the_claimed_pythons_are_the_classifiers_and_the_wheels():
 
 
 def test_the_changelog_counts_what_the_registries_hold():
-    from ssewire.mcp.diagnostics import CATALOGUE
+    from ssewire.mcp.checks.diagnostics import CATALOGUE
     from ssewire.mcp.live.faults import FAULTS
 
     text = (ROOT / "CHANGELOG.md").read_text()

@@ -119,7 +119,7 @@ def test_importing_ssewire_pulls_in_no_io_libraries():
 
 def test_importing_the_mcp_tooling_pulls_in_no_io_libraries():
     # the sans-IO part: only ssewire.mcp.live may talk to the network
-    modules = "ssewire.mcp, ssewire.mcp.report, ssewire.mcp.redact, ssewire.mcp.ledger"
+    modules = "ssewire.mcp, ssewire.mcp.validator.report, ssewire.mcp.redact, ssewire.mcp.streams.ledger"
     assert _loaded_after(modules, (*IO, "ssewire.mcp.live")) == []
 
 

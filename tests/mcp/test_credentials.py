@@ -12,7 +12,7 @@ import sys
 import httpx
 import pytest
 
-from ssewire.mcp.diagnostics import READY
+from ssewire.mcp.checks.diagnostics import READY
 from ssewire.mcp.live.client import Client
 from ssewire.mcp.live.server import ReferenceServer, running
 

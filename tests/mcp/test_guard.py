@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Message, MessageDecoder
 from ssewire.mcp import PROFILES
-from ssewire.mcp.guard import ResumptionGuard, UnsafeResumption
-from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME, StreamLedger
+from ssewire.mcp.streams.guard import ResumptionGuard, UnsafeResumption
+from ssewire.mcp.streams.ledger import DO_NOT_REPLAY, REISSUE, RESUME, StreamLedger
 
 V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Kind, MessageDecoder
 from ssewire.mcp import PROFILES, StreamLedger
-from ssewire.mcp.ledger import DO_NOT_REPLAY, REISSUE, RESUME, LedgerMessage, trim
+from ssewire.mcp.streams.ledger import DO_NOT_REPLAY, REISSUE, RESUME, LedgerMessage, trim
 
 from .builders import event, notification, priming, progress, request, result
 

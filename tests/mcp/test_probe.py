@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.diagnostics import BLOCKED, CATALOGUE, READY, REVIEW, Verdict, release_verdict
-from ssewire.mcp.findings import Level, Status
+from ssewire.mcp.checks.diagnostics import BLOCKED, CATALOGUE, READY, REVIEW, Verdict, release_verdict
+from ssewire.mcp.checks.findings import Level, Status
 from ssewire.mcp.live.faults import FAULTS
 from ssewire.mcp.live.probe import _retry_after, run_probe
 from ssewire.mcp.live.server import ReferenceServer, running

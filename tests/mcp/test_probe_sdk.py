@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ssewire.mcp.diagnostics import CATALOGUE
+from ssewire.mcp.checks.diagnostics import CATALOGUE
 from ssewire.mcp.live.probe import run_probe
 from ssewire.mcp.live.server import running
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ssewire.mcp import RULES, from_document, validate
 from ssewire.mcp.redact import redact
-from ssewire.mcp.report import Outcome
+from ssewire.mcp.validator.report import Outcome
 
 from ..budget import examples
 from .builders import chunks, event, priming, progress, result

@@ -77,7 +77,7 @@ def extra_headers(args: argparse.Namespace) -> dict[str, str]:
         if variable not in os.environ:
             raise InputError(f"--header-env {variable}: the environment variable is not set")
         lines.append((f"--header-env {variable}", os.environ[variable]))
-    from ..mcp.wire import caller_headers
+    from ..mcp.protocol.wire import caller_headers
 
     fields: list[tuple[str, str]] = []
     for origin, line in lines:
@@ -94,7 +94,7 @@ def extra_headers(args: argparse.Namespace) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from ..mcp import Level
     from ..mcp.live.probe import Unreachable, run_probe
-    from ..mcp.profiles import resolve
+    from ..mcp.protocol.profiles import resolve
 
     if args.profile:
         profile, _ = resolve(args.profile)  # an unknown profile: InputError, exit 2

@@ -43,7 +43,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..mcp import Level, load, validate
-    from ..mcp.report import Outcome, baseline_document, load_baseline, to_json, to_junit, to_text
+    from ..mcp.validator.report import Outcome, baseline_document, load_baseline, to_json, to_junit, to_text
 
     transcript = load(args.file)
     result = validate(transcript, args.profile)

@@ -5,13 +5,13 @@ result = validate(load("session.json"), profile="2025-11-25")
 for finding in result.findings: ...
 """
 
-from .findings import Finding, Level, Status
-from .guard import ResumptionGuard, UnsafeResumption
-from .ledger import Recovery, StreamLedger
-from .profiles import PROFILES, Profile, UnknownProfile, resolve
-from .rules import CATALOGUE as RULES
+from .checks.findings import Finding, Level, Status
+from .protocol.profiles import PROFILES, Profile, UnknownProfile, resolve
+from .streams.guard import ResumptionGuard, UnsafeResumption
+from .streams.ledger import Recovery, StreamLedger
 from .transcript import Transcript, TranscriptError, from_document, load, loads
-from .validate import Result, validate
+from .validator.rules import CATALOGUE as RULES
+from .validator.validate import Result, validate
 
 __all__ = [
     "PROFILES",

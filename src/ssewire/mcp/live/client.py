@@ -2,14 +2,14 @@
 
 The dual-stream session of the 2025 revisions (the standalone GET stream for what the
 server sends on its own, one SSE stream per POST) and the 2026-07-28 stateless mode, on
-httpx. Every stream goes through one [`ResumptionGuard`][ssewire.mcp.guard.ResumptionGuard]:
+httpx. Every stream goes through one [`ResumptionGuard`][ssewire.mcp.streams.guard.ResumptionGuard]:
 
 - messages are routed by JSON-RPC id whatever stream they arrive on; progress by
   ``progressToken``; server-to-client requests (sampling, roots, elicitation) are answered
   through the handlers the caller registers;
 - a broken stream is resumed with GET and ``Last-Event-ID`` (after the server's ``retry``),
   never by re-POSTing the request; an unsafe resumption raises
-  [`UnsafeResumption`][ssewire.mcp.guard.UnsafeResumption]; under 2026-07-28 only a request declared
+  [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption]; under 2026-07-28 only a request declared
   idempotent is re-issued, with a new id;
 - a 404 for the session re-initializes it (and is counted): the request was never
   processed, so it is sent once more in the new session;
@@ -33,10 +33,10 @@ import orjson
 
 from ..._http import media_type
 from ...jsonrpc import Message, MessageDecoder
-from ..guard import IdParser, ResumptionGuard
-from ..ledger import REISSUE, RESUME
-from ..profiles import PROFILES
-from ..wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, caller_headers, request_headers
+from ..protocol.profiles import PROFILES
+from ..protocol.wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, caller_headers, request_headers
+from ..streams.guard import IdParser, ResumptionGuard
+from ..streams.ledger import REISSUE, RESUME
 
 CLIENT_INFO = {"name": "ssewire", "version": "1"}
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this

@@ -24,10 +24,10 @@ import orjson
 from ..._http import JSON, media_type
 from ..._secrets import MASK
 from ...jsonrpc import MessageDecoder, TornTail
-from ..probe_report import ProbeReport
+from ..checks.probe_report import ProbeReport
 from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
+from ..protocol.wire import caller_headers
 from ..transcript import TranscriptWriter
-from ..wire import caller_headers
 
 MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited for
 RAW_KEPT = 16 << 20  # bytes of a body kept for JSON parsing (SSE is decoded as it arrives)

@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 from ..._encoder import encode_event
 from ..._http import JSON, acceptable, media_type
 from ...asgi import EventStreamResponse
-from ..profiles import KNOWN_VERSIONS, resolve
-from ..wire import META_VERSION, NAME_FIELDS, decode_name
+from ..protocol.profiles import KNOWN_VERSIONS, resolve
+from ..protocol.wire import META_VERSION, NAME_FIELDS, decode_name
 from .faults import resolve as resolve_faults
 
 SERVER_INFO = {"name": "ssewire-reference", "version": "1"}

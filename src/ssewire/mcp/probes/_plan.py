@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 
 from ..._http import is_success, media_type
 from ...jsonrpc import Item, Kind, Message
-from ..diagnostics import CATALOGUE, Verdict
-from ..findings import Level, Status
-from ..wire import META_CAPABILITIES, META_VERSION, SSE, request_headers
+from ..checks.diagnostics import CATALOGUE, Verdict
+from ..checks.findings import Level, Status
+from ..protocol.wire import META_CAPABILITIES, META_VERSION, SSE, request_headers
 
 CLIENT_INFO = {"name": "ssewire-probe", "version": "1"}
 

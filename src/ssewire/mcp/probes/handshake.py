@@ -11,7 +11,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ...jsonrpc import Kind, Message
-from ..profiles import PROFILES
+from ..protocol.profiles import PROFILES
 from ._plan import CLIENT_INFO, Answer, Context, Received, Step
 
 MODERN, LEGACY = "2026-07-28", "2025-11-25"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 
-from ..findings import Level, Status
-from ..wire import SSE
+from ..checks.findings import Level, Status
+from ..protocol.wire import SSE
 from ._plan import Answer, Context, Received, Send, Step, check
 
 MODERN_IDS = (

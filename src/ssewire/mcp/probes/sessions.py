@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 
-from ..findings import Status
+from ..checks.findings import Status
 from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, Together, check
 
 SESSION_IDS = (

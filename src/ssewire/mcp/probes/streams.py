@@ -8,7 +8,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ...jsonrpc import Kind, Message, OtherEvent, Priming
-from ..findings import Status
+from ..checks.findings import Status
 from ._plan import Answer, Context, Received, Step, Together, check
 
 PROGRESS = "notifications/progress"

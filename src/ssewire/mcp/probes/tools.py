@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ..findings import Status
+from ..checks.findings import Status
 from ._plan import Answer, Context, Received, Step, check
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from ..findings import Level, Status
+from ..checks.findings import Level, Status
 from ._plan import Answer, Context, Received, Step, check
 
 POST_ACCEPTS = [

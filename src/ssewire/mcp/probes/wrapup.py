@@ -5,10 +5,10 @@ exchanges (so the probe and ``ssewire validate`` agree where both can see a faul
 from __future__ import annotations
 
 from ..._http import media_type
-from ..findings import Level, Status
+from ..checks.findings import Level, Status
+from ..protocol.wire import JSON, SSE
 from ..transcript import from_document
-from ..validate import validate
-from ..wire import JSON, SSE
+from ..validator.validate import validate
 from ._plan import Context, check
 
 # validator code -> the probe diagnostic it answers

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
-from .._errors import InputError
-from .findings import Finding, Level
+from ..._errors import InputError
+from ..checks.findings import Finding, Level
+from ..transcript import TranscriptError, load_document
 from .rules import CATALOGUE as RULES
-from .transcript import TranscriptError, load_document
 from .validate import Result
 
 BASELINE_FORMAT = "ssewire-baseline/1"

@@ -8,7 +8,7 @@ import base64
 import binascii
 from collections.abc import Iterable, Mapping
 
-from .._http import check_field
+from ..._http import check_field
 
 BOTH = "application/json, text/event-stream"  # the Accept of every POST
 SSE = "text/event-stream"

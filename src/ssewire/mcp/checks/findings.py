@@ -1,7 +1,7 @@
-"""What a check reports: levels, statuses, and the [`Finding`][ssewire.mcp.findings.Finding] value.
+"""What a check reports: levels, statuses, and the [`Finding`][ssewire.mcp.checks.findings.Finding] value.
 
 The catalogue of codes (level, keyword, section, hint) is derived from the rule registry
-(`ssewire.mcp.rules`); this module only holds the value types, so that reports and
+(`ssewire.mcp.validator.rules`); this module only holds the value types, so that reports and
 rules can share them without importing each other.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._strenum import StrEnum
+from ..._strenum import StrEnum
 
 
 class Level(StrEnum):

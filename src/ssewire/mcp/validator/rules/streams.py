@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..._http import JSON, is_success, media_type
-from ..findings import Level
+from ...._http import JSON, is_success, media_type
+from ...checks.findings import Level
 from ..model import ExchangeView, Model
 from ._registry import GET, MCP_METHODS, POST, Hit, rule
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..._http import JSON, accept_value, accepts, is_success, media_type
-from ...jsonrpc import Kind
-from ..findings import Level
+from ...._http import JSON, accept_value, accepts, is_success, media_type
+from ....jsonrpc import Kind
+from ...checks.findings import Level
 from ..model import SSE, ExchangeView, Model
 from ._registry import POST, Hit, rule
 

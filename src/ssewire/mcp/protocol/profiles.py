@@ -2,14 +2,14 @@
 
 A profile is a set of facts about one revision's Streamable HTTP transport, so that a
 check asks "does this revision have sessions?" rather than comparing dates. Unknown names
-fail closed: [`resolve`][ssewire.mcp.profiles.resolve] raises, and the CLI treats that as an input error.
+fail closed: [`resolve`][ssewire.mcp.protocol.profiles.resolve] raises, and the CLI treats that as an input error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._errors import InputError
+from ..._errors import InputError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..findings import Level
+from ...checks.findings import Level
 
 
 class Hit(NamedTuple):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..._secrets import CREDENTIAL_HEADERS, is_masked, json_credentials, text_credentials, url_credentials
-from ..findings import Level
+from ...._secrets import CREDENTIAL_HEADERS, is_masked, json_credentials, text_credentials, url_credentials
+from ...checks.findings import Level
+from ...transcript import ABSENT, Headers
 from ..model import ExchangeView, Model
-from ..transcript import ABSENT, Headers
 from ._registry import EVERY, Hit, rule
 
 # Fields that may appear once: a repeat (e.g. two Mcp-Method lines) makes the value ambiguous.

@@ -1,22 +1,22 @@
 """Check a transcript against one MCP revision: which side broke which transport rule.
 
-Offline and deterministic. [`validate`][ssewire.mcp.validate.validate] reads the transcript once into a
+Offline and deterministic. [`validate`][ssewire.mcp.validator.validate.validate] reads the transcript once into a
 `Model` (bodies decoded by ssewire's own decoder from the chunks
 exactly as recorded, streams fed to the stream ledger), then runs every registered rule
-(`ssewire.mcp.rules`) over it. The result is a list of [`Finding`][ssewire.mcp.findings.Finding]s, in
+(`ssewire.mcp.validator.rules`) over it. The result is a list of [`Finding`][ssewire.mcp.checks.findings.Finding]s, in
 transcript order (whole-transcript notes first, then exchange by exchange, rules in
-registry order), and, for every disconnected SSE exchange, one [`Recovery`][ssewire.mcp.ledger.Recovery] line.
+registry order), and, for every disconnected SSE exchange, one [`Recovery`][ssewire.mcp.streams.ledger.Recovery] line.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .findings import Finding, Level, Status
-from .ledger import Recovery
+from ..checks.findings import Finding, Level, Status
+from ..streams.ledger import Recovery
+from ..transcript import Transcript
 from .model import Model, build
 from .rules import CATALOGUE, CHECKS, TRANSCRIPT, Hit
-from .transcript import Transcript
 
 __all__ = ["Recovery", "Result", "validate"]
 
@@ -37,7 +37,7 @@ class Result:
 def validate(transcript: Transcript, profile: str | None = None) -> Result:
     """Validate ``transcript`` under ``profile`` (default: the transcript's own).
 
-    Raises [`UnknownProfile`][ssewire.mcp.profiles.UnknownProfile] (an input error) when the name
+    Raises [`UnknownProfile`][ssewire.mcp.protocol.profiles.UnknownProfile] (an input error) when the name
     is not a published revision or alias, or when neither names one.
     """
     model = build(transcript, profile)

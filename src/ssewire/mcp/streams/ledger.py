@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..jsonrpc import Item, Kind, Message, TornTail, classify
-from .profiles import Profile
+from ...jsonrpc import Item, Kind, Message, TornTail, classify
+from ..protocol.profiles import Profile
 
 RESUME, REISSUE, DO_NOT_REPLAY = "resume-with-get", "reissue-with-fresh-id", "do-not-replay"
 

@@ -3,8 +3,8 @@
 Each request body is parsed once, each response body decoded once (with batch acceptance
 decided once: the profile's rule, or any answer to a batch the client sent), and the
 conversation's state is built in transcript order: sessions assigned and terminated,
-revisions negotiated, and every stream fed to one [`StreamLedger`][ssewire.mcp.ledger.StreamLedger].
-Nothing here reports a finding; the rules (`ssewire.mcp.rules`) turn facts into them.
+revisions negotiated, and every stream fed to one [`StreamLedger`][ssewire.mcp.streams.ledger.StreamLedger].
+Nothing here reports a finding; the rules (`ssewire.mcp.validator.rules`) turn facts into them.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .._http import EVENT_STREAM, JSON, is_success, media_type
-from .._secrets import json_credentials
-from ..jsonrpc import InvalidMessage, Kind, Message, MessageDecoder, TornTail, classify
-from .ledger import LedgerMessage, Recovery, Stream, StreamLedger
-from .profiles import KNOWN_VERSIONS, Profile, UnknownProfile, resolve
-from .transcript import ABSENT, Exchange, Transcript
-from .wire import META_VERSION, NAME_FIELDS, decode_name
+from ..._http import EVENT_STREAM, JSON, is_success, media_type
+from ..._secrets import json_credentials
+from ...jsonrpc import InvalidMessage, Kind, Message, MessageDecoder, TornTail, classify
+from ..protocol.profiles import KNOWN_VERSIONS, Profile, UnknownProfile, resolve
+from ..protocol.wire import META_VERSION, NAME_FIELDS, decode_name
+from ..streams.ledger import LedgerMessage, Recovery, Stream, StreamLedger
+from ..transcript import ABSENT, Exchange, Transcript
 
 SSE = EVENT_STREAM
 

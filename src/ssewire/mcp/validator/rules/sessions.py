@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..findings import Level
+from ...checks.findings import Level
 from ..model import ExchangeView, Model
 from ._registry import MCP_METHODS, POST, Hit, rule
 

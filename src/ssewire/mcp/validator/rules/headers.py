@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..findings import Level
+from ...checks.findings import Level
+from ...protocol.profiles import KNOWN_VERSIONS
 from ..model import ExchangeView, Model, stripped
-from ..profiles import KNOWN_VERSIONS
 from ._registry import MCP_METHODS, POST, Hit, rule
 
 VERSION_PATH = "/request/headers/mcp-protocol-version"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..findings import Level
+from ...checks.findings import Level
 from ..model import Model
 from ._registry import TRANSCRIPT, Hit, rule
 

@@ -16,7 +16,7 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
 - a resumed stream that restarts (such a message of its own again under a new id),
   replays another stream's event ids, or (with an id parser) goes back or jumps to
   another stream is
-  *unsafe*: [`UnsafeResumption`][ssewire.mcp.guard.UnsafeResumption] is raised and the caller must start over; an
+  *unsafe*: [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption] is raised and the caller must start over; an
   explicit refusal by the server (409 with ``Retry-After``, or an SSE ``event: error``) is
   raised the same way, as a refusal;
 - event ids are opaque; ordering is checked only when the caller gives ``parse_id``;
@@ -30,9 +30,9 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail
+from ...jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail
+from ..protocol.profiles import Profile
 from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint, messages_of, trim
-from .profiles import Profile
 
 BOUND = 65_536  # ids and messages a guard's ledger remembers for finding copies; oldest go first
 
@@ -110,7 +110,7 @@ class ResumptionGuard:
     def resume(self, broken: str, stream: str, scope: Hashable = None) -> str:
         """Open ``stream`` as the resumption of ``broken``; returns the Last-Event-ID to send.
 
-        Raises [`UnsafeResumption`][ssewire.mcp.guard.UnsafeResumption] (``no-cursor``) when there is nothing to resume
+        Raises [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption] (``no-cursor``) when there is nothing to resume
         from, or when the profile has no resumption."""
         chain = self._chains[broken]
         if not self.profile.resumability:

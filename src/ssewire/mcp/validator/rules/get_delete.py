@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..._http import accept_value, accepts, is_success, media_type
-from ..findings import Level
+from ...._http import accept_value, accepts, is_success, media_type
+from ...checks.findings import Level
 from ..model import SSE, ExchangeView, Model
 from ._registry import DELETE, GET, Hit, rule
 
