@@ -58,10 +58,10 @@ def call(ident: int, name: str, **extra: Any) -> dict:
     }
 
 
-def record_2025_11_25(base_url: str) -> dict:
-    with httpx.Client(base_url=base_url, timeout=10) as client:
+async def record_2025_11_25(base_url: str) -> dict:
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
         rec = Recorder(client)
-        init = rec.exchange(
+        init = await rec.exchange(
             "POST",
             "/mcp",
             {"Accept": BOTH, **JSON_BODY},
@@ -75,24 +75,24 @@ def record_2025_11_25(base_url: str) -> dict:
         )
         sid = init["response"]["headers"]["mcp-session-id"]
         session = {"Accept": BOTH, **JSON_BODY, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-        rec.exchange(
+        await rec.exchange(
             "POST",
             "/mcp",
             session,
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             name="initialized",
         )
-        rec.exchange(
+        await rec.exchange(
             "POST", "/mcp", session, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, name="list-tools"
         )
-        rec.exchange("POST", "/mcp", session, call(3, "echo"), name="call-echo")
-        streamed = rec.exchange(
+        await rec.exchange("POST", "/mcp", session, call(3, "echo"), name="call-echo")
+        streamed = await rec.exchange(
             "POST", "/mcp", session, call(4, "notify_echo", _meta={"progressToken": "p1"}), name="call-notify"
         )
         priming = streamed["response"]["chunks"][0]
         assert priming.startswith("id: ") and "data: \r\n\r\n" in priming, priming
         priming_id = priming[4 : priming.index("\r\n")]
-        rec.exchange(
+        await rec.exchange(
             "POST",
             "/mcp",
             {**session, "Accept": "application/json"},
@@ -100,14 +100,14 @@ def record_2025_11_25(base_url: str) -> dict:
             name="accept-json-only",
         )
         listen = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-        rec.exchange("GET", "/mcp", listen, read_timeout=0.5, name="listen")
-        rec.exchange(
+        await rec.exchange("GET", "/mcp", listen, read_timeout=0.5, name="listen")
+        await rec.exchange(
             "GET", "/mcp", {**listen, "Last-Event-ID": priming_id}, read_timeout=0.5, name="resume-notify"
         )
-        rec.exchange(
+        await rec.exchange(
             "DELETE", "/mcp", {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}, name="delete"
         )
-        rec.exchange(
+        await rec.exchange(
             "POST", "/mcp", session, {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, name="after-delete"
         )
         return rec.document("2025-11-25", client="httpx", server="mcp")
@@ -130,17 +130,17 @@ def headers_2026(method: str, name: str | None = None, version: str = "2026-07-2
     return headers
 
 
-def record_2026_07_28(base_url: str) -> dict:
-    with httpx.Client(base_url=base_url, timeout=10) as client:
+async def record_2026_07_28(base_url: str) -> dict:
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
         rec = Recorder(client)
-        rec.exchange(
+        await rec.exchange(
             "POST",
             "/mcp",
             headers_2026("tools/list"),
             {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": meta()},
             name="list-tools",
         )
-        rec.exchange(
+        await rec.exchange(
             "POST",
             "/mcp",
             headers_2026("tools/call", "echo"),
@@ -152,7 +152,7 @@ def record_2026_07_28(base_url: str) -> dict:
             },
             name="call-echo",
         )
-        rec.exchange(
+        await rec.exchange(
             "POST",
             "/mcp",
             headers_2026("tools/call", "notify_echo"),
@@ -168,15 +168,15 @@ def record_2026_07_28(base_url: str) -> dict:
             },
             name="call-notify",
         )
-        rec.exchange(
+        await rec.exchange(
             "GET",
             "/mcp",
             {"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"},
             read_timeout=0.5,
             name="listen",
         )
-        rec.exchange("DELETE", "/mcp", {"MCP-Protocol-Version": "2026-07-28"}, name="delete")
-        rec.exchange(
+        await rec.exchange("DELETE", "/mcp", {"MCP-Protocol-Version": "2026-07-28"}, name="delete")
+        await rec.exchange(
             "POST",
             "/mcp",
             headers_2026("tools/list"),
@@ -188,7 +188,7 @@ def record_2026_07_28(base_url: str) -> dict:
             },
             name="method-mismatch",
         )
-        rec.exchange(
+        await rec.exchange(
             "POST",
             "/mcp",
             headers_2026("tools/list", version="2099-01-01"),
@@ -201,9 +201,9 @@ def record_2026_07_28(base_url: str) -> dict:
 @pytest.fixture(scope="module")
 def recorded() -> dict[str, dict]:
     with uvicorn_server(sdk_app(MemoryEventStore()), lifespan="on") as url:
-        legacy = record_2025_11_25(url)
+        legacy = asyncio.run(record_2025_11_25(url))
     with uvicorn_server(sdk_app(None), lifespan="on") as url:
-        modern = record_2026_07_28(url)
+        modern = asyncio.run(record_2026_07_28(url))
     return {"2025-11-25": legacy, "2026-07-28": modern}
 
 

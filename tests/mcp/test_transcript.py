@@ -3,6 +3,7 @@ repeated headers, chunk boundaries and torn streams kept, from a real server too
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import httpx
@@ -85,9 +86,15 @@ async def _two_cookies_and_a_stream(scope, receive, send):
 
 
 def test_the_recorder_keeps_repeated_headers_from_a_real_server():
-    with uvicorn_server(_two_cookies_and_a_stream) as url, httpx.Client(base_url=url, timeout=10) as client:
-        recorder = Recorder(client)
-        record = recorder.exchange("GET", "/mcp", {"Accept": "text/event-stream"}, name="listen")
+    async def listen(url: str) -> tuple[Recorder, dict]:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            recorder = Recorder(client)
+            return recorder, await recorder.exchange(
+                "GET", "/mcp", {"Accept": "text/event-stream"}, name="listen"
+            )
+
+    with uvicorn_server(_two_cookies_and_a_stream) as url:
+        recorder, record = asyncio.run(listen(url))
     assert record["response"]["headers"]["set-cookie"] == ["a=1", "b=2"]
     assert "".join(record["response"]["chunks"]) == 'id: 1\r\ndata: {"jsonrpc":"2.0","method":"n"}\r\n\r\n'
     assert record["response"]["disconnected"] is False

@@ -25,20 +25,24 @@ import asyncio
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import orjson
 
-from ..._http import media_type
-from ...jsonrpc import Message, MessageDecoder
-from ..protocol.profiles import PROFILES
-from ..protocol.wire import META_CAPABILITIES, META_VERSION, NAME_FIELDS, SSE, caller_headers, request_headers
+from ...jsonrpc import Message
+from ..protocol import requests
+from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client_info, handshake
+from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
+from ..protocol.retry import retry_after
+from ..protocol.wire import caller_headers
 from ..streams.guard import IdParser, ResumptionGuard
 from ..streams.ledger import REISSUE, RESUME
+from .transport import DEFAULT_MAX_MESSAGE_SIZE, Answer, Broken, Idle, NotJSON, send
 
-CLIENT_INFO = {"name": "ssewire", "version": "1"}
+CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -59,6 +63,10 @@ class StreamBroken(Exception):
 
 class _Broken(Exception):
     """A stream ended before its answer (reset, idle timeout, or closed early)."""
+
+
+class _SessionGone(Exception):
+    """The server answered 404 for the session: the request was never processed."""
 
 
 @dataclass
@@ -112,8 +120,9 @@ class Client:
     and closes what the client opened.
 
     :param url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
-    :param profile: the revision to speak (``"2025-11-25"``, ``"2026-07-28"``, ...). None:
-        try 2026-07-28 ``server/discover`` first, then initialize under 2025-11-25.
+    :param profile: the revision to speak (``"2025-11-25"``, ``"2026-07-28"``, an alias such as
+        ``"stable-2025-11-25"``). None: try 2026-07-28 ``server/discover`` first, then
+        initialize under 2025-11-25. An unknown name is an ``UnknownProfile`` (a ``ValueError``).
     :param handlers: answers to the server's own requests, by method
         (``"sampling/createMessage"``, ``"roots/list"``, ``"elicitation/create"``): a function
         of the request's params returning the result (or an awaitable of it). The matching
@@ -140,6 +149,9 @@ class Client:
     :param http: an ``httpx.AsyncClient`` of your own (proxies, TLS, transports); then give
         headers and auth to it rather than here. Its read timeout should be None: the client
         keeps its own deadlines.
+    :param max_message_size: bytes one message may take (an SSE event's data, a JSON answer);
+        over it, an SSE event is dropped as an invalid message and a JSON answer raises
+        ``MessageTooLarge``. None: no limit.
     """
 
     def __init__(
@@ -157,24 +169,26 @@ class Client:
         headers: Mapping[str, str] | None = None,
         auth: httpx.Auth | tuple[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
+        max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
             raise ValueError("give headers and auth to your own httpx.AsyncClient, not beside it")
         self.url = url
-        self.wanted = profile
+        self.wanted: Profile | None = resolve(profile)[0] if profile is not None else None  # aliases too
         self.handlers = dict(handlers or {})
         self.on_notification = on_notification
         self.idle_timeout, self.timeout = idle_timeout, timeout
         self.parse_id, self.max_resumptions, self.listen = parse_id, max_resumptions, listen
+        self.max_message_size = max_message_size
         self._own_http = http is None
         self.http = http or httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=auth
         )
-        self.version = ""
+        self.profile: Profile | None = None  # the revision agreed with the server
         self.session: str | None = None
         self.server_info: dict[str, Any] = {}
-        self.guard = ResumptionGuard(PROFILES[profile or "2025-11-25"], parse_id=parse_id)
+        self.guard = ResumptionGuard(self.wanted or NEWEST_WITH_SESSIONS, parse_id=parse_id)
         self.stats = ClientStats()
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
@@ -196,47 +210,61 @@ class Client:
         await self.close()
 
     @property
+    def version(self) -> str:
+        """The revision agreed with the server ("" before ``connect``)."""
+        return self.profile.name if self.profile is not None else ""
+
+    @property
     def modern(self) -> bool:
-        return self.version == "2026-07-28"
+        """The session is per-request (2026-07-28): no session id, no GET stream, no resumption."""
+        return self.profile is not None and self.profile.request_headers
 
     async def connect(self) -> None:
         """Negotiate (2026-07-28 ``server/discover`` first, unless a profile is given), open
         the session and, in a 2025 session, the standalone GET stream."""
-        if self.wanted in (None, "2026-07-28"):
-            self.version = "2026-07-28"
-            try:
-                self.server_info = await self.request("server/discover", timeout=min(self.timeout, 10.0))
-                self._use_profile()
-                return
-            except (RPCError, StreamBroken, httpx.HTTPStatusError):
-                if self.wanted == "2026-07-28":
-                    raise
-        await self._initialize(self.wanted or "2025-11-25")
+        await self._open(self.wanted)
 
-    async def _initialize(self, version: str) -> None:
-        self.version, self.session = version, None
-        params = {"protocolVersion": version, "capabilities": self._capabilities(), "clientInfo": CLIENT_INFO}
-        result = await asyncio.wait_for(self._call("initialize", params, fresh_session=True), self.timeout)
-        agreed = result.get("protocolVersion")
-        self.version = agreed if agreed in PROFILES else version
-        self.server_info = result
-        self._use_profile()
-        await self.notify("notifications/initialized")
+    async def _open(self, wanted: Profile | None) -> None:
+        """Drive the protocol layer's handshake over this client's requests."""
+        self.profile, self.session = None, None
+        opening = handshake(
+            wanted, ids=lambda: next(self._ids), client=CLIENT_INFO, answers=self._capabilities()
+        )
+        came: Incoming | None = None
+        while True:
+            try:
+                out = opening.send(came) if came is not None else next(opening)
+            except StopIteration as done:
+                agreement = done.value
+                break
+            except HandshakeFailed as failed:
+                reply = failed.incoming.reply
+                if reply is not None and isinstance(reply.get("error"), dict):
+                    raise RPCError(reply["error"]) from None
+                raise StreamBroken(str(failed)) from None
+            if "id" not in out.body:  # notifications/initialized
+                await self._post(out.body, out.headers)
+                came = Incoming(202)
+                continue
+            deadline = min(self.timeout, 10.0) if out.optional else self.timeout
+            try:
+                status, reply = await asyncio.wait_for(
+                    self._exchange(out.body, out.headers, fresh_session=out.name == "initialize"), deadline
+                )
+            except (RPCError, StreamBroken, httpx.HTTPStatusError):
+                if not out.optional:
+                    raise
+                came = Incoming(None)  # discover found no 2026-07-28 server: initialize
+                continue
+            came = Incoming(status, reply, self.session)
+        self.profile, self.session, self.server_info = agreement.profile, agreement.session, agreement.server
+        if self.guard.profile != agreement.profile:
+            self.guard = ResumptionGuard(agreement.profile, parse_id=self.parse_id)
         if self.listen and self.session is not None and self._listener is None:
             self._listener = asyncio.ensure_future(self._listen())
 
-    def _use_profile(self) -> None:
-        profile = PROFILES[self.version]
-        if self.guard.profile != profile:
-            self.guard = ResumptionGuard(profile, parse_id=self.parse_id)
-
     def _capabilities(self) -> dict[str, Any]:
-        known = {
-            "sampling/createMessage": "sampling",
-            "roots/list": "roots",
-            "elicitation/create": "elicitation",
-        }
-        return {known[m]: {} for m in self.handlers if m in known}
+        return capabilities(self.handlers)
 
     async def close(self) -> None:
         """Stop listening, end the session (DELETE), close the connections."""
@@ -245,8 +273,10 @@ class Client:
         await _stop(list(self._tasks))
         if self.session is not None and not self.modern:
             try:
-                await self.http.delete(self.url, headers=self._headers(), timeout=5.0)
-            except httpx.HTTPError:
+                headers = requests.delete_headers(self.profile, self.session)
+                answer = await send(self.http, "DELETE", self.url, headers, head_timeout=5.0)
+                await answer.aclose()
+            except (httpx.HTTPError, asyncio.TimeoutError):
                 pass
         if self._own_http:
             await self.http.aclose()
@@ -270,11 +300,8 @@ class Client:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification (no answer is awaited beyond the HTTP status)."""
-        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params:
-            body["params"] = params
-        response = await self._post(body, self._headers(method))
-        if response.status_code == 404 and self.session is not None:
+        status = await self._post(requests.notification(method, params), self._post_headers(method))
+        if status == 404 and self.session is not None:
             await self._reinitialize()
 
     async def request(
@@ -306,99 +333,109 @@ class Client:
         *,
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
         idempotent: bool = False,
-        fresh_session: bool = False,
         reinitialized: bool = False,
     ) -> dict[str, Any]:
         ident = next(self._ids)
         params = dict(params or {})
-        meta = dict(params.get("_meta") or {})
         token = None
         if on_progress is not None:
-            token = meta["progressToken"] = f"p{ident}"
+            token = f"p{ident}"
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": token}
             self._progress[token] = _Progress(on_progress)
-        if self.modern:
-            meta.setdefault(META_VERSION, self.version)
-            meta.setdefault(META_CAPABILITIES, self._capabilities())
-        if meta:
-            params["_meta"] = meta
-        body: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
-        if params:
-            body["params"] = params
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[ident] = future
+        body = requests.request(ident, method, params, self.profile, capabilities=self._capabilities())
+        headers = self._post_headers(method, requests.name_of(method, params))
         try:
-            headers = self._headers(method, params.get(NAME_FIELDS.get(method, "")))
-            if fresh_session:
-                headers.pop("Mcp-Session-Id", None)
-                headers.pop("MCP-Protocol-Version", None)
-            request = self.http.build_request("POST", self.url, content=orjson.dumps(body), headers=headers)
-            try:  # the answer must start within idle_timeout, like any stream
-                response = await asyncio.wait_for(self.http.send(request, stream=True), self.idle_timeout)
-            except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
-                self.stats.resets += 1
-                raise StreamBroken(f"the connection broke before an answer ({type(exc).__name__})") from None
-            if (
-                response.status_code == 404
-                and self.session is not None
-                and not fresh_session
-                and not reinitialized
-            ):
-                await response.aclose()
-                await self._reinitialize()  # the request was never processed: send it once more
-                self._pending.pop(ident, None)
-                return await self._call(
-                    method, params, on_progress=on_progress, idempotent=idempotent, reinitialized=True
-                )
-            if fresh_session and response.headers.get("mcp-session-id"):
-                self.session = response.headers["mcp-session-id"]
-            await self._answered(response, ident, future, idempotent)
-            result = await future
+            _, reply = await self._exchange(
+                body, headers, idempotent=idempotent, retry_gone=not reinitialized
+            )
+        except _SessionGone:
+            await self._reinitialize()  # the request was never processed: send it once more
+            return await self._call(
+                method, params, on_progress=on_progress, idempotent=idempotent, reinitialized=True
+            )
         finally:
-            self._pending.pop(ident, None)
             if token is not None:
                 times = self._progress.pop(token).times
                 self.stats.progress_gaps_s += [round(b - a, 4) for a, b in itertools.pairwise(times)]
-        if "error" in result:
-            raise RPCError(result["error"])
-        value = result.get("result")
+        if "error" in reply:
+            raise RPCError(reply["error"])
+        value = reply.get("result")
         return value if isinstance(value, dict) else {}
 
+    async def _exchange(
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        idempotent: bool = False,
+        fresh_session: bool = False,
+        retry_gone: bool = False,
+    ) -> tuple[int, dict[str, Any]]:
+        """POST one request and wait for its response, on whatever stream it comes: the
+        answer's status and the response message. ``fresh_session``: initialize (the answer
+        names the session); ``retry_gone``: a 404 for the session raises `_SessionGone`."""
+        ident = body["id"]
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        try:
+            try:  # the answer must start within idle_timeout, like any stream
+                answer = await self._send("POST", headers, orjson.dumps(body))
+            except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
+                self.stats.resets += 1
+                raise StreamBroken(f"the connection broke before an answer ({type(exc).__name__})") from None
+            if answer.status == 404 and self.session is not None and retry_gone:
+                await answer.aclose()
+                raise _SessionGone
+            if fresh_session and answer.headers.get("mcp-session-id"):
+                self.session = answer.headers["mcp-session-id"]
+            await self._answered(answer, ident, future, idempotent)
+            return answer.status, await future
+        finally:
+            self._pending.pop(ident, None)
+
     async def _answered(
-        self, response: httpx.Response, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
+        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
     ) -> None:
         """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
-        if media_type(response.headers.get("content-type")) != SSE:
-            data = await response.aread()
-            await response.aclose()
-            if response.status_code >= 400 and not data:
-                raise httpx.HTTPStatusError(
-                    f"{response.status_code}", request=response.request, response=response
-                )
-            try:
-                message = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                raise httpx.HTTPStatusError(
-                    f"{response.status_code}: not JSON-RPC", request=response.request, response=response
-                ) from None
-            self._route(message)
-            if not future.done():
-                raise StreamBroken(
-                    f"the answer ({response.status_code}) carries no response to request {ident}"
-                )
+        if not answer.is_sse:
+            await self._answered_json(answer, ident, future)
             return
         stream = f"post-{ident}-{next(self._streams)}"
         self.guard.open(stream, self.session)
         try:
-            await self._read_answer(stream, response, future, idempotent)
+            await self._read_answer(stream, answer, future, idempotent)
         finally:
             self.guard.finish(stream)  # answered or given up: never read again
 
+    async def _answered_json(
+        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]]
+    ) -> None:
+        """A JSON answer (or an error status): read whole, under the message size limit."""
+        try:
+            message = await answer.json(idle=self.idle_timeout)
+        except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: the request is lost
+            self.stats.resets += 1
+            raise StreamBroken(f"the answer broke before its end ({exc})") from None
+        except NotJSON:
+            raise httpx.HTTPStatusError(
+                f"{answer.status}: not JSON-RPC", request=answer.response.request, response=answer.response
+            ) from None
+        finally:
+            await answer.aclose()
+        if message is None and answer.status >= 400:
+            raise httpx.HTTPStatusError(
+                f"{answer.status}", request=answer.response.request, response=answer.response
+            )
+        self._route(message)
+        if not future.done():
+            raise StreamBroken(f"the answer ({answer.status}) carries no response to request {ident}")
+
     async def _read_answer(
-        self, stream: str, response: httpx.Response, future: asyncio.Future[dict[str, Any]], idempotent: bool
+        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]], idempotent: bool
     ) -> None:
         """An SSE answer, resumed through the guard until the response came or it is unsafe."""
         attempts = 0
-        current: httpx.Response | None = response
+        current: Answer | None = answer
         while True:
             try:
                 if current is None:
@@ -423,68 +460,52 @@ class Client:
                     ) from None
                 raise StreamBroken(f"the stream broke: {recovery.reason}") from None
 
-    async def _resume(self, broken: str) -> tuple[str, httpx.Response]:
+    async def _resume(self, broken: str) -> tuple[str, Answer]:
         """GET with Last-Event-ID after the server's retry; an error status is a refusal."""
         resumed = f"{broken.split('/')[0]}/r{next(self._streams)}"
         cursor = self.guard.resume(broken, resumed, self.session)
         wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
         if wait:
             await asyncio.sleep(wait)
-        headers = {**self._get_headers(), "Last-Event-ID": cursor}
         try:
-            request = self.http.build_request("GET", self.url, headers=headers)
-            response = await asyncio.wait_for(self.http.send(request, stream=True), self.idle_timeout)
+            answer = await self._send("GET", requests.get_headers(self.profile, self.session, cursor))
         except (httpx.TransportError, asyncio.TimeoutError) as exc:
             raise _Broken(type(exc).__name__) from None  # the resumption itself broke: try again
-        if response.status_code != 200:
-            retry_after = response.headers.get("retry-after")
-            await response.aclose()
-            self.guard.refused(
-                resumed,
-                response.status_code,
-                float(retry_after) if retry_after and retry_after.isdigit() else None,
-            )
-        return resumed, response
+        if answer.status != 200:
+            await answer.aclose()
+            self.guard.refused(resumed, answer.status, retry_after(answer.headers.get("retry-after")))
+        return resumed, answer
 
     async def _consume(
-        self, stream: str, response: httpx.Response, future: asyncio.Future[dict[str, Any]] | None
+        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]] | None
     ) -> None:
         """Decode one SSE answer through the guard, routing what it delivers; returns when
         the stream ends cleanly (or ``future`` is answered), raises _Broken otherwise."""
-        decoder = MessageDecoder(max_event_size=None)
-        start = time.monotonic()
-        first = True
-        pieces = response.aiter_raw()
-        comments = 0
+        comments, first = 0, True
         try:
-            while True:
-                try:
-                    chunk = await asyncio.wait_for(pieces.__anext__(), self.idle_timeout)
-                except StopAsyncIteration:
-                    break
-                except asyncio.TimeoutError:
-                    self.stats.idle_timeouts += 1
-                    raise _Broken("idle: no event and no keep-alive") from None
-                if first:
-                    self.stats.ttfb_s.append(round(time.monotonic() - start, 4))
-                    first = False
-                for item in self.guard.feed(stream, decoder.feed(chunk)):
-                    if isinstance(item, Message):
-                        self._route(item.payload)
-                if decoder.comments != comments:
-                    self.stats.keepalives += decoder.comments - comments
-                    comments = decoder.comments
-                if decoder.retry is not None:
-                    self._retry_ms = decoder.retry
-                if future is not None and future.done():
-                    break
-        except (httpx.HTTPError, OSError) as exc:
-            self.guard.feed(stream, decoder.close())  # count the torn tail; deliver nothing of it
-            raise _Broken(type(exc).__name__) from None
+            async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
+                async for items in batches:
+                    if first and answer.first_byte is not None:
+                        self.stats.ttfb_s.append(round(answer.first_byte, 4))
+                        first = False
+                    for item in self.guard.feed(stream, items):
+                        if isinstance(item, Message):
+                            self._route(item.payload)
+                    if answer.comments != comments:
+                        self.stats.keepalives += answer.comments - comments
+                        comments = answer.comments
+                    if answer.retry is not None:
+                        self._retry_ms = answer.retry
+                    if future is not None and future.done():
+                        break
+        except Idle:
+            self.stats.idle_timeouts += 1
+            raise _Broken("idle: no event and no keep-alive") from None
+        except Broken as exc:
+            self.guard.feed(stream, answer.tail())  # count the torn tail; deliver nothing of it
+            raise _Broken(exc.error) from None
         finally:
-            await response.aclose()
-        if future is None or not future.done():
-            self.guard.feed(stream, decoder.close())
+            await answer.aclose()
 
     # -- routing -------------------------------------------------------------------------
 
@@ -514,21 +535,21 @@ class Client:
     async def _serve(self, request: dict[str, Any]) -> None:
         """Answer a server-to-client request through the caller's handler."""
         handler = self.handlers.get(request["method"])
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+        ident = request["id"]
         if handler is None:
-            reply["error"] = {"code": -32601, "message": f"Method not found: {request['method']}"}
+            reply = requests.error(ident, -32601, f"Method not found: {request['method']}")
         else:
             try:
                 value = handler(request.get("params") or {})
                 if isinstance(value, Awaitable):
                     value = await asyncio.wait_for(value, self.timeout)
-                reply["result"] = value
+                reply = requests.result(ident, value)
             except asyncio.TimeoutError:
-                reply["error"] = {"code": -32603, "message": f"the handler took over {self.timeout} s"}
+                reply = requests.error(ident, -32603, f"the handler took over {self.timeout} s")
             except Exception as exc:  # the handler's failure is the server's answer, not ours
-                reply["error"] = {"code": -32603, "message": str(exc)}
+                reply = requests.error(ident, -32603, str(exc))
         try:
-            await self._post(reply, self._headers())
+            await self._post(reply, self._post_headers())
         except (httpx.HTTPError, asyncio.TimeoutError):
             pass  # the server's request then times out on its side; nothing here waits for it
 
@@ -543,28 +564,25 @@ class Client:
         while not self._closed and failures <= self.max_resumptions:
             try:
                 if stream is not None and self.guard.cursor(stream) is not None:
-                    stream, response = await self._resume(stream)
+                    stream, answer = await self._resume(stream)
                 else:
-                    request = self.http.build_request("GET", self.url, headers=self._get_headers())
                     try:
-                        response = await asyncio.wait_for(
-                            self.http.send(request, stream=True), self.idle_timeout
-                        )
+                        answer = await self._send("GET", requests.get_headers(self.profile, self.session))
                     except asyncio.TimeoutError:
                         raise _Broken("no answer to the GET") from None
-                    if response.status_code in (404, 405):
-                        await response.aclose()
+                    if answer.status in (404, 405):
+                        await answer.aclose()
                         return
-                    if response.status_code != 200:  # 409 (a GET stream still open), 5xx: later
-                        await response.aclose()
-                        raise _Broken(f"GET answered {response.status_code}")
+                    if answer.status != 200:  # 409 (a GET stream still open), 5xx: later
+                        await answer.aclose()
+                        raise _Broken(f"GET answered {answer.status}")
                     if stream is not None:
                         self.guard.finish(stream)  # the previous chain had nothing to resume from
                     stream = f"get-{next(self._streams)}"
                     self.guard.open(stream, self.session)
                 self._get_opened = time.monotonic()
                 try:
-                    await self._consume(stream, response, None)
+                    await self._consume(stream, answer, None)
                     failures = 0
                 except _Broken:
                     self.stats.resets += 1
@@ -589,23 +607,37 @@ class Client:
         """Whether the standalone GET stream is open now."""
         return self._get_opened is not None
 
-    # -- headers -------------------------------------------------------------------------
+    # -- sending -------------------------------------------------------------------------
 
-    async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
-        """A POST whose answer is not a stream (a notification, an answer to the server):
-        read whole, within the request deadline whatever the HTTP client's own timeouts."""
-        request = self.http.build_request("POST", self.url, content=orjson.dumps(body), headers=headers)
-        response = await asyncio.wait_for(self.http.send(request), self.timeout)
-        return response
+    async def _send(self, method: str, headers: dict[str, str], content: bytes | None = None) -> Answer:
+        """A request on the transport path; its answer's head must come within idle_timeout."""
+        return await send(
+            self.http,
+            method,
+            self.url,
+            headers,
+            content,
+            head_timeout=self.idle_timeout,
+            max_message_size=self.max_message_size,
+        )
 
-    def _headers(self, method: str | None = None, name: Any = None) -> dict[str, str]:
-        return request_headers(self.version, self.session, method, name)
+    async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> int:
+        """A POST whose answer is not a stream (a notification, an answer to the server): its
+        status, the body read to its end (and dropped) within the request deadline."""
+        answer = await send(
+            self.http, "POST", self.url, headers, orjson.dumps(body), head_timeout=self.timeout
+        )
+        try:
+            async for _ in answer.chunks(until=time.monotonic() + self.timeout):
+                pass
+        except (Idle, Broken):
+            pass  # the status is all a notification gets back
+        finally:
+            await answer.aclose()
+        return answer.status
 
-    def _get_headers(self) -> dict[str, str]:
-        """A GET's headers: the session's, asking for an event stream, without a body's."""
-        headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
-        headers["Accept"] = SSE
-        return headers
+    def _post_headers(self, method: str | None = None, name: object = None) -> dict[str, str]:
+        return requests.post_headers(self.profile, self.session, method, name)
 
     async def _reinitialize(self) -> None:
         """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""
@@ -613,4 +645,4 @@ class Client:
         if self._listener is not None:
             await _stop([self._listener])
             self._listener = None
-        await self._initialize(self.version or "2025-11-25")
+        await self._open(self.profile or NEWEST_WITH_SESSIONS)

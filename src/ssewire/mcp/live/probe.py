@@ -12,22 +12,23 @@ probe has a request budget, and only tools the caller allowed are called.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
 
-from ..._http import JSON, media_type
 from ..._secrets import MASK
-from ...jsonrpc import MessageDecoder, TornTail
+from ...jsonrpc import TornTail
 from ..checks.probe_report import ProbeReport
 from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
+from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
 from ..transcript import TranscriptWriter
+from . import transport
 
 MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited for
 RAW_KEPT = 16 << 20  # bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
@@ -114,67 +115,55 @@ class _Driver:
             concurrent_group=group,
         )
         answer = Received(send, None)
-        start = time.monotonic()
         read_limit = send.read_for if send.read_for is not None else self.timeout
+        start = time.monotonic()
         try:
-            # a stream read for longer than the request deadline must not trip httpx's read timeout
-            limits = httpx.Timeout(self.timeout, read=max(self.timeout, read_limit + 1.0))
-            request = self.client.build_request(
-                send.method, self.ctx.path, headers=headers, content=content, timeout=limits
+            reply = await transport.send(
+                self.client,
+                send.method,
+                self.ctx.path,
+                headers,
+                content,
+                head_timeout=self.timeout,
+                record=record,
             )
-            response = await asyncio.wait_for(self.client.send(request, stream=True), self.timeout)
         except (httpx.HTTPError, asyncio.TimeoutError, OSError) as exc:
             answer.error = type(exc).__name__
             answer.duration = time.monotonic() - start
             return answer
         try:
-            answer.status = response.status_code
-            answer.headers = {k.lower(): v for k, v in reversed(response.headers.multi_items())}
-            record.respond(response.status_code, response.headers.multi_items())
-            await self._read(response, answer, record, start, start + read_limit)
+            answer.status = reply.status
+            answer.headers = {k.lower(): v for k, v in reversed(reply.headers.multi_items())}
+            record.respond(reply.status, reply.headers.multi_items())
+            await self._read(reply, answer, reply.start + read_limit)
         finally:
-            await response.aclose()
-            answer.duration = time.monotonic() - start
+            await reply.aclose()
+            answer.duration = reply.elapsed()
         return answer
 
-    async def _read(
-        self, response: httpx.Response, answer: Received, record: Any, start: float, deadline: float
-    ) -> None:
-        decoder, raw, kept = MessageDecoder(max_event_size=None), [], 0
-        pieces = response.aiter_raw()
+    async def _read(self, reply: transport.Answer, answer: Received, deadline: float) -> None:
+        """Read for at most the send's read limit: SSE items with their arrival times and the
+        keep-alives'; a JSON body (or one that looks like JSON under another label) parsed."""
         comments = 0
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break  # our read limit: the stream is still open
-            try:
-                chunk = await asyncio.wait_for(pieces.__anext__(), left)
-            except StopAsyncIteration:
-                answer.ended_by_server = True
-                record.end()
-                break
-            except (asyncio.TimeoutError, httpx.HTTPError):
-                break
-            now = time.monotonic() - start
-            if answer.ttfb is None:
-                answer.ttfb = now
-            record.chunk(chunk)
-            if kept < RAW_KEPT:
-                raw.append(chunk)
-                kept += len(chunk)
-            items = [i for i in decoder.feed(chunk) if not isinstance(i, TornTail)]
-            answer.items += items
-            answer.arrivals += [now] * len(items)
-            if decoder.comments > comments:
-                answer.comment_times += [now] * (decoder.comments - comments)
-                comments = decoder.comments
-            if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
-                break  # a deliberate cut
-        answer.retry = decoder.retry
-        body = b"".join(raw)
-        if media_type(answer.headers.get("content-type")) == JSON or (
-            not answer.items and body[:1] in (b"{", b"[")
-        ):
+        try:
+            async with aclosing(reply.events(until=deadline, keep=RAW_KEPT)) as batches:
+                async for batch in batches:
+                    now = reply.elapsed()
+                    items = [i for i in batch if not isinstance(i, TornTail)]
+                    answer.items += items
+                    answer.arrivals += [now] * len(items)
+                    if reply.comments > comments:
+                        answer.comment_times += [now] * (reply.comments - comments)
+                        comments = reply.comments
+                    if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
+                        break  # a deliberate cut
+        except transport.Broken:
+            pass  # ended by the connection: what came is judged as it is
+        answer.ended_by_server = reply.ended
+        answer.ttfb = reply.first_byte
+        answer.retry = reply.retry
+        body = bytes(reply.kept)
+        if reply.is_json or (not answer.items and body[:1] in (b"{", b"[")):
             try:
                 answer.json = orjson.loads(body)
                 answer.items = []
@@ -197,16 +186,8 @@ class _Driver:
 
 def _retry_after(value: str | None) -> float | None:
     """Seconds to wait: a number of seconds or an HTTP date; 1 s when unreadable, None when absent."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return 1.0
-    return max(0.0, when.timestamp() - time.time())
+    wait = retry_after(value)
+    return 1.0 if wait is None and value is not None else wait
 
 
 async def probe(

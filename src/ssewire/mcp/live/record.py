@@ -1,13 +1,15 @@
-"""Record HTTP exchanges with httpx as an ``ssewire-transcript/1`` document.
+"""Record HTTP exchanges as an ``ssewire-transcript/1`` document, on the live half's one
+transport path (``transport.py``), so a recording reads bodies as the client and the probe do.
 
-The body is kept exactly as it came off the connection (``iter_raw``, one chunk per read),
-so the transcript shows the framing a client really saw. A stream still open when its
-read timeout or chunk budget runs out is closed by the recorder and marked
-``disconnected``. Needs httpx (``pip install 'ssewire[httpx]'``).
+The body is kept as it was read, one chunk per read, after content-encoding is undone (what
+an SSE parser sees; a compressing proxy changes the bytes on the wire, not the events). A
+stream still open when its ``read_timeout`` passes with nothing, or its chunk budget runs
+out, is closed by the recorder and marked ``disconnected``. Needs httpx
+(``pip install 'ssewire[httpx]'``).
 
-    with httpx.Client(base_url=url) as client:
+    async with httpx.AsyncClient(base_url=url) as client:
         recorder = Recorder(client)
-        recorder.exchange("POST", "/mcp", headers, body)
+        await recorder.exchange("POST", "/mcp", headers, body)
         document = recorder.document("2025-11-25")
 """
 
@@ -19,15 +21,19 @@ import httpx
 import orjson
 
 from ..transcript import TranscriptWriter
+from .transport import Broken, Idle, send
 
 
 class Recorder:
-    def __init__(self, client: httpx.Client, *, max_chunks: int = 10_000) -> None:
+    """Sends requests with ``client`` and records each with its response."""
+
+    def __init__(self, client: httpx.AsyncClient, *, max_chunks: int = 10_000, timeout: float = 10.0) -> None:
         self.client = client
         self.max_chunks = max_chunks
+        self.timeout = timeout  # seconds for an answer's head, and for each read of a body
         self.writer = TranscriptWriter()
 
-    def exchange(
+    async def exchange(
         self,
         method: str,
         url: str,
@@ -41,34 +47,31 @@ class Recorder:
         """Send one request, record it with its response, and return the record.
 
         ``read_timeout``: for a stream the server keeps open, stop reading after this
-        many idle seconds, close it, and mark the response ``disconnected``. ``name``: the
+        many idle seconds, close it, and mark the response ``disconnected`` (without it, a
+        body silent for ``timeout`` seconds raises ``transport.Idle``). ``name``: the
         exchange id (default ``e1``, ``e2``, ...).
         """
         content = None if body is None else orjson.dumps(body)
-        request = self.client.build_request(method, url, headers=headers, content=content)
-        if read_timeout is not None:
-            request.extensions["timeout"] = httpx.Timeout(
-                self.client.timeout.connect or 10.0, read=read_timeout
-            ).as_dict()
+        sent = dict(headers or {})
+        shown = self.client.build_request(method, url, headers=sent, content=content).headers
         record = self.writer.request(
-            method, url, request.headers.multi_items(), content, name=name, idempotent=idempotent
+            method, url, shown.multi_items(), content, name=name, idempotent=idempotent
         )
-        response = self.client.send(request, stream=True)
-        record.respond(response.status_code, response.headers.multi_items())
+        answer = await send(self.client, method, url, sent, content, head_timeout=self.timeout, record=record)
+        record.respond(answer.status, answer.headers.multi_items())
         try:
-            pieces = response.iter_raw()
-            for _ in range(self.max_chunks):
-                try:
-                    record.chunk(next(pieces))
-                except StopIteration:
-                    record.end()
+            reads = 0
+            async for _ in answer.chunks(idle=read_timeout if read_timeout is not None else self.timeout):
+                reads += 1
+                if reads >= self.max_chunks:
                     break
-                except httpx.ReadTimeout:
-                    if read_timeout is None:
-                        raise
-                    break  # still open: recorded as disconnected
+        except Idle:
+            if read_timeout is None:
+                raise
+        except Broken:
+            pass  # recorded as it ended: disconnected
         finally:
-            response.close()
+            await answer.aclose()
         return record.as_dict()
 
     def document(self, profile: str, **tuple_: str) -> dict[str, Any]:

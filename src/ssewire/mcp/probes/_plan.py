@@ -16,9 +16,12 @@ from ..._http import is_success, media_type
 from ...jsonrpc import Item, Kind, Message
 from ..checks.diagnostics import CATALOGUE, Verdict
 from ..checks.findings import Level, Status
-from ..protocol.wire import META_CAPABILITIES, META_VERSION, SSE, request_headers
+from ..protocol.handshake import client_info
+from ..protocol.profiles import Profile, named
+from ..protocol.requests import get_headers, name_of, notification, post_headers, request
+from ..protocol.wire import SSE
 
-CLIENT_INFO = {"name": "ssewire-probe", "version": "1"}
+CLIENT_INFO = client_info("ssewire-probe")
 
 
 @dataclass
@@ -128,7 +131,8 @@ class Context:
 
     @property
     def modern(self) -> bool:
-        return self.version == "2026-07-28"
+        """The negotiated revision is per-request (2026-07-28): no sessions, headers on every POST."""
+        return self.conversation is not None and self.conversation.request_headers
 
     # -- verdicts ----------------------------------------------------------------------
 
@@ -160,35 +164,28 @@ class Context:
         self.next_id += 1
         return self.next_id
 
-    def headers(self, method: str | None = None, name: str | None = None) -> dict[str, str]:
-        """Conforming request headers for the negotiated revision."""
-        return request_headers(self.version, self.session, method, name)
+    @property
+    def conversation(self) -> Profile | None:
+        """The revision negotiated so far (None before the handshake)."""
+        return named(self.version)
+
+    def headers(self, method: str | None = None, name: object = None) -> dict[str, str]:
+        """Conforming POST headers for the negotiated revision."""
+        return post_headers(self.conversation, self.session, method, name)
 
     def request(
         self, method: str, params: dict[str, Any] | None = None, *, name: str, **options: Any
     ) -> Send:
         """A conforming JSON-RPC request (2026-07-28: with its headers and _meta)."""
-        params = dict(params or {})
-        if self.modern:
-            meta = dict(params.get("_meta") or {})
-            meta[META_VERSION] = self.version
-            meta.setdefault(META_CAPABILITIES, {})
-            params["_meta"] = meta
-        body: dict[str, Any] = {"jsonrpc": "2.0", "id": self.ident(), "method": method}
-        if params:
-            body["params"] = params
-        target = params.get("name") if method == "tools/call" else None
-        return Send("POST", self.headers(method, target), body, name=name, **options)
+        body = request(self.ident(), method, params, self.conversation)
+        return Send("POST", self.headers(method, name_of(method, params)), body, name=name, **options)
 
     def notification(self, method: str, *, name: str) -> Send:
-        return Send("POST", self.headers(), {"jsonrpc": "2.0", "method": method}, name=name)
+        return Send("POST", self.headers(), notification(method), name=name)
 
     def listen(self, *, name: str, read_for: float, last_event_id: str | None = None) -> Send:
         """The standalone GET stream (or a resumption with ``last_event_id``)."""
-        headers = {k: v for k, v in self.headers().items() if k != "Content-Type"}
-        headers["Accept"] = SSE
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
+        headers = get_headers(self.conversation, self.session, last_event_id)
         return Send("GET", headers, name=name, read_for=read_for)
 
 

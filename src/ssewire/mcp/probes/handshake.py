@@ -11,10 +11,9 @@ from collections.abc import Generator
 from typing import Any
 
 from ...jsonrpc import Kind, Message
-from ..protocol.profiles import PROFILES
-from ._plan import CLIENT_INFO, Answer, Context, Received, Step
-
-MODERN, LEGACY = "2026-07-28", "2025-11-25"
+from ..protocol.handshake import Agreement, HandshakeFailed, Incoming, handshake
+from ..protocol.profiles import named
+from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step
 
 
 class Unreachable(Exception):
@@ -23,36 +22,28 @@ class Unreachable(Exception):
 
 def negotiate(ctx: Context) -> Generator[Step, Answer, None]:
     """The newest revision the server accepts (or the forced one), then tools/list."""
-    wanted = ctx.profile
-    if wanted in (None, MODERN):
-        ctx.version = MODERN
-        discover = ctx.request("server/discover", name="discover")
-        answer = yield discover
-        assert isinstance(answer, Received)
-        reply = answer.answer(discover.body["id"])
-        if answer.status == 200 and reply is not None and isinstance(reply.get("result"), dict):
-            listing = yield ctx.request("tools/list", name="tools-list")
-            assert isinstance(listing, Received)
-            ctx.tools = list(_result(listing, "tools") or [])
-            return
-        discover.conforming = False  # a 2026-07-28 request to an older server: not part of its session
-        if wanted == MODERN:
-            raise Unreachable(f"the server did not answer a 2026-07-28 tools/list (status {answer.status})")
-    ctx.version = wanted or LEGACY
-    send = ctx.request(
-        "initialize",
-        {"protocolVersion": ctx.version, "capabilities": {}, "clientInfo": CLIENT_INFO},
-        name="initialize",
-    )
-    send.headers.pop("MCP-Protocol-Version", None)  # not on initialize
-    answer = yield send
-    assert isinstance(answer, Received)
-    result = _result(answer, "protocolVersion")
-    if answer.status != 200 or result is None:
-        raise Unreachable(f"initialize was answered {answer.status or answer.error}")
-    ctx.version = result if result in PROFILES else ctx.version
-    ctx.session = answer.headers.get("mcp-session-id")
-    yield ctx.notification("notifications/initialized", name="initialized")
+    opening = handshake(named(ctx.profile), ids=ctx.ident, client=CLIENT_INFO)
+    came: Incoming | None = None
+    asked, answer = "", None
+    while True:
+        try:
+            out = opening.send(came) if came is not None else next(opening)
+        except StopIteration as done:
+            agreement: Agreement = done.value
+            break
+        except HandshakeFailed as failed:
+            what = answer.status or answer.error if answer else None  # no status: what went wrong
+            raise Unreachable(f"{asked} was answered {what}") from failed
+        asked = out.body["method"]
+        send = Send("POST", out.headers, out.body, name=out.name)
+        got = yield send
+        assert isinstance(got, Received)
+        answer = got
+        ident = out.body.get("id")
+        came = Incoming(answer.status, answer.answer(ident), answer.headers.get("mcp-session-id"))
+        if out.name == "discover" and not (came.status == 200 and came.reply and "result" in came.reply):
+            send.conforming = False  # a 2026-07-28 request to an older server: not part of its session
+    ctx.version, ctx.session = agreement.profile.name, agreement.session
     listing = yield ctx.request("tools/list", name="tools-list")
     assert isinstance(listing, Received)
     ctx.tools = list(_result(listing, "tools") or [])

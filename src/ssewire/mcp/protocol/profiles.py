@@ -65,9 +65,24 @@ ALIASES: dict[str, tuple[str, str]] = {
 # Revisions a server may support; anything else in MCP-Protocol-Version is unsupported.
 KNOWN_VERSIONS = frozenset({"2024-11-05", *PROFILES})
 
+# Revision names sort as dates: the newest revision a client tries first (2026-07-28: no
+# handshake, ``server/discover``), and the newest with sessions, which ``initialize`` asks for.
+NEWEST = PROFILES[max(PROFILES)]
+NEWEST_WITH_SESSIONS = PROFILES[max(name for name, p in PROFILES.items() if p.sessions)]
+
 
 class UnknownProfile(InputError):
     """The profile names no published revision: the validator refuses to guess."""
+
+
+def named(name: str | None) -> Profile | None:
+    """The profile a revision name or alias stands for; None for no name or an unknown one
+    (a version a server answers with is data, not an input error)."""
+    if name in PROFILES:
+        return PROFILES[name]
+    if name in ALIASES:
+        return PROFILES[ALIASES[name][0]]
+    return None
 
 
 def resolve(name: str) -> tuple[Profile, str | None]:

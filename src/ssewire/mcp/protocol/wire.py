@@ -1,6 +1,6 @@
-"""MCP Streamable HTTP on the wire: the names of its headers and ``_meta`` keys, and the
-request headers a conforming client sends. One place for the validator's model, the
-probe's checks, the client and the reference server."""
+"""MCP Streamable HTTP on the wire: the names of its headers and ``_meta`` keys, its media
+types, and which headers are the transport's own. Each written once, for the validator's
+model, the probe, the client and the reference server."""
 
 from __future__ import annotations
 
@@ -8,30 +8,39 @@ import base64
 import binascii
 from collections.abc import Iterable, Mapping
 
-from ..._http import check_field
+from ..._http import EVENT_STREAM, check_field
+from ..._http import JSON as JSON  # re-exported: the MCP code takes its media types from here
 
-BOTH = "application/json, text/event-stream"  # the Accept of every POST
-SSE = "text/event-stream"
-JSON = "application/json"
+SSE = EVENT_STREAM  # the name the MCP code reads better with; the value lives in ssewire._http
+BOTH = f"{JSON}, {EVENT_STREAM}"  # the Accept of every POST
+
+# Header names, spelled as the transport pages spell them (HTTP compares them case-insensitively).
+SESSION_ID = "Mcp-Session-Id"
+PROTOCOL_VERSION = "MCP-Protocol-Version"
+LAST_EVENT_ID = "Last-Event-ID"
+METHOD = "Mcp-Method"  # 2026-07-28
+NAME = "Mcp-Name"  # 2026-07-28
+
 META_VERSION = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28 _meta keys
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
-MODERN = "2026-07-28"
+
 # What the transport itself sets on a request: a caller's extra headers may not (the probe
 # omits or varies them on purpose, and the client's session would drift from its own state).
 TRANSPORT_HEADERS = frozenset(
-    {
-        "accept",
-        "content-type",
-        "content-length",
-        "host",
-        "origin",
-        "last-event-id",
-        "mcp-session-id",
-        "mcp-protocol-version",
-        "mcp-method",
-        "mcp-name",
-    }
+    name.lower()
+    for name in (
+        "Accept",
+        "Content-Type",
+        "Content-Length",
+        "Host",
+        "Origin",
+        LAST_EVENT_ID,
+        SESSION_ID,
+        PROTOCOL_VERSION,
+        METHOD,
+        NAME,
+    )
 )
 
 
@@ -54,27 +63,6 @@ def caller_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None
         first[key] = field
         checked[field] = text
     return checked
-
-
-def request_headers(
-    version: str, session: str | None, method: str | None = None, name: object = None
-) -> dict[str, str]:
-    """The headers of a POST under ``version``: Accept and Content-Type always; 2026-07-28
-    the version, Mcp-Method and Mcp-Name of a request; earlier, the session id and (from
-    2025-06-18) the version."""
-    headers = {"Accept": BOTH, "Content-Type": JSON}
-    if version == MODERN:
-        headers["MCP-Protocol-Version"] = version
-        if method is not None and not method.startswith("notifications/"):
-            headers["Mcp-Method"] = method
-            if isinstance(name, str):
-                headers["Mcp-Name"] = name
-        return headers
-    if session is not None:
-        headers["Mcp-Session-Id"] = session
-    if version and version != "2025-03-26":
-        headers["MCP-Protocol-Version"] = version
-    return headers
 
 
 def decode_name(value: str | None) -> str | None:

@@ -14,15 +14,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..._http import EVENT_STREAM, JSON, is_success, media_type
+from ..._http import JSON, is_success, media_type
 from ..._secrets import json_credentials
 from ...jsonrpc import InvalidMessage, Kind, Message, MessageDecoder, TornTail, classify
-from ..protocol.profiles import KNOWN_VERSIONS, Profile, UnknownProfile, resolve
-from ..protocol.wire import META_VERSION, NAME_FIELDS, decode_name
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import Profile, UnknownProfile, resolve
+from ..protocol.wire import SSE as SSE  # re-exported for the rules
 from ..streams.ledger import LedgerMessage, Recovery, Stream, StreamLedger
 from ..transcript import ABSENT, Exchange, Transcript
-
-SSE = EVENT_STREAM
 
 
 class Msg(NamedTuple):
@@ -72,42 +71,6 @@ class Body:
 
 
 @dataclass
-class Headers2026:
-    """2026-07-28: the request's MCP headers against its body (one request POSTed alone)."""
-
-    body_method: str | None  # the request's method
-    version: str | None  # MCP-Protocol-Version, trimmed
-    meta_version: Any  # the body's _meta protocolVersion
-    method: str | None  # Mcp-Method, trimmed
-    name_field: str | None  # "name" or "uri" for methods that need Mcp-Name
-    name: str | None  # Mcp-Name, base64 form decoded
-    expected_name: Any
-
-    @property
-    def version_differs(self) -> bool:
-        return (
-            self.version is not None and self.meta_version is not None and self.version != self.meta_version
-        )
-
-    @property
-    def method_differs(self) -> bool:
-        return self.method != self.body_method
-
-    @property
-    def name_differs(self) -> bool:
-        return self.name_field is not None and self.name != self.expected_name
-
-    @property
-    def problem(self) -> bool:
-        """A header missing or disagreeing with the body: the server must answer 400 / -32020."""
-        return self.version_differs or self.method_differs or self.name_differs
-
-    @property
-    def unsupported(self) -> bool:
-        return self.version is not None and self.version not in KNOWN_VERSIONS
-
-
-@dataclass
 class ExchangeView:
     """One exchange and the facts the model pass found about it."""
 
@@ -115,7 +78,7 @@ class ExchangeView:
     method: str  # upper case
     request: RequestBody | None = None  # POST only
     scope: str | None = None  # the session the exchange belongs to
-    headers_2026: Headers2026 | None = None
+    headers_2026: ModernHeaders | None = None
     must_reject: bool = False  # 2026-07-28: the server had to answer 400 / -32020
     body: Body | None = None  # decoded only where a rule needs it
     stream: Stream | None = None  # registered with the ledger (successful request / GET streams)
@@ -196,7 +159,7 @@ def _post(model: Model, view: ExchangeView) -> None:
     if profile.request_headers and len(request.messages) == 1 and not request.batch:
         message = request.messages[0]
         if message.kind == Kind.REQUEST:  # "header requirements for notification POSTs are not defined"
-            view.headers_2026 = _headers_2026(ex, message)
+            view.headers_2026 = ModernHeaders.of(ex.request.headers, message.payload)
             view.must_reject = view.headers_2026.problem and view.headers_2026.version is not None
     resp = ex.response
     requests = request.requests
@@ -295,22 +258,6 @@ def _request_body(ex: Exchange, profile: Profile) -> RequestBody:
             continue
         parsed.messages.append(Msg(kind, ident, method, item, 0))
     return parsed
-
-
-def _headers_2026(ex: Exchange, message: Msg) -> Headers2026:
-    headers = ex.request.headers
-    params = message.payload.get("params") if isinstance(message.payload, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    name_field = NAME_FIELDS.get(message.method or "")
-    return Headers2026(
-        body_method=message.method,
-        version=stripped(headers.get("mcp-protocol-version")),
-        meta_version=meta.get(META_VERSION) if isinstance(meta, dict) else None,
-        method=stripped(headers.get("mcp-method")),
-        name_field=name_field,
-        name=decode_name(headers.get("mcp-name")),
-        expected_name=params.get(name_field) if name_field and isinstance(params, dict) else None,
-    )
 
 
 # -- response bodies ---------------------------------------------------------------
