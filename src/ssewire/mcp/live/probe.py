@@ -25,6 +25,7 @@ from ..._secrets import MASK
 from ...jsonrpc import TornTail
 from ..checks.probe_report import ProbeReport
 from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
+from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
 from ..transcript import TranscriptWriter
@@ -179,7 +180,7 @@ class _Driver:
         return name
 
     def recording(self) -> dict[str, Any]:
-        document = self.writer.document(self.ctx.version or "2025-11-25", client="ssewire probe")
+        document = self.writer.document(self.ctx.version or NEWEST_WITH_SESSIONS.name, client="ssewire probe")
         document["exchanges"] = [e for e in document["exchanges"] if self.sent[e["id"]].conforming]
         return document
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any, Protocol
 
 import httpx
@@ -177,12 +178,13 @@ class Answer:
         none: a keep-alive, say). At the body's end, a torn final event is one more list with
         its ``TornTail``; after `Idle` or `Broken`, ask `tail` for it."""
         decoder = self._decoder = MessageDecoder(allow_batches=batches, max_event_size=self.limit)
-        async for chunk in self.chunks(idle=idle, until=until, keep=keep):
-            items = decoder.feed(chunk)
-            self.comments = decoder.comments
-            if decoder.retry is not None:
-                self.retry = decoder.retry
-            yield items
+        async with aclosing(self.chunks(idle=idle, until=until, keep=keep)) as chunks:
+            async for chunk in chunks:
+                items = decoder.feed(chunk)
+                self.comments = decoder.comments
+                if decoder.retry is not None:
+                    self.retry = decoder.retry
+                yield items
         if self.ended:
             yield decoder.close()
 
