@@ -63,7 +63,7 @@ def test_each_fault_is_found_by_its_diagnostic_and_no_other(fault_reports, name)
 
 def test_every_fault_names_a_diagnostic_and_every_diagnostic_has_a_check():
     assert {fault.diagnostic for fault in FAULTS.values()} <= set(CATALOGUE)
-    assert {ident for ids, _ in CHECKS for ident in ids} == set(CATALOGUE)
+    assert {ident for check in CHECKS for ident in check.ids} == set(CATALOGUE)
 
 
 @pytest.mark.parametrize(

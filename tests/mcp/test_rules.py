@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ssewire.mcp import RULES, from_document, validate
 from ssewire.mcp.redact import redact
-from ssewire.mcp.validator.report import Outcome
+from ssewire.mcp.validator.report import outcome
 
 from ..budget import examples
 from .builders import chunks, event, priming, progress, result
@@ -49,8 +49,8 @@ def test_the_fault_is_found_under_its_code_and_no_other(case: Case):
     result = validate(from_document(case.invalid()))
     assert {f.code for f in result.findings if f.level != "info"} == case.expected
     assert {f.level for f in result.findings if f.code == case.code} == case.levels
-    outcome = Outcome.of(result)
-    assert (0 if outcome.passed else 1) == case.exit_code
+    report = outcome(result)
+    assert (0 if report.passed else 1) == case.exit_code
     assert result.valid is (case.exit_code == 0)
 
 

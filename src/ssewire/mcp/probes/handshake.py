@@ -12,7 +12,7 @@ from typing import Any
 
 from ...jsonrpc import Kind, Message
 from ..protocol.profiles import PROFILES
-from ._plan import CLIENT_INFO, Answer, Context, Received, Step
+from ._plan import CLIENT_INFO, Answer, Context, Received, Step, handshake
 
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
@@ -21,6 +21,7 @@ class Unreachable(Exception):
     """The target answered nothing usable to initialize: the probe cannot go on."""
 
 
+@handshake()
 def negotiate(ctx: Context) -> Generator[Step, Answer, None]:
     """The newest revision the server accepts (or the forced one), then tools/list."""
     wanted = ctx.profile
@@ -58,6 +59,7 @@ def negotiate(ctx: Context) -> Generator[Step, Answer, None]:
     ctx.tools = list(_result(listing, "tools") or [])
 
 
+@handshake(provides=("full_run",))
 def find_streaming_tool(ctx: Context) -> Generator[Step, Answer, None]:
     """Call each allowed tool once with a progressToken; the first that streams progress
     (three notifications or more) is the one the stream checks use."""
@@ -78,8 +80,8 @@ def find_streaming_tool(ctx: Context) -> Generator[Step, Answer, None]:
         ]
         if len(progress) >= 3 and answer.ended_by_server:
             ctx.streaming_tool = name
-            ctx.figures["streaming_tool"] = name
-            ctx.figures["full_run"] = answer
+            ctx.figures.streaming_tool = name
+            ctx.learned.full_run = answer
             return
 
 
