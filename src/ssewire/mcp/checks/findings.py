@@ -28,7 +28,9 @@ class Finding:
     status: Status
     level: Level
     message: str  # never contains a credential, session id or event id value
-    evidence: Mapping[str, Any] = field(default_factory=dict)  # statuses and a few headers: never secrets
+    evidence: Mapping[str, Any] = field(
+        default_factory=dict, hash=False
+    )  # never secrets; hash=False: a Finding stays hashable
     exchange: str | None = None  # the exchange id; None: the whole transcript, or a live probe
     path: str = ""  # JSON-pointer-like: where in the transcript
     requirement: str = ""
