@@ -1,7 +1,7 @@
-"""Write docs/mcp-codes.md from the registries: every validator finding code (level,
+"""Write docs/mcp-codes.md from the one catalogue: every validator finding code (level,
 requirement, the rule functions that report it, the fix), every probe diagnostic (level,
-requirement, the fix per stack) and every reference-server fault with the diagnostic it
-must trigger.
+requirement, the checks that ask it, the validator code that judges it, the fix per
+stack), and every reference-server fault with the diagnostic it must trigger.
 
     python scripts/mcp_codes.py           # rewrite the page
     python scripts/mcp_codes.py --check   # exit 1 if the page is out of date (CI)
@@ -12,16 +12,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ssewire.mcp.checks.diagnostics import CATALOGUE as DIAGNOSTICS
+from ssewire.mcp import probes
+from ssewire.mcp.checks.catalogue import CODES, DIAGNOSTICS
 from ssewire.mcp.live.faults import FAULTS
-from ssewire.mcp.validator.rules import CATALOGUE, CHECKS
+from ssewire.mcp.validator.rules import CHECKS
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "mcp-codes.md"
 
 HEAD = """# MCP finding codes and probe diagnostics
 
-Generated from the registries (`ssewire.mcp.validator.rules`, `ssewire.mcp.checks.diagnostics`,
-`ssewire.mcp.live.faults`) by `scripts/mcp_codes.py`; do not edit by hand.
+Generated from the one catalogue (`ssewire.mcp.checks.catalogue`: the entries the validator's
+rules and the probe's checks define beside their code) and the reference server's faults
+(`ssewire.mcp.live.faults`) by `scripts/mcp_codes.py`; do not edit by hand.
 
 ## Validator finding codes (`ssewire validate`)
 
@@ -36,7 +38,7 @@ disconnect is a warning, not an error).
 
 def render() -> str:
     rows = []
-    for code, entry in CATALOGUE.items():
+    for code, entry in CODES.items():
         where = ", ".join(
             f"`{check.func.__module__.removeprefix('ssewire.mcp.validator.rules.')}.{check.func.__name__}`"
             for check in CHECKS
@@ -49,19 +51,27 @@ def render() -> str:
         "",
         "## Probe diagnostics (`ssewire probe`)",
         "",
-        "One entry a diagnostic (a table of six long columns could not be read): its level, the",
-        "requirement it rests on, and the fix on each stack.",
+        "One entry a diagnostic (a table of six long columns could not be read), in report order: its",
+        "level, the requirement it rests on, the checks that ask it, and the fix on each stack.",
     ]
     for d in DIAGNOSTICS.values():
+        asked = ", ".join(
+            f"`{check.func.__module__.removeprefix('ssewire.mcp.probes.')}.{check.func.__name__}`"
+            for check in probes.CHECKS
+            if d.id in check.ids
+        )
+        judged = f"; judged on the recording by the validator code `{d.judged_by}`" if d.judged_by else ""
         probe += [
             "",
             f"### `{d.id}`",
             "",
-            f"**{d.level}**: {d.requirement}",
+            f"**{d.level}**: {d.requirement()}",
             "",
-            f"- TypeScript SDK: {d.ts}",
-            f"- Python SDK: {d.python}",
-            f"- plain handler: {d.plain}",
+            f"Asked by {asked}{judged}.",
+            "",
+            f"- TypeScript SDK: {d.fixes['typescript-sdk']}",
+            f"- Python SDK: {d.fixes['python-sdk']}",
+            f"- plain handler: {d.fixes['plain-handler']}",
         ]
     faults = [
         "",

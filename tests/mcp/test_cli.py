@@ -280,3 +280,76 @@ def test_help_is_plain_text():
     assert done.returncode == 0
     assert "``" not in done.stdout and ":class:" not in done.stdout
     assert all(name in done.stdout for name in ("decode", "validate", "redact", "exit codes"))
+
+
+# -- one report writer for the validator and the probe ---------------------------------------
+
+NOT_XML = "bad \x00\x1b\ud800\ufffe end"  # a NUL, a control, a lone surrogate, a non-character
+
+
+def _reports(message: str, level: str = "error"):
+    from ssewire.mcp.checks.findings import Finding, Level, Status
+    from ssewire.mcp.checks.report import ProbeReport, ValidationReport
+
+    found = Finding("invalid_sse_json", Status.DETECTED, Level(level), message, exchange="x", path="/p")
+    verdict = Finding("stream.buffered", Status.DETECTED, Level(level), message)
+    validation = ValidationReport([found], profile="2025-11-25", source="t.json", exchanges=["x"])
+    probe = ProbeReport.of(
+        "http://127.0.0.1:1/mcp",
+        {verdict.id: verdict},
+        version="2025-11-25",
+        figures={},
+        requests=1,
+        transcript={},
+    )
+    return validation, probe
+
+
+def test_junit_of_both_reports_carries_no_character_xml_cannot():
+    for report in _reports(NOT_XML):
+        document = report.to_junit()
+        suite = ElementTree.fromstring(document).find("testsuite")  # parses: nothing XML 1.0 refuses
+        failure = suite.find("testcase/failure")
+        assert failure.get("message") == "bad \ufffd\ufffd\ufffd\ufffd end"
+        assert "\x00" not in document and "\x1b" not in document
+
+
+@pytest.mark.parametrize(
+    ("level", "fail_on", "fails"),
+    [
+        ("error", "error", True),
+        ("warning", "error", False),
+        ("warning", "warning", True),
+        ("info", "warning", False),
+    ],
+)
+def test_fail_on_gates_both_reports_alike(level, fail_on, fails):
+    from ssewire.mcp.checks.findings import Level
+
+    for report in _reports("m", level):
+        assert bool(report.failing(Level(fail_on))) is fails, type(report).__name__
+
+
+def test_fail_on_is_one_option_for_both_commands():
+    from ssewire.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+
+    def option(name):
+        return next(a for a in commands[name]._actions if a.dest == "fail_on")
+
+    validate, probe = option("validate"), option("probe")
+    assert (validate.choices, validate.default, validate.help) == (probe.choices, probe.default, probe.help)
+    assert tuple(validate.choices) == ("error", "warning") and validate.default == "error"
+    formats = [
+        next(a for a in commands[n]._actions if a.dest == "format").choices for n in ("validate", "probe")
+    ]
+    assert formats[0] == formats[1] == ("text", "json", "markdown", "junit")
+
+
+def test_markdown_report_of_a_transcript(tmp_path, capsys):
+    code, out, _ = run_cli(
+        capsys, "validate", write(tmp_path, fault("header_mismatch_not_rejected")), "--format", "markdown"
+    )
+    assert code == 1 and out.startswith("## MCP transcript validation: ")
+    assert "**FAIL**" in out and "| `method_header_mismatch` | error | `list-tools " in out

@@ -63,7 +63,7 @@ def test_each_fault_is_found_by_its_diagnostic_and_no_other(fault_reports, name)
 
 def test_every_fault_names_a_diagnostic_and_every_diagnostic_has_a_check():
     assert {fault.diagnostic for fault in FAULTS.values()} <= set(CATALOGUE)
-    assert {ident for ids, _ in CHECKS for ident in ids} == set(CATALOGUE)
+    assert {ident for check in CHECKS for ident in check.ids} == set(CATALOGUE)
 
 
 @pytest.mark.parametrize(
@@ -198,3 +198,67 @@ def test_the_sample_report_in_the_docs_is_what_the_probe_says_today(fault_report
     assert [ident for _, ident in shown] == list(CATALOGUE)
     release = re.search(r"^Release: .*$", sample, re.M).group(0)
     assert release in fault_reports["no-keepalives"].to_text()
+
+
+# -- the checks' declared order ---------------------------------------------------------
+
+
+def test_a_check_registered_before_what_it_needs_raises(monkeypatch):
+    from ssewire.mcp.probes import _plan
+
+    monkeypatch.setattr(_plan, "HANDSHAKE", [])
+    monkeypatch.setattr(_plan, "CHECKS", [])
+
+    def judge(ctx):
+        return None
+
+    with pytest.raises(ValueError, match="needs full_run, which no check registered before it provides"):
+        _plan.check("stream.buffered", needs=("full_run",))(judge)
+    with pytest.raises(ValueError, match="unknown fact 'get_strem'"):
+        _plan.check("stream.buffered", provides=("get_strem",))(judge)
+    with pytest.raises(ValueError, match=r"unknown diagnostic 'stream\.bufered'"):
+        _plan.check("stream.bufered")
+    _plan.handshake(provides=("full_run",))(judge)
+    _plan.check("stream.buffered", needs=("full_run",))(judge)  # now it is met
+    assert [c.needs for c in _plan.CHECKS] == [frozenset({"full_run"})]
+
+
+def test_every_registered_check_runs_after_what_it_needs():
+    from ssewire.mcp.probes import HANDSHAKE
+
+    provided: set[str] = {fact for step in HANDSHAKE for fact in step.provides}
+    for registered in CHECKS:
+        assert registered.needs <= provided, registered.name
+        provided |= registered.provides
+    names = [c.func.__name__ for c in CHECKS]
+    assert names.index("get_stream") < names.index("accept_variants")
+
+
+def _drive(check, ctx, status: int = 200) -> list[str]:
+    """The methods a check sends when every answer is ``status``."""
+    from ssewire.mcp.probes import Received
+
+    sent, gen = [], check(ctx)
+    answer = None
+    for _ in range(50):  # bounded: a check sends a handful of requests
+        try:
+            step = gen.send(answer)
+        except StopIteration:
+            return sent
+        sent.append(step.method)
+        answer = Received(step, status, {"content-type": "application/json"})
+    raise AssertionError("the check did not finish")
+
+
+@pytest.mark.parametrize(
+    ("get_stream", "methods"), [(True, ["POST"] * 3 + ["GET"] * 2), (False, ["POST"] * 3)]
+)
+def test_accept_variants_tries_get_only_where_the_get_stream_is_served(get_stream, methods):
+    """The guard acts now that get_stream runs first: no GET Accept variants without a GET stream."""
+    from ssewire.mcp.probes import Context
+    from ssewire.mcp.probes.transport import accept_variants
+
+    ctx = Context(path="/mcp", cross_origin="http://localhost:1", version="2025-11-25")
+    ctx.learned.get_stream = get_stream
+    assert _drive(accept_variants, ctx) == methods
+    assert ctx.verdicts["transport.accept-header-406"].status == Status.PASS

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ssewire.mcp import RULES, from_document, validate
 from ssewire.mcp.redact import redact
-from ssewire.mcp.validator.report import Outcome
+from ssewire.mcp.validator.report import outcome
 
 from ..budget import examples
 from .builders import chunks, event, priming, progress, result
@@ -49,8 +49,8 @@ def test_the_fault_is_found_under_its_code_and_no_other(case: Case):
     result = validate(from_document(case.invalid()))
     assert {f.code for f in result.findings if f.level != "info"} == case.expected
     assert {f.level for f in result.findings if f.code == case.code} == case.levels
-    outcome = Outcome.of(result)
-    assert (0 if outcome.passed else 1) == case.exit_code
+    report = outcome(result)
+    assert (0 if report.passed else 1) == case.exit_code
     assert result.valid is (case.exit_code == 0)
 
 
@@ -267,3 +267,36 @@ def test_the_2025_11_25_session_under_2025_06_18_differs_only_by_its_negotiated_
     # flagged even though it sent an event id
     find(document, "call-echo")["response"]["chunks"] = chunks(priming("a-1"), event(progress(2), "a-2"))
     assert ("response_not_delivered", "warning", "call-echo") in codes(document)
+
+
+# -- the one catalogue -------------------------------------------------------------------
+
+
+def test_the_catalogue_refuses_a_second_definition_and_a_link_to_no_code():
+    from ssewire.mcp.checks.catalogue import STACKS, Catalogue, Entry, Kind, Level
+
+    catalogue = Catalogue()
+    catalogue.define(Entry("a_code", Kind.CODE, Level.ERROR, {"hint": "h"}, keyword="MUST", section="S"))
+    with pytest.raises(ValueError, match="defined twice"):
+        catalogue.define(Entry("a_code", Kind.CODE, Level.ERROR, {"hint": "h"}, keyword="MUST", section="S"))
+    fixes = dict.fromkeys(STACKS, "f")
+    with pytest.raises(ValueError, match="not a validator code"):
+        catalogue.define(
+            Entry("x.y", Kind.DIAGNOSTIC, Level.ERROR, fixes, statement="s", judged_by="no_code")
+        )
+    with pytest.raises(ValueError, match="a fix for each of"):
+        catalogue.define(Entry("x.z", Kind.DIAGNOSTIC, Level.ERROR, {"python-sdk": "f"}, statement="s"))
+    catalogue.define(Entry("x.y", Kind.DIAGNOSTIC, Level.ERROR, fixes, statement="s", judged_by="a_code"))
+    assert list(catalogue.of_kind(Kind.CODE)) == ["a_code"] and list(catalogue.of_kind(Kind.DIAGNOSTIC)) == [
+        "x.y"
+    ]
+
+
+def test_one_catalogue_holds_both_kinds_and_every_link_is_judged():
+    from ssewire.mcp import CATALOGUE, Kind
+    from ssewire.mcp.probes.wrapup import FROM_VALIDATOR
+
+    assert set(RULES) == {i for i, e in CATALOGUE.items() if e.kind == Kind.CODE}
+    linked = {e.judged_by: i for i, e in CATALOGUE.items() if e.judged_by}
+    assert linked == FROM_VALIDATOR and set(linked) <= set(RULES)
+    assert "stream.duplicate-event-id" in linked.values()

@@ -1,4 +1,4 @@
-"""What every command shares: exit codes, the input-error exit, and writing to stdout."""
+"""What every command shares: exit codes, the input-error exit, ``--fail-on``, and writing to stdout."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_OK",
     "Command",
     "InputError",
+    "add_report_options",
     "extra_provides",
     "input_error",
     "positive_int",
@@ -33,6 +34,25 @@ class Command(Protocol):
 
     def add_parser(self, commands: Any) -> None: ...
     def run(self, args: argparse.Namespace) -> int: ...
+
+
+REPORT_FORMATS = ("text", "json", "markdown", "junit")  # ssewire.mcp.checks.report.FORMATS
+FAIL_ON = ("error", "warning")
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    """``--format`` and ``--fail-on``, the same for every command that reports findings.
+
+    ``--fail-on``: the lowest level of a detected finding that fails the run (exit 1).
+    Plain strings here, so parsing a command line loads no MCP module.
+    """
+    parser.add_argument("--format", choices=REPORT_FORMATS, default="text")
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="error",
+        help="the lowest level that fails the run: error (default), or warning (errors and warnings)",
+    )
 
 
 def input_error(command: str, error: Exception | str) -> int:

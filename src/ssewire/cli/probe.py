@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from .._http import header_field
-from ._common import EXIT_FINDINGS, EXIT_OK, InputError, cannot, write
+from ._common import EXIT_FINDINGS, EXIT_OK, InputError, add_report_options, cannot, write
 
 NAME = "probe"
 EXTRA = "mcp"
@@ -35,7 +35,6 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("url", nargs="?", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
     parser.add_argument("--profile", metavar="P", help="a revision to speak (default: negotiate the newest)")
-    parser.add_argument("--format", choices=("text", "json", "markdown", "junit"), default="text")
     parser.add_argument("--record", metavar="FILE", help="write the conforming exchanges as a transcript")
     parser.add_argument(
         "--call-tools", metavar="NAME,...", default=None, help="tools the probe may call (none by default)"
@@ -51,7 +50,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--timeout", type=_seconds, default=10.0, metavar="S", help="deadline of each request (default 10)"
     )
-    parser.add_argument("--fail-on", choices=("error", "warning"), default="error")
+    add_report_options(parser)
     parser.add_argument(
         "--header",
         action="append",
@@ -124,14 +123,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot probe {args.url or 'the reference server'}: {exc}") from None
     except OSError as exc:
         raise InputError(f"cannot reach {args.url}: {exc}") from None
-    fail_on = Level(args.fail_on)
-    text = {
-        "json": lambda: report.to_json(fail_on),
-        "markdown": report.to_markdown,
-        "junit": lambda: report.to_junit(fail_on),
-        "text": report.to_text,
-    }[args.format]()
-    code = EXIT_FINDINGS if report.failing(fail_on) else EXIT_OK
+    report.fail_on = Level(args.fail_on)
+    text = report.render(args.format)
+    code = EXIT_FINDINGS if report.failing() else EXIT_OK
     write(text)
     if args.record:
         try:

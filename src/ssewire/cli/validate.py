@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ._common import EXIT_FINDINGS, EXIT_OK, cannot, write
+from ._common import EXIT_FINDINGS, EXIT_OK, add_report_options, cannot, write
 
 NAME = "validate"
 EXTRA: str | None = None
@@ -26,13 +26,7 @@ def add_parser(commands: Any) -> None:
         metavar="P",
         help="2025-03-26, 2025-06-18, 2025-11-25 or 2026-07-28 (default: the transcript's)",
     )
-    parser.add_argument("--format", choices=("text", "json", "junit"), default="text")
-    parser.add_argument(
-        "--fail-on",
-        choices=("error", "warning"),
-        default="error",
-        help="the lowest level that fails the run (default: error)",
-    )
+    add_report_options(parser)
     parser.add_argument("--baseline", metavar="FILE", help="expected findings (ssewire-baseline/1)")
     parser.add_argument(
         "--write-baseline",
@@ -43,21 +37,15 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..mcp import Level, load, validate
-    from ..mcp.validator.report import Outcome, baseline_document, load_baseline, to_json, to_junit, to_text
+    from ..mcp.validator.report import baseline_document, load_baseline, outcome
 
     transcript = load(args.file)
     result = validate(transcript, args.profile)
     baseline = load_baseline(args.baseline) if args.baseline else None
-    outcome = Outcome.of(result, baseline, fail_on=Level(args.fail_on))
     source = "<stdin>" if args.file == "-" else args.file
-    exchanges = len(transcript.exchanges)
-    if args.format == "json":
-        text = json.dumps(to_json(outcome, exchanges), indent=2, ensure_ascii=False) + "\n"
-    elif args.format == "junit":
-        text = to_junit(outcome, source, [ex.id for ex in transcript.exchanges])
-    else:
-        text = to_text(outcome, source, exchanges)
-    code = EXIT_OK if outcome.passed else EXIT_FINDINGS
+    report = outcome(result, baseline, fail_on=Level(args.fail_on), source=source, transcript=transcript)
+    text = report.render(args.format)
+    code = EXIT_OK if report.passed else EXIT_FINDINGS
     write(text)  # a reader that went away changes nothing about the verdict
     if args.write_baseline:
         try:

@@ -5,6 +5,10 @@ result = validate(load("session.json"), profile="2025-11-25")
 for finding in result.findings: ...
 """
 
+# The probe's checks and the validator's rules define their catalogue entries as they are
+# imported: importing both here makes the one catalogue complete for any module of ssewire.mcp.
+from . import probes as _probes  # noqa: F401  (registers the probe's diagnostics)
+from .checks.catalogue import CATALOGUE, Entry, Kind
 from .checks.findings import Finding, Level, Status
 from .protocol.profiles import PROFILES, Profile, UnknownProfile, resolve
 from .streams.guard import ResumptionGuard, UnsafeResumption
@@ -14,9 +18,12 @@ from .validator.rules import CATALOGUE as RULES
 from .validator.validate import Result, validate
 
 __all__ = [
+    "CATALOGUE",
     "PROFILES",
     "RULES",
+    "Entry",
     "Finding",
+    "Kind",
     "Level",
     "Profile",
     "Recovery",

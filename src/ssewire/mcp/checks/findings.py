@@ -1,56 +1,76 @@
-"""What a check reports: levels, statuses, and the [`Finding`][ssewire.mcp.checks.findings.Finding] value.
+"""What a check reports: levels, statuses, and the one [`Finding`][ssewire.mcp.checks.findings.Finding] value.
 
-The catalogue of codes (level, keyword, section, hint) is derived from the rule registry
-(`ssewire.mcp.validator.rules`); this module only holds the value types, so that reports and
-rules can share them without importing each other.
+A validator finding and a probe verdict are the same type: a probe verdict has no
+exchange or path (it is about the live server), a validator finding no evidence beyond
+its location. The catalogue (`ssewire.mcp.checks.catalogue`) says what each code means.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..._strenum import StrEnum
+from .catalogue import CATALOGUE, Entry, Kind, Level, Status
 
-
-class Level(StrEnum):
-    """How much a finding matters (a ``str``: ``Level.ERROR == "error"``)."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-
-class Status(StrEnum):
-    """How sure a finding is."""
-
-    DETECTED = "detected"  # seen in the bytes
-    SUSPECTED = "suspected"  # inferred, not proven
-    NOT_CHECKED = "not-checked"  # the check could not run (the message says why)
-    PASS = "pass"  # checked and conformant
+__all__ = ["Finding", "Level", "Status"]
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing a check found: its code and level, the exchange and path, the evidence (redacted)."""
+    """One thing a check found: its code, status and level, what was seen, and where.
+
+    ``requirement`` is resolved when the finding is made (a validator code names the
+    revision's page and sections); empty means the catalogue entry's own.
+    """
 
     code: str
-    level: Level
     status: Status
-    requirement: str  # e.g. "MCP 2025-11-25 basic/transports, Session Management: MUST"
-    exchange: str | None  # the exchange id, None for the whole transcript
-    path: str  # JSON-pointer-like: where in the transcript
+    level: Level
     message: str  # never contains a credential, session id or event id value
-    hint: str
+    evidence: Mapping[str, Any] = field(
+        default_factory=dict, hash=False
+    )  # never secrets; hash=False: a Finding stays hashable
+    exchange: str | None = None  # the exchange id; None: the whole transcript, or a live probe
+    path: str = ""  # JSON-pointer-like: where in the transcript
+    requirement: str = ""
+
+    @property
+    def id(self) -> str:
+        """The code (the probe's name for it)."""
+        return self.code
+
+    @property
+    def entry(self) -> Entry:
+        return CATALOGUE[self.code]
+
+    @property
+    def hint(self) -> str:
+        return self.entry.hint
+
+    def rests_on(self) -> str:
+        return self.requirement or self.entry.requirement()
 
     def as_dict(self) -> dict[str, Any]:
+        """A validator finding's or a probe verdict's report shape, by the code's kind."""
+        entry = self.entry
+        if entry.kind == Kind.DIAGNOSTIC:
+            return {
+                "id": self.code,
+                "status": str(self.status),
+                "level": str(self.level),
+                "requirement": self.rests_on(),
+                "message": self.message,
+                "evidence": dict(self.evidence),
+                "fix": entry.hints(),
+            }
         return {
             "code": self.code,
             "level": str(self.level),
             "status": str(self.status),
-            "requirement": self.requirement,
+            "requirement": self.rests_on(),
             "exchange": self.exchange,
             "path": self.path,
             "message": self.message,
-            "hint": self.hint,
+            "hint": entry.hint,
         }

@@ -23,8 +23,8 @@ import orjson
 
 from ..._secrets import MASK
 from ...jsonrpc import TornTail
-from ..checks.probe_report import ProbeReport
-from ..probes import CHECKS, Context, Received, Send, Together, Unreachable, find_streaming_tool, negotiate
+from ..checks.report import ProbeReport
+from ..probes import CHECKS, HANDSHAKE, Context, Received, Send, Together, Unreachable
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
@@ -222,22 +222,27 @@ async def probe(
     )
     extra = caller_headers(headers)  # ValueError for a header the probe sets itself
     if extra:
-        ctx.figures["headers_sent"] = sorted(extra)  # names only: the values are often secrets
+        ctx.figures.headers_sent = sorted(extra)  # names only: the values are often secrets
     async with httpx.AsyncClient(base_url=base, timeout=timeout, headers=extra) as client:
         driver = _Driver(client, ctx, timeout=timeout, max_requests=max_requests, extra_headers=extra)
         ctx.recording = driver.recording
-        await driver.run(negotiate(ctx))
-        await driver.run(find_streaming_tool(ctx))
-        for ids, check in CHECKS:
+        for step in HANDSHAKE:
+            await driver.run(step.func(ctx))
+        for check in CHECKS:
             try:
-                await driver.run(check(ctx))
+                await driver.run(check.func(ctx))
             except BudgetSpent:
-                for ident in ids:
+                for ident in check.ids:
                     ctx.not_checked(ident, f"the request budget ({max_requests}) was spent")
-        ttfb = [round(a.ttfb, 4) for a in ctx.received if a.is_sse and a.ttfb is not None]
-        ctx.figures["sse_ttfb_s"] = ttfb
-        ctx.figures.pop("full_run", None)
-        return ProbeReport.of(url, ctx, requests=driver.used, transcript=driver.recording())
+        ctx.figures.sse_ttfb_s = [round(a.ttfb, 4) for a in ctx.received if a.is_sse and a.ttfb is not None]
+        return ProbeReport.of(
+            url,
+            ctx.verdicts,
+            version=ctx.version,
+            figures=ctx.figures.as_dict(),
+            requests=driver.used,
+            transcript=driver.recording(),
+        )
 
 
 def run_probe(url: str, **options: Any) -> ProbeReport:

@@ -9,13 +9,14 @@ is here and testable without a server; ``ssewire.mcp.live.probe`` only moves byt
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
 from ..._http import is_success, media_type
 from ...jsonrpc import Item, Kind, Message
-from ..checks.diagnostics import CATALOGUE, Verdict
-from ..checks.findings import Level, Status
+from ..checks.catalogue import CATALOGUE
+from ..checks.catalogue import Kind as EntryKind
+from ..checks.findings import Finding, Level, Status
 from ..protocol.handshake import client_info
 from ..protocol.profiles import Profile, named
 from ..protocol.requests import get_headers, name_of, notification, post_headers, request
@@ -109,6 +110,36 @@ Check = Callable[["Context"], "Generator[Step, Answer, None] | None"]
 
 
 @dataclass
+class Figures:
+    """What the report shows besides the verdicts (stream health, what was sent); a field
+    left None is not shown. The order of the fields is the report's."""
+
+    headers_sent: list[str] | None = None  # the caller's header names (values are often secrets)
+    streaming_tool: str | None = None
+    get_stream: bool | None = None  # the GET stream was served
+    get_stream_uptime_s: float | None = None
+    keepalive_gaps_s: list[float] | None = None
+    progress_gaps_s: list[float] | None = None
+    sse_ttfb_s: list[float] | None = None  # time to the first byte of each SSE answer
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+@dataclass
+class Learned:
+    """What a check finds out for later checks. A check that reads a field declares it in
+    ``needs``; the check (or handshake step) that sets it declares it in ``provides``, and
+    registration refuses a check whose needs no earlier one provides."""
+
+    full_run: Received | None = None  # the streaming tool's whole answer (None: no such tool)
+    get_stream: bool | None = None  # whether GET opens a stream (None: not asked, e.g. 2026-07-28)
+
+
+FACTS = frozenset(f.name for f in fields(Learned))
+
+
+@dataclass
 class Context:
     """What the checks share: the negotiated revision, the session, the tools, the options."""
 
@@ -122,8 +153,9 @@ class Context:
     idle_check: float = 20.0
     session_resilience: bool = False
     streaming_tool: str | None = None
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
-    figures: dict[str, Any] = field(default_factory=dict)
+    verdicts: dict[str, Finding] = field(default_factory=dict)
+    figures: Figures = field(default_factory=Figures)
+    learned: Learned = field(default_factory=Learned)
     rate_limited: list[dict[str, Any]] = field(default_factory=list)  # filled by the driver
     received: list[Received] = field(default_factory=list)  # every answer, in order (driver)
     recording: Callable[[], dict[str, Any]] | None = None  # the conforming exchanges as a transcript (driver)
@@ -146,8 +178,8 @@ class Context:
         level: Level | None = None,
     ) -> None:
         """Record a verdict; a detected one is never overwritten by a milder one."""
-        entry = CATALOGUE[ident]
-        new = Verdict(ident, status, level or entry.level, message, evidence or {})
+        entry = CATALOGUE.expect(ident, EntryKind.DIAGNOSTIC)
+        new = Finding(ident, status, level or entry.level, message, evidence or {})
         old = self.verdicts.get(ident)
         if old is None or _rank(new) > _rank(old):
             self.verdicts[ident] = new
@@ -189,22 +221,65 @@ class Context:
         return Send("GET", headers, name=name, read_for=read_for)
 
 
-def _rank(verdict: Verdict) -> int:
+def _rank(verdict: Finding) -> int:
     order = {Status.NOT_CHECKED: 0, Status.PASS: 1, Status.SUSPECTED: 2, Status.DETECTED: 3}
     return order[verdict.status] * 3 + {Level.INFO: 0, Level.WARNING: 1, Level.ERROR: 2}[verdict.level]
 
 
-CHECKS: list[tuple[tuple[str, ...], Check]] = []
+@dataclass(frozen=True)
+class ProbeCheck:
+    """A registered check: the diagnostics it reports, the facts it reads and sets."""
+
+    ids: tuple[str, ...]
+    func: Check
+    needs: frozenset[str] = frozenset()
+    provides: frozenset[str] = frozenset()
+
+    @property
+    def name(self) -> str:
+        return f"{self.func.__module__}.{self.func.__qualname__}"
 
 
-def check(*ids: str) -> Callable[[Check], Check]:
-    """Register a check with the diagnostics it reports (each must be in the catalogue)."""
+HANDSHAKE: list[ProbeCheck] = []  # run first, in order, outside the request budget's accounting
+CHECKS: list[ProbeCheck] = []  # then these, in registration order
+
+
+def _registered(
+    ids: tuple[str, ...], func: Check, needs: tuple[str, ...], provides: tuple[str, ...]
+) -> ProbeCheck:
+    """The check, once its facts are known and its needs met by a check registered before it."""
+    for fact in (*needs, *provides):
+        if fact not in FACTS:
+            raise ValueError(
+                f"{func.__qualname__}: unknown fact {fact!r} (known: {', '.join(sorted(FACTS))})"
+            )
+    provided = {fact for earlier in (*HANDSHAKE, *CHECKS) for fact in earlier.provides}
+    missing = sorted(set(needs) - provided)
+    if missing:
+        raise ValueError(
+            f"{func.__qualname__} needs {', '.join(missing)}, which no check registered before it provides"
+        )
+    return ProbeCheck(ids, func, frozenset(needs), frozenset(provides))
+
+
+def check(*ids: str, needs: tuple[str, ...] = (), provides: tuple[str, ...] = ()) -> Callable[[Check], Check]:
+    """Register a check with the diagnostics it reports (each must be in the catalogue) and
+    the facts of `Learned` it reads (``needs``) and sets (``provides``)."""
     for ident in ids:
-        if ident not in CATALOGUE:
-            raise ValueError(f"unknown diagnostic {ident!r}")
+        CATALOGUE.expect(ident, EntryKind.DIAGNOSTIC)
 
     def register(func: Check) -> Check:
-        CHECKS.append((ids, func))
+        CHECKS.append(_registered(ids, func, needs, provides))
+        return func
+
+    return register
+
+
+def handshake(*, provides: tuple[str, ...] = ()) -> Callable[[Check], Check]:
+    """Register a handshake step: run before every check, it reports no diagnostic."""
+
+    def register(func: Check) -> Check:
+        HANDSHAKE.append(_registered((), func, (), provides))
         return func
 
     return register

@@ -11,23 +11,25 @@ from collections.abc import Generator
 from typing import Any
 
 from ...jsonrpc import Kind, Message
-from ..protocol.handshake import Agreement, HandshakeFailed, Incoming, handshake
+from ..protocol.handshake import Agreement, HandshakeFailed, Incoming
+from ..protocol.handshake import handshake as opening
 from ..protocol.profiles import named
-from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step
+from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, handshake
 
 
 class Unreachable(Exception):
     """The target answered nothing usable to initialize: the probe cannot go on."""
 
 
+@handshake()
 def negotiate(ctx: Context) -> Generator[Step, Answer, None]:
     """The newest revision the server accepts (or the forced one), then tools/list."""
-    opening = handshake(named(ctx.profile), ids=ctx.ident, client=CLIENT_INFO)
+    steps = opening(named(ctx.profile), ids=ctx.ident, client=CLIENT_INFO)
     came: Incoming | None = None
     asked, answer = "", None
     while True:
         try:
-            out = opening.send(came) if came is not None else next(opening)
+            out = steps.send(came) if came is not None else next(steps)
         except StopIteration as done:
             agreement: Agreement = done.value
             break
@@ -49,6 +51,7 @@ def negotiate(ctx: Context) -> Generator[Step, Answer, None]:
     ctx.tools = list(_result(listing, "tools") or [])
 
 
+@handshake(provides=("full_run",))
 def find_streaming_tool(ctx: Context) -> Generator[Step, Answer, None]:
     """Call each allowed tool once with a progressToken; the first that streams progress
     (three notifications or more) is the one the stream checks use."""
@@ -69,8 +72,8 @@ def find_streaming_tool(ctx: Context) -> Generator[Step, Answer, None]:
         ]
         if len(progress) >= 3 and answer.ended_by_server:
             ctx.streaming_tool = name
-            ctx.figures["streaming_tool"] = name
-            ctx.figures["full_run"] = answer
+            ctx.figures.streaming_tool = name
+            ctx.learned.full_run = answer
             return
 
 

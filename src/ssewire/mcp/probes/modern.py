@@ -6,9 +6,50 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 
+from ..checks.catalogue import diagnostic
 from ..checks.findings import Level, Status
 from ..protocol.wire import SSE
 from ._plan import Answer, Context, Received, Send, Step, check
+
+diagnostic(
+    "modern.get-delete-405",
+    Level.ERROR,
+    "2026-07-28 Backward Compatibility: GET and DELETE are answered 405",
+    typescript="upgrade the SDK to a 2026-07-28 transport",
+    python="upgrade the mcp package to a 2026-07-28 transport",
+    plain="answer GET and DELETE on the MCP endpoint with 405",
+)
+
+
+diagnostic(
+    "modern.header-mismatch-32020",
+    Level.ERROR,
+    "2026-07-28 Server Validation: MUST answer 400 with -32020",
+    typescript="upgrade the SDK: it checks Mcp-Method / Mcp-Name against the body",
+    python="upgrade the mcp package: it checks Mcp-Method / Mcp-Name against the body",
+    plain="compare MCP-Protocol-Version, Mcp-Method and Mcp-Name with the body; answer 400, -32020",
+)
+
+
+diagnostic(
+    "modern.unsupported-version-32022",
+    Level.ERROR,
+    "2026-07-28 Protocol Version Header: MUST answer 400 with -32022",
+    typescript="upgrade the SDK",
+    python="upgrade the mcp package",
+    plain="answer an unknown MCP-Protocol-Version with 400 and error -32022",
+)
+
+
+diagnostic(
+    "modern.legacy-headers-ignored",
+    Level.WARNING,
+    "2026-07-28 Backward Compatibility: Mcp-Session-Id and Last-Event-ID are ignored",
+    typescript="do not reject requests that still carry Mcp-Session-Id",
+    python="do not reject requests that still carry Mcp-Session-Id",
+    plain="ignore Mcp-Session-Id and Last-Event-ID in 2026-07-28",
+)
+
 
 MODERN_IDS = (
     "modern.get-delete-405",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from ..checks.catalogue import diagnostic
 from ..checks.findings import Level, Status
 from ._plan import Answer, Context, Received, Step, check
 
@@ -12,6 +13,16 @@ FOREIGN_HOST = "attacker.example"
 # The spec names 403 for Origin only; for a Host the server is not, 421 Misdirected Request
 # (the Python SDK's answer) and 400 refuse it just as well.
 HOST_REFUSALS = (400, 403, 421)
+
+
+diagnostic(
+    "security.dns-rebinding",
+    Level.ERROR,
+    "Security Warning: MUST validate Origin (403); Host validation is convention",
+    typescript="enable DNS rebinding protection with allowedOrigins and allowedHosts",
+    python="TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=..., allowed_origins=...)",
+    plain="answer 403 to a foreign Origin and to a Host this server is not",
+)
 
 
 @check("security.dns-rebinding")

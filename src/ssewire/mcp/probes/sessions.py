@@ -7,8 +7,59 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 
-from ..checks.findings import Status
+from ..checks.catalogue import diagnostic
+from ..checks.findings import Level, Status
 from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, Together, check
+
+diagnostic(
+    "session.missing-id",
+    Level.WARNING,
+    "Session Management: SHOULD (400 for a request without Mcp-Session-Id)",
+    typescript="use the SDK's session handling (sessionIdGenerator) and let it answer 400",
+    python="use StreamableHTTPSessionManager; it answers 400 without a session id",
+    plain="answer 400 to a non-initialize request without Mcp-Session-Id",
+)
+
+
+diagnostic(
+    "session.unknown-id",
+    Level.ERROR,
+    "Session Management: MUST (404 for a session that is not, or no longer, valid)",
+    typescript="look the id up in your session map and answer 404 when it is missing",
+    python="use StreamableHTTPSessionManager; it answers 404 for unknown ids",
+    plain="answer 404 for an Mcp-Session-Id this server never issued or has ended",
+)
+
+
+diagnostic(
+    "session.reinitialize",
+    Level.ERROR,
+    "Session Management: MUST (a client whose session ended starts a new one with initialize)",
+    typescript="create a new transport for every initialize without a session id",
+    python="do not keep one session per process: each initialize gets its own",
+    plain="accept initialize without Mcp-Session-Id at any time and assign a fresh id",
+)
+
+
+diagnostic(
+    "session.stickiness",
+    Level.ERROR,
+    "Session Management: the session id is honoured on every request",
+    typescript="share the session map across workers (or pin clients to one worker)",
+    python="run one worker, or share session state across workers",
+    plain="store sessions where every replica behind the load balancer can find them",
+)
+
+
+diagnostic(
+    "session.delete",
+    Level.ERROR,
+    "Session Management: MUST (a terminated session answers 404)",
+    typescript="close and forget the transport on DELETE",
+    python="use StreamableHTTPSessionManager's DELETE handling",
+    plain="on DELETE, end the session so later requests with its id get 404 (or answer DELETE 405)",
+)
+
 
 SESSION_IDS = (
     "session.missing-id",

@@ -8,10 +8,21 @@ from collections.abc import Generator
 from typing import Any
 
 from ...jsonrpc import Kind, Message, OtherEvent, Priming
-from ..checks.findings import Status
+from ..checks.catalogue import diagnostic
+from ..checks.findings import Level, Status
 from ._plan import Answer, Context, Received, Step, Together, check
 
 PROGRESS = "notifications/progress"
+
+
+diagnostic(
+    "stream.priming-missing",
+    Level.WARNING,
+    "Sending Messages to the Server (2025-11-25): SHOULD prime with an event id and empty data",
+    typescript="configure an eventStore so the transport primes and resumes streams",
+    python="pass an event_store to the session manager",
+    plain="start every SSE answer with 'id: <id>' and an empty data line (and retry)",
+)
 
 
 @check("stream.priming-missing")
@@ -46,18 +57,38 @@ def priming(ctx: Context) -> None:
         )
 
 
-@check("stream.keepalive-missing", "stream.idle-closed")
+diagnostic(
+    "stream.keepalive-missing",
+    Level.WARNING,
+    "convention (proxies close idle connections, often after 30-60 s)",
+    typescript="send a comment (': keep-alive') on open SSE streams every 15 s",
+    python="wrap the stream with periodic comments (sse-starlette ping)",
+    plain="write ': keep-alive' comments while a stream is idle",
+)
+
+
+diagnostic(
+    "stream.idle-closed",
+    Level.WARNING,
+    "Listening for Messages from the Server: the GET stream stays open (convention: until the client leaves)",
+    typescript="do not time out the standalone stream",
+    python="raise the server's and proxy's idle timeouts for the MCP endpoint",
+    plain="keep the GET stream open while idle, with keep-alive comments",
+)
+
+
+@check("stream.keepalive-missing", "stream.idle-closed", needs=("get_stream",))
 def idle_stream(ctx: Context) -> Generator[Step, Answer, None]:
-    if ctx.modern or ctx.figures.get("get_stream") is not True:
+    if ctx.modern or ctx.learned.get_stream is not True:
         for ident in ("stream.keepalive-missing", "stream.idle-closed"):
             ctx.not_checked(ident, "no GET stream to watch")
         return
     answer = yield ctx.listen(name="idle-listen", read_for=ctx.idle_check)
     assert isinstance(answer, Received)
-    ctx.figures["get_stream_uptime_s"] = round(answer.duration, 3)
+    ctx.figures.get_stream_uptime_s = round(answer.duration, 3)
     times = [0.0, *answer.comment_times]
     gaps = [round(b - a, 3) for a, b in itertools.pairwise(times)]
-    ctx.figures["keepalive_gaps_s"] = gaps
+    ctx.figures.keepalive_gaps_s = gaps
     if answer.ended_by_server:
         ctx.verdict(
             "stream.idle-closed",
@@ -81,16 +112,26 @@ def idle_stream(ctx: Context) -> Generator[Step, Answer, None]:
         )
 
 
-@check("stream.buffered")
+diagnostic(
+    "stream.buffered",
+    Level.WARNING,
+    "convention (events must reach the client as they are sent)",
+    typescript="disable response compression and buffering on the SSE route",
+    python="disable GZipMiddleware on the endpoint; send X-Accel-Buffering: no behind nginx",
+    plain="flush after each event; no compression or proxy buffering on text/event-stream",
+)
+
+
+@check("stream.buffered", needs=("full_run",))
 def buffering(ctx: Context) -> None:
     """Suspected when a streaming tool's progress arrives bunched at the end of its answer."""
-    run = ctx.figures.get("full_run")
-    if not isinstance(run, Received):
+    run = ctx.learned.full_run
+    if run is None:
         ctx.not_checked("stream.buffered", "no allowed tool streams progress (--call-tools)")
         return
     times = [t for item, t in zip(run.items, run.arrivals, strict=True) if _is_progress(item)]
     gaps = [round(b - a, 3) for a, b in itertools.pairwise(times)]
-    ctx.figures["progress_gaps_s"] = gaps
+    ctx.figures.progress_gaps_s = gaps
     spread = times[-1] - times[0]
     if run.duration > 0.3 and times[0] > 0.5 * run.duration and spread < 0.1 * run.duration:
         ctx.verdict(
@@ -105,24 +146,34 @@ def buffering(ctx: Context) -> None:
         )
 
 
-@check("stream.cross-stream-duplicate")
+@check(needs=("full_run", "get_stream"))  # reports nothing itself
 def while_listening(ctx: Context) -> Generator[Step, Answer, None]:
     """A streaming call while the GET stream is open: the recording shows where each message
     went (the verdict comes from the validator, in the wrap-up)."""
-    run = ctx.figures.get("full_run")
-    if ctx.modern or not isinstance(run, Received) or ctx.figures.get("get_stream") is not True:
+    run = ctx.learned.full_run
+    if ctx.modern or run is None or ctx.learned.get_stream is not True:
         return
     listen = ctx.listen(name="listen-during-call", read_for=run.duration + 1.0)
     call = ctx.request("tools/call", _progress_call(ctx, "listening"), name="call-while-listening")
     yield Together([listen, call], [0.0, 0.3])
 
 
-@check("stream.eviction-not-signalled")
+diagnostic(
+    "stream.eviction-not-signalled",
+    Level.ERROR,
+    "Resumability and Redelivery: a resumed stream continues the original (convention: refuse explicitly when it cannot)",
+    typescript="when the cursor was evicted, answer an error instead of replaying a gap",
+    python="when the cursor was evicted, answer an error instead of replaying a gap",
+    plain="answer 409 with Retry-After (or an SSE error event) when the events after the cursor are gone",
+)
+
+
+@check("stream.eviction-not-signalled", needs=("full_run",))
 def resumption(ctx: Context) -> Generator[Step, Answer, None]:
     """Cut the streaming tool's answer early and late, resume each with Last-Event-ID: the
     resumed stream must deliver exactly the rest, or refuse explicitly."""
-    run = ctx.figures.get("full_run")
-    if ctx.modern or not isinstance(run, Received):
+    run = ctx.learned.full_run
+    if ctx.modern or run is None:
         why = (
             "2026-07-28 has no resumption"
             if ctx.modern

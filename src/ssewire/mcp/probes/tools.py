@@ -7,8 +7,18 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ..checks.findings import Status
+from ..checks.catalogue import diagnostic
+from ..checks.findings import Level, Status
 from ._plan import Answer, Context, Received, Step, check
+
+diagnostic(
+    "tool.output-contract-violation",
+    Level.ERROR,
+    "server/tools, Structured Content / Output Schema: MUST conform",
+    typescript="return structuredContent that validates against the tool's outputSchema",
+    python="return a value of the annotated return type (the SDK derives outputSchema from it)",
+    plain="validate structuredContent against outputSchema before answering",
+)
 
 
 @check("tool.output-contract-violation")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from ..checks.catalogue import diagnostic
 from ..checks.findings import Level, Status
 from ._plan import Answer, Context, Received, Step, check
 
@@ -18,7 +19,57 @@ GET_ACCEPTS = ["text/event-stream;q=1.0", "text/event-stream, application/json"]
 CONTENT_TYPES = ["application/json; charset=utf-8", "Application/JSON"]
 
 
-@check("transport.accept-header-406")
+diagnostic(
+    "transport.get-stream-405",
+    Level.WARNING,
+    "Listening for Messages from the Server: MAY (405 is allowed, but server-initiated messages are then lost)",
+    typescript="serve GET on the MCP endpoint with the transport's handleRequest",
+    python="mount the session manager on GET as well as POST and DELETE",
+    plain="answer GET with text/event-stream (a standalone stream) unless the server never sends on its own",
+)
+
+
+@check("transport.get-stream-405", provides=("get_stream",))
+def get_stream(ctx: Context) -> Generator[Step, Answer, None]:
+    if ctx.modern:
+        ctx.passed(
+            "transport.get-stream-405", "2026-07-28 has no GET stream (judged by modern.get-delete-405)"
+        )
+        return
+    answer = yield ctx.listen(name="listen-probe", read_for=0.5)
+    assert isinstance(answer, Received)
+    ctx.learned.get_stream = ctx.figures.get_stream = answer.status == 200
+    if answer.status == 405 and ctx.session is None:
+        ctx.passed(
+            "transport.get-stream-405",
+            "not applicable: a stateless server has no session to attach a GET stream to",
+        )
+    elif answer.status == 405:
+        ctx.verdict(
+            "transport.get-stream-405",
+            Status.DETECTED,
+            "the optional GET stream is refused with 405",
+            answer.evidence(),
+        )
+    elif answer.status == 200:
+        ctx.passed("transport.get-stream-405", "the GET stream is served")
+    else:
+        ctx.not_checked(
+            "transport.get-stream-405", f"the GET stream was answered {answer.status or answer.error}"
+        )
+
+
+diagnostic(
+    "transport.accept-header-406",
+    Level.ERROR,
+    "Sending Messages to the Server / Listening for Messages: MUST (clients list both types); 406 is convention",
+    typescript="upgrade: the SDK's Accept check admits any order, parameters and q-values",
+    python="upgrade the mcp package; do not compare the Accept header as a string",
+    plain="parse Accept as media ranges (order, parameters, q-values, */*); refuse only what cannot be served",
+)
+
+
+@check("transport.accept-header-406", needs=("get_stream",))
 def accept_variants(ctx: Context) -> Generator[Step, Answer, None]:
     refused: list[dict[str, object]] = []
     for n, accept in enumerate(POST_ACCEPTS):
@@ -36,7 +87,7 @@ def accept_variants(ctx: Context) -> Generator[Step, Answer, None]:
             {"refused": refused},
         )
         return
-    if not ctx.modern and ctx.figures.get("get_stream") is not False:
+    if not ctx.modern and ctx.learned.get_stream is not False:
         for n, accept in enumerate(GET_ACCEPTS):
             send = ctx.listen(name=f"accept-get-{n + 1}", read_for=0.3)
             send.headers["Accept"] = accept
@@ -60,34 +111,14 @@ def accept_variants(ctx: Context) -> Generator[Step, Answer, None]:
         )
 
 
-@check("transport.get-stream-405")
-def get_stream(ctx: Context) -> Generator[Step, Answer, None]:
-    if ctx.modern:
-        ctx.passed(
-            "transport.get-stream-405", "2026-07-28 has no GET stream (judged by modern.get-delete-405)"
-        )
-        return
-    answer = yield ctx.listen(name="listen-probe", read_for=0.5)
-    assert isinstance(answer, Received)
-    ctx.figures["get_stream"] = answer.status == 200
-    if answer.status == 405 and ctx.session is None:
-        ctx.passed(
-            "transport.get-stream-405",
-            "not applicable: a stateless server has no session to attach a GET stream to",
-        )
-    elif answer.status == 405:
-        ctx.verdict(
-            "transport.get-stream-405",
-            Status.DETECTED,
-            "the optional GET stream is refused with 405",
-            answer.evidence(),
-        )
-    elif answer.status == 200:
-        ctx.passed("transport.get-stream-405", "the GET stream is served")
-    else:
-        ctx.not_checked(
-            "transport.get-stream-405", f"the GET stream was answered {answer.status or answer.error}"
-        )
+diagnostic(
+    "transport.unsupported-media-type-415",
+    Level.ERROR,
+    "Sending Messages to the Server: MUST (the body is JSON); 415 is convention",
+    typescript="let the SDK parse the body; do not compare Content-Type as a string",
+    python="upgrade the mcp package; accept parameters such as charset",
+    plain="compare the media type case-insensitively and ignore its parameters",
+)
 
 
 @check("transport.unsupported-media-type-415")
@@ -112,6 +143,16 @@ def content_type_variants(ctx: Context) -> Generator[Step, Answer, None]:
             "transport.unsupported-media-type-415",
             "Content-Type with parameters and in any letter case is accepted",
         )
+
+
+diagnostic(
+    "transport.cors-expose-headers-missing",
+    Level.WARNING,
+    "convention (a browser client cannot read Mcp-Session-Id otherwise)",
+    typescript="add exposedHeaders: ['Mcp-Session-Id', 'MCP-Protocol-Version'] to the cors() options",
+    python="CORSMiddleware(..., expose_headers=['Mcp-Session-Id', 'MCP-Protocol-Version'])",
+    plain="send Access-Control-Expose-Headers: Mcp-Session-Id, MCP-Protocol-Version on cross-origin answers",
+)
 
 
 @check("transport.cors-expose-headers-missing")

@@ -5,19 +5,31 @@ exchanges (so the probe and ``ssewire validate`` agree where both can see a faul
 from __future__ import annotations
 
 from ..._http import media_type
+from ..checks.catalogue import DIAGNOSTICS, diagnostic
 from ..checks.findings import Level, Status
 from ..protocol.wire import JSON, SSE
 from ..transcript import from_document
 from ..validator.validate import validate
 from ._plan import Context, check
 
-# validator code -> the probe diagnostic it answers
-FROM_VALIDATOR = {
-    "duplicate_event_id": "stream.duplicate-event-id",
-    "cross_stream_duplicate": "stream.cross-stream-duplicate",
-    "resume_replayed_before_cursor": "stream.resume-replayed-before-cursor",
-    "resume_replayed_other_stream": "stream.resume-replayed-other-stream",
-}
+diagnostic(
+    "transport.sse-content-type-mismatch",
+    Level.ERROR,
+    "Sending Messages to the Server: MUST (application/json or text/event-stream)",
+    typescript="do not override the Content-Type the transport sets",
+    python="do not wrap the app in middleware that rewrites Content-Type",
+    plain="label SSE answers text/event-stream and JSON answers application/json",
+)
+
+
+diagnostic(
+    "transport.target-rate-limited-429",
+    Level.WARNING,
+    "convention",
+    typescript="raise the rate limit for the probe's address or exempt 127.0.0.1",
+    python="raise the rate limit for the probe's address or exempt 127.0.0.1",
+    plain="send Retry-After with every 429; exempt health and conformance checks",
+)
 
 
 @check("transport.sse-content-type-mismatch", "transport.target-rate-limited-429")
@@ -52,6 +64,54 @@ def what_came_back(ctx: Context) -> None:
         )
     else:
         ctx.passed("transport.target-rate-limited-429", "no 429 from the target")
+
+
+diagnostic(
+    "stream.duplicate-event-id",
+    Level.ERROR,
+    "Resumability and Redelivery: MUST be unique across the session's streams",
+    typescript="let the eventStore generate ids (e.g. streamId + counter)",
+    python="make the EventStore's ids unique per session, not per stream",
+    plain="prefix event ids with the stream, or use a session-wide counter",
+    judged_by="duplicate_event_id",
+)
+
+
+diagnostic(
+    "stream.cross-stream-duplicate",
+    Level.ERROR,
+    "Multiple Connections: MUST NOT broadcast one message on several streams",
+    typescript="send related notifications with relatedRequestId so they go to one stream",
+    python="send notifications through the request's context, not the session broadcast",
+    plain="route each message to exactly one stream",
+    judged_by="cross_stream_duplicate",
+)
+
+
+diagnostic(
+    "stream.resume-replayed-before-cursor",
+    Level.ERROR,
+    "Resumability and Redelivery: MUST NOT replay events at or before Last-Event-ID",
+    typescript="replayEventsAfter must start strictly after the given id",
+    python="replay_events_after must start strictly after the given id",
+    plain="replay only events with a position greater than the cursor's",
+    judged_by="resume_replayed_before_cursor",
+)
+
+
+diagnostic(
+    "stream.resume-replayed-other-stream",
+    Level.ERROR,
+    "Resumability and Redelivery: MUST NOT replay another stream's messages",
+    typescript="replay only the stream the event id belongs to",
+    python="replay only the stream the event id belongs to",
+    plain="map each event id to its stream and replay that stream only",
+    judged_by="resume_replayed_other_stream",
+)
+
+
+# validator code -> the probe diagnostic it answers, as the entries above declare
+FROM_VALIDATOR = {e.judged_by: e.id for e in DIAGNOSTICS.values() if e.judged_by is not None}
 
 
 @check(*FROM_VALIDATOR.values())

@@ -58,11 +58,10 @@ def _finding(model: Model, code: str, exchange, hit: Hit) -> Finding:  # type: i
     entry = CATALOGUE[code]
     return Finding(
         code=code,
-        level=hit.level or entry.level,
         status=Status.DETECTED,
-        requirement=entry.requirement(model.page, model.profile.request_headers),
+        level=hit.level or entry.level,
+        message=hit.message,
         exchange=exchange.id if exchange else None,
         path=(exchange.path if exchange else "") + hit.path,
-        message=hit.message,
-        hint=entry.hint,
+        requirement=entry.requirement(model.page, model.profile.request_headers),
     )
