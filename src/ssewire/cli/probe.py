@@ -109,9 +109,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.url is None:
             from ..mcp.live.server import ReferenceServer, running
+            from ..mcp.protocol.profiles import NEWEST_WITH_SESSIONS
 
             server = ReferenceServer(
-                profile=args.profile or "2025-11-25", keepalive=min(15.0, args.idle_check / 2)
+                profile=args.profile or NEWEST_WITH_SESSIONS.name, keepalive=min(15.0, args.idle_check / 2)
             )
             with running(server) as base:
                 allowed = (tools if tools is not None else REFERENCE_TOOLS).split(",")

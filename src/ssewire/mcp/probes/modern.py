@@ -8,8 +8,10 @@ from collections.abc import Generator
 
 from ..checks.catalogue import diagnostic
 from ..checks.findings import Level, Status
-from ..protocol.wire import SSE
+from ..protocol.wire import LAST_EVENT_ID, META_VERSION, METHOD, PROTOCOL_VERSION, SESSION_ID, SSE
 from ._plan import Answer, Context, Received, Send, Step, check
+
+NO_SUCH_REVISION = "2099-01-01"  # no revision has it: a server must refuse it (-32022)
 
 diagnostic(
     "modern.get-delete-405",
@@ -65,7 +67,7 @@ def modern(ctx: Context) -> Generator[Step, Answer, None]:
         for ident in MODERN_IDS:
             ctx.not_checked(ident, f"the server speaks {ctx.version}: 2026-07-28 checks do not apply")
         return
-    version = {"MCP-Protocol-Version": ctx.version}
+    version = {PROTOCOL_VERSION: ctx.version}
     get = yield Send("GET", {"Accept": SSE, **version}, name="get-removed", read_for=0.5, conforming=False)
     delete = yield Send("DELETE", dict(version), name="delete-removed", conforming=False)
     assert isinstance(get, Received) and isinstance(delete, Received)
@@ -90,7 +92,7 @@ def modern(ctx: Context) -> Generator[Step, Answer, None]:
         ctx.passed("modern.get-delete-405", "GET and DELETE are answered 405")
 
     send = ctx.request("tools/list", name="method-mismatch", conforming=False)
-    send.headers["Mcp-Method"] = "tools/call"
+    send.headers[METHOD] = "tools/call"
     mismatch = yield send
     assert isinstance(mismatch, Received)
     _rejected(
@@ -98,8 +100,8 @@ def modern(ctx: Context) -> Generator[Step, Answer, None]:
     )
 
     send = ctx.request("tools/list", name="unsupported-version", conforming=False)
-    send.headers["MCP-Protocol-Version"] = "2099-01-01"
-    send.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"
+    send.headers[PROTOCOL_VERSION] = NO_SUCH_REVISION
+    send.body["params"]["_meta"][META_VERSION] = NO_SUCH_REVISION
     unsupported = yield send
     assert isinstance(unsupported, Received)
     _rejected(
@@ -107,8 +109,8 @@ def modern(ctx: Context) -> Generator[Step, Answer, None]:
     )
 
     send = ctx.request("tools/list", name="legacy-headers", conforming=False)
-    send.headers["Mcp-Session-Id"] = uuid.uuid4().hex
-    send.headers["Last-Event-ID"] = "probe-1"
+    send.headers[SESSION_ID] = uuid.uuid4().hex
+    send.headers[LAST_EVENT_ID] = "probe-1"
     legacy = yield send
     assert isinstance(legacy, Received)
     if legacy.status == 200:

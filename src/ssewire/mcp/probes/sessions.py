@@ -9,6 +9,8 @@ from collections.abc import Generator
 
 from ..checks.catalogue import diagnostic
 from ..checks.findings import Level, Status
+from ..protocol.requests import delete_headers
+from ..protocol.wire import PROTOCOL_VERSION, SESSION_ID
 from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, Together, check
 
 diagnostic(
@@ -84,7 +86,7 @@ def missing_and_unknown(ctx: Context) -> Generator[Step, Answer, None]:
     if _stateless(ctx):
         return
     send = ctx.request("tools/list", name="no-session", conforming=False)
-    del send.headers["Mcp-Session-Id"]
+    del send.headers[SESSION_ID]
     missing = yield send
     assert isinstance(missing, Received)
     if missing.status == 400:
@@ -97,7 +99,7 @@ def missing_and_unknown(ctx: Context) -> Generator[Step, Answer, None]:
             missing.evidence(),
         )
     send = ctx.request("tools/list", name="unknown-session", conforming=False)
-    send.headers["Mcp-Session-Id"] = uuid.uuid4().hex  # never issued by this server
+    send.headers[SESSION_ID] = uuid.uuid4().hex  # never issued by this server
     unknown = yield send
     assert isinstance(unknown, Received)
     if unknown.status == 404:
@@ -152,7 +154,7 @@ def reinitialize_then_delete(ctx: Context) -> Generator[Step, Answer, None]:
         {"protocolVersion": ctx.version, "capabilities": {}, "clientInfo": CLIENT_INFO},
         name="reinitialize",
     )
-    for header in ("Mcp-Session-Id", "MCP-Protocol-Version"):
+    for header in (SESSION_ID, PROTOCOL_VERSION):
         send.headers.pop(header, None)
     again = yield send
     assert isinstance(again, Received)
@@ -167,8 +169,7 @@ def reinitialize_then_delete(ctx: Context) -> Generator[Step, Answer, None]:
         ctx.not_checked("session.delete", "no second session to end")
         return
     ctx.passed("session.reinitialize", "a new initialize opens a new session")
-    headers = {"Mcp-Session-Id": second, "MCP-Protocol-Version": ctx.version}
-    deleted = yield Send("DELETE", headers, name="delete")
+    deleted = yield Send("DELETE", delete_headers(ctx.conversation, second), name="delete")
     assert isinstance(deleted, Received)
     if deleted.status == 405:
         ctx.passed(
@@ -176,7 +177,7 @@ def reinitialize_then_delete(ctx: Context) -> Generator[Step, Answer, None]:
         )
         return
     after = ctx.request("tools/list", name="after-delete")
-    after.headers["Mcp-Session-Id"] = second
+    after.headers[SESSION_ID] = second
     later = yield after
     assert isinstance(later, Received)
     if not deleted.succeeded:

@@ -30,7 +30,7 @@ def priming(ctx: Context) -> None:
     """2025-11-25: a server that resumes streams (it sends event ids) opens each SSE answer to
     a POST with an event id and empty data, so a cut before the first message can resume
     (judged over the answers so far, so it runs after the handshake)."""
-    if ctx.version != "2025-11-25":
+    if ctx.conversation is None or not ctx.conversation.priming:
         ctx.passed("stream.priming-missing", f"not applicable: {ctx.version} has no priming events")
         return
     streams = [a for a in ctx.received if a.send.method == "POST" and a.status == 200 and a.is_sse]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...checks.findings import Level
-from ...protocol.profiles import KNOWN_VERSIONS
+from ...protocol.profiles import KNOWN_VERSIONS, PROFILES
 from ..model import ExchangeView, Model, stripped
 from ._registry import MCP_METHODS, POST, Hit, rule
 
@@ -22,8 +22,9 @@ def _legacy_version(x: ExchangeView, m: Model) -> tuple[str, str | None] | None:
         return None
     negotiated = m.visible(m.negotiated, x.ex)
     expected = negotiated[-1] if negotiated else profile.name
-    if expected == "2025-03-26":
-        return None  # that revision has no version header
+    revision = PROFILES.get(expected)
+    if revision is not None and not revision.version_header:
+        return None  # that revision (2025-03-26) has no version header
     return expected, stripped(x.ex.request.headers.get("mcp-protocol-version"))
 
 
