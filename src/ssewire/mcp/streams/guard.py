@@ -158,16 +158,19 @@ class ResumptionGuard:
                 continue
             if isinstance(item, OtherEvent) and item.event_type == "error" and resumed:
                 self._unsafe(stream, "refused", "the server answered the resumption with an error event")
-            own_id = facts.own_id(item.event_id)  # read before the ledger moves past this event
             content = event_digest(item)
-            verdict = self.ledger.event(stream, item.event_id, messages_of(item, content), content=content)
+            if resumed and self.parse_id is not None:
+                # before the ledger books the event: one out of order is refused unbooked,
+                # unless it repeats a delivered id (a replay is dropped, a change refused as such)
+                own_id = facts.own_id(item.event_id)
+                if own_id and self.ledger.repeat(stream, item.event_id, content) is None:
+                    self._check_order(stream, own_id, facts.resumes)
+            verdict = self.ledger.event(
+                stream, item.event_id, messages_of(item, content), content=content, book_repeats=False
+            )
             if verdict is EventVerdict.REPLAY:
                 self.stats.duplicates += 1  # a replay of what was delivered: drop it
                 continue
-            if verdict is EventVerdict.CHANGED_PAYLOAD:
-                self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
-            if resumed and own_id:
-                self._check_order(stream, own_id, facts.resumes)
             if verdict.unsafe:
                 self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
             if verdict is EventVerdict.COPY:
@@ -206,7 +209,7 @@ class ResumptionGuard:
     # -- rules -------------------------------------------------------------------------
 
     def _check_order(self, stream: str, event_id: str, start_id: str | None) -> None:
-        if self.parse_id is None or start_id is None:
+        if self.parse_id is None or start_id is None:  # pragma: no cover - the caller checked
             return
         here, start = self.parse_id(event_id), self.parse_id(start_id)
         if here is None or start is None:

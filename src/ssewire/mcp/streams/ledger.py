@@ -138,6 +138,7 @@ class StreamLedger:
         self._event_owner: dict[tuple[Hashable, str], tuple[str, int]] = {}  # -> (root, position)
         self._message_owner: dict[tuple[Hashable, bytes], tuple[str, int]] = {}
         self._requests: Counter[tuple[Hashable, Any]] = Counter()  # (scope, JSON-RPC id) -> requests sent
+        self._reusing: dict[Hashable, None] = {}  # scopes whose new streams reuse event ids (ordered set)
 
     # -- feeding -----------------------------------------------------------------
 
@@ -185,19 +186,32 @@ class StreamLedger:
         messages: Sequence[LedgerMessage] = (),
         *,
         content: bytes | None = None,
+        book_repeats: bool = True,
     ) -> EventVerdict:
         """One dispatched event: the stream's last event ID at dispatch and its messages;
-        returns what the event is. ``content``: a digest of what the event carried, compared
-        when its id comes again (by default, from its messages' fingerprints)."""
+        returns what the event is.
+
+        :param content: a digest of what the event carried, compared when its id comes again
+            (by default, from its messages' fingerprints).
+        :param book_repeats: whether an event repeating an id its chain delivered is written in
+            the books. A recording's is (it was on the wire); a live reader drops or refuses
+            it, so there it owns nothing.
+        """
         stream = self._streams[name]
         if stream.closed:
             raise ValueError(f"stream {name!r} is closed")
-        index, scope, root = stream.events, stream.scope, stream.root
-        chain = self._chains[root]
-        position = chain.length
-        resumed = stream.resumes is not None
         own_id = stream.own_id(event_id)
         stream.previous_id = event_id
+        prints = [message.fingerprint or fingerprint(message.payload) for message in messages]
+        if content is None:
+            content = prints[0] if len(prints) == 1 else digest(b"".join(prints)) if prints else b""
+        index, scope, root = stream.events, stream.scope, stream.root
+        chain = self._chains[root]
+        repeat = _repeat(chain, own_id, content)
+        if repeat is not None and not book_repeats:
+            return repeat
+        position = chain.length
+        resumed = stream.resumes is not None
         foreign = restarted = copied = False
         if own_id and own_id != stream.last_event_id:
             stream.event_ids.append((index, own_id))
@@ -208,23 +222,25 @@ class StreamLedger:
                 if resumed:
                     restarted, copied = self._replay(stream, seen, index)
                     foreign = seen[0] != root
+                    if scope in self._reusing:  # ids do not tell streams apart here: content does
+                        foreign = restarted = copied = False
                 elif seen[0] != root:
                     stream.reused_ids += 1
+                    self._reusing[scope] = None
+                    self._trim(self._reusing)
             else:
                 self._event_owner[(scope, own_id)] = (root, position)
                 self._trim(self._event_owner)
-        prints = []
-        for message in messages:
-            key = message.fingerprint or fingerprint(message.payload)
-            prints.append(key)
+        for message, key in zip(messages, prints, strict=True):
             seen = self._message_owner.get((scope, key))
             if seen is not None:
                 if resumed:
                     before, other = self._replay(stream, seen, index)
                     restarted, copied = restarted or before, copied or other
                 elif seen[0] != root and not self._legitimate_copy(scope, message):
-                    stream.copies[message.kind != Kind.NOTIFICATION].append(index)
-                    self._keep_recent(stream.copies[message.kind != Kind.NOTIFICATION])
+                    has_id = message.kind != Kind.NOTIFICATION
+                    stream.copies[has_id].append(index)
+                    self._keep_recent(stream.copies[has_id])
                     copied = True
             else:
                 self._message_owner[(scope, key)] = (root, position)
@@ -233,12 +249,9 @@ class StreamLedger:
                 chain.answered.add(message.id)
         stream.events += 1
         chain.length = position + 1
+        if repeat is not None:  # the chain delivered this id: its cursor stays
+            return repeat
         if own_id:
-            if content is None:
-                content = prints[0] if len(prints) == 1 else digest(b"".join(prints))
-            delivered = chain.delivered_ids.get(own_id)
-            if delivered is not None:  # this chain delivered the id: its cursor stays
-                return EventVerdict.REPLAY if delivered == content else EventVerdict.CHANGED_PAYLOAD
             chain.delivered_ids[own_id] = content
             self._trim(chain.delivered_ids)
             chain.cursor, chain.cursor_at = own_id, position
@@ -249,6 +262,12 @@ class StreamLedger:
         if (restarted or copied) and messages and all(map(_identifiable, messages)):
             return EventVerdict.RESTARTED if restarted else EventVerdict.COPY
         return EventVerdict.NEW
+
+    def repeat(self, name: str, event_id: str, content: bytes) -> EventVerdict | None:
+        """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
+        (same content), ``CHANGED_PAYLOAD``, or None. Reads only."""
+        stream = self._streams[name]
+        return _repeat(self._chains[stream.root], stream.own_id(event_id), content)
 
     def feed(self, name: str, items: Iterable[Item]) -> None:
         """Items of a [`MessageDecoder`][ssewire.jsonrpc.MessageDecoder], one event each (a torn tail
@@ -358,6 +377,13 @@ class StreamLedger:
             return True  # the client sent two requests with this id: two answers
         # 2026-07-28 has no broadcast rule; each request's notifications are its own.
         return message.kind == Kind.NOTIFICATION and self.profile.request_headers
+
+
+def _repeat(chain: Chain, own_id: str, content: bytes) -> EventVerdict | None:
+    delivered = chain.delivered_ids.get(own_id) if own_id else None
+    if delivered is None:
+        return None
+    return EventVerdict.REPLAY if delivered == content else EventVerdict.CHANGED_PAYLOAD
 
 
 def _identifiable(message: LedgerMessage) -> bool:
