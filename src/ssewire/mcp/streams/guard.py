@@ -19,7 +19,12 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
   *unsafe*: [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption] is raised and the caller must start over; an
   explicit refusal by the server (409 with ``Retry-After``, or an SSE ``event: error``) is
   raised the same way, as a refusal;
-- event ids are opaque; ordering is checked only when the caller gives ``parse_id``;
+- event ids are opaque; ordering is checked only when the caller gives ``parse_id``; once a
+  session's new streams reuse each other's ids, they say nothing of which stream an event
+  belongs to, and a resumption is judged by its content;
+- the books are the ledger's alone (each chain's cursor and delivered ids; it returns each
+  event's verdict), and the guard names the streams it opens (``open_post``, ``open_get``,
+  ``reopen``): a caller never builds a stream's name or takes one apart;
 - under 2026-07-28 there is no resumption: a broken stream's recovery is a re-issue with a
   new JSON-RPC id where the request is idempotent, else nothing.
 """
