@@ -181,8 +181,8 @@ def test_a_broadcast_copy_on_a_resumed_stream_is_dropped_not_unsafe():
 
 
 def test_finishing_a_chain_leaves_a_stream_still_read_alone():
-    """A server that reuses event ids across streams makes the ledger place a resumption
-    on the other chain; finishing that chain must not pull the stream being read away."""
+    """A server that reuses event ids across streams: the resumption of "b" stays on b's
+    chain, so finishing the chain that used the id first must not pull it away."""
     guard = ResumptionGuard(V11)
     guard.open("a", "s")
     read(guard, "a", sse([("1", progress(1)), ("2", progress(2))]))
@@ -251,6 +251,94 @@ def test_without_a_cursor_or_under_2026_there_is_no_resumption():
     assert modern.broken("call", idempotent=True).action == REISSUE
     with pytest.raises(UnsafeResumption, match="2026-07-28 has no stream resumption"):
         modern.resume("call", "call/1")
+
+
+def test_the_guard_names_the_streams_and_a_resumption_continues_its_chain():
+    """The client never builds or splits a name: the guard hands out each POST's and GET's
+    stream, and each resumption's, named after the chain it continues."""
+    guard = ResumptionGuard(V11)
+    post = guard.open_post(7, "s")
+    listen = guard.open_get("s")
+    assert post != listen and post.startswith("post-7-") and listen.startswith("get-")
+    read(guard, post, sse(ORIGINAL), cut=sse(ORIGINAL).index(b"id: s1-4") + 3)
+    guard.broken(post)
+    first = guard.reopen(post, "s")
+    assert first.last_event_id == "s1-3" and first.stream.startswith(post + "/r")
+    assert read(guard, first.stream, sse(ORIGINAL[4:5]), cut=10) == []  # broken again at once
+    guard.broken(first.stream)
+    second = guard.reopen(first.stream, "s")
+    assert second.stream.startswith(post + "/r") and second.stream != first.stream
+    assert second.last_event_id == "s1-3"
+    assert read(guard, second.stream, sse(ORIGINAL[4:])) == MESSAGES[3:]
+    assert guard.cursor(post) == guard.cursor(second.stream) == "s1-6"
+    assert guard.stats.resumptions == 2
+
+
+def test_broken_and_resume_read_one_cursor_when_the_server_reuses_ids():
+    """The cursor id was first used by another stream: the recovery and the resumption
+    both read the chain being resumed (the ledger's only cursor)."""
+    guard = ResumptionGuard(V11)
+    guard.open("a", "s")
+    read(guard, "a", sse([("1", progress(1)), ("2", progress(2))]))
+    guard.ended("a")
+    guard.open("b", "s")
+    read(guard, "b", sse([("1", progress(3))]))
+    assert guard.broken("b").action == RESUME
+    resumed = guard.reopen("b", "s")
+    assert resumed.last_event_id == "1" == guard.cursor(resumed.stream) == guard.ledger.cursor("b")
+    assert guard.broken(resumed.stream).action == RESUME
+    assert guard.reopen(resumed.stream, "s").last_event_id == "1"
+
+
+def test_a_server_numbering_each_stream_from_one_is_followed_through_a_reset():
+    guard = ResumptionGuard(V11)
+    guard.open("post-1", "s")
+    read(guard, "post-1", sse([("0", None), ("1", progress(1)), ("2", result("one"))]))
+    guard.ended("post-1")
+    guard.open("post-2", "s")
+    call = [("0", None), ("1", progress(2)), ("2", result("two"))]
+    assert read(guard, "post-2", sse(call), cut=sse(call).index(b"id: 2") + 3) == [progress(2)]
+    guard.broken("post-2")
+    resumed = guard.reopen("post-2", "s")
+    assert read(guard, resumed.stream, sse(call[1:])) == [result("two")]
+    assert guard.stats.duplicates == 1 and guard.stats.unsafe == 0
+
+
+def test_an_event_refused_as_out_of_order_owns_nothing():
+    """Refused before the ledger books it: the same result on a later stream is delivered,
+    not dropped as a copy of something never delivered."""
+
+    def parse(event_id: str):
+        stream, _, seq = event_id.partition("-")
+        return (stream, int(seq)) if seq.isdigit() else None
+
+    guard = ResumptionGuard(V11, parse_id=parse)
+    guard.open("call", "s")
+    read(guard, "call", sse(ORIGINAL[:3]))
+    guard.broken("call")
+    resumed = guard.reopen("call", "s")
+    with pytest.raises(UnsafeResumption) as caught:
+        read(guard, resumed.stream, sse([("s9-1", result("late"))]))
+    assert caught.value.kind == "not-a-continuation"
+    guard.finish("call")
+    guard.open("retry", "s")
+    assert read(guard, "retry", sse([("t-1", result("late"))])) == [result("late")]
+
+
+def test_a_changed_payload_owns_nothing():
+    guard = ResumptionGuard(V11)
+    guard.open("call", "s")
+    read(guard, "call", sse(ORIGINAL[:3]))
+    guard.broken("call")
+    resumed = guard.reopen("call", "s")
+    with pytest.raises(UnsafeResumption) as caught:
+        read(guard, resumed.stream, sse([("s1-2", result("other"))]))
+    assert caught.value.kind == "changed-payload"
+    guard.finish(resumed.stream)
+    guard.open("retry", "s")
+    assert read(guard, "retry", sse([("t-1", result("other"))])) == [result("other")]
+    with pytest.raises(KeyError):
+        guard.cursor("call")  # finished with its chain
 
 
 # -- the invariant, under any cut and any server behaviour --------------------------------

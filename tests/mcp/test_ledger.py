@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Kind, MessageDecoder
 from ssewire.mcp import PROFILES, StreamLedger
-from ssewire.mcp.streams.ledger import DO_NOT_REPLAY, REISSUE, RESUME, LedgerMessage, trim
+from ssewire.mcp.streams.ledger import (
+    DO_NOT_REPLAY,
+    REISSUE,
+    RESUME,
+    EventVerdict,
+    LedgerMessage,
+    StreamState,
+    messages_of,
+    trim,
+)
 
 from .builders import event, notification, priming, progress, request, result
 
@@ -199,3 +208,153 @@ def test_trim_keeps_at_most_the_bound_and_the_newest_entries():
         assert len(table) <= 100 and len(counts) <= 100
     assert 999 in table and 0 not in table and min(table) >= 1000 - 100
     assert set(counts.values()) == {2}  # a Counter's counts are kept, not added to
+
+
+# -- the verdict of each event ------------------------------------------------------------
+
+
+def verdicts(ledger: StreamLedger, name: str, text: str, **options) -> list[EventVerdict]:
+    """Feed ``text`` event by event and return the ledger's verdict on each."""
+    return [ledger.event(name, item.event_id, messages_of(item), **options) for item in items(text)]
+
+
+LIST_CHANGED = notification("notifications/tools/list_changed")
+
+
+def broken_call(ledger: StreamLedger) -> None:
+    """A call's stream that delivered c-1 (priming) and c-2 (progress), then broke."""
+    ledger.open("call", "session-A")
+    assert verdicts(ledger, "call", priming("c-1") + event(progress(7), "c-2")) == [EventVerdict.NEW] * 2
+    ledger.close("call", disconnected=True)
+
+
+def test_each_event_of_a_clean_stream_is_new_and_moves_the_cursor():
+    ledger = StreamLedger(V11)
+    ledger.open("call", "session-A")
+    assert verdicts(ledger, "call", CALL) == [EventVerdict.NEW] * 3
+    assert ledger.cursor("call") == "c-3"
+
+
+@pytest.mark.parametrize(
+    ("resumed_body", "expected"),
+    [
+        # the server replays the cursor's event, then continues
+        (event(progress(7), "c-2") + event(result(7), "c-3"), [EventVerdict.REPLAY, EventVerdict.NEW]),
+        # the cursor's id with other content
+        (event(progress(8), "c-2"), [EventVerdict.CHANGED_PAYLOAD]),
+        # the delivered progress again under a new id: the stream started over
+        (event(progress(7), "r-1"), [EventVerdict.RESTARTED]),
+        # a list-changed notification may rightly come again: not a restart
+        (event(LIST_CHANGED, "c-3"), [EventVerdict.NEW]),
+    ],
+    ids=["replay", "changed-payload", "restarted", "repeatable-notification"],
+)
+def test_a_resumed_stream_event_by_event(resumed_body, expected):
+    ledger = StreamLedger(V11)
+    broken_call(ledger)
+    ledger.resume("call", "call/1", "session-A")
+    assert verdicts(ledger, "call/1", resumed_body) == expected
+
+
+def test_a_resumption_replaying_another_streams_ids_is_other_stream():
+    ledger = StreamLedger(V11)
+    stream(ledger, "listen", LISTEN)  # g-1, g-2
+    broken_call(ledger)
+    ledger.resume("call", "call/1", "session-A")
+    assert verdicts(ledger, "call/1", event(notification("notifications/x"), "g-2")) == [
+        EventVerdict.OTHER_STREAM
+    ]
+
+
+def test_a_broadcast_copy_is_a_copy_and_still_moves_the_cursor():
+    ledger = StreamLedger(V11)
+    ledger.open("call", "session-A")
+    ledger.open("listen", "session-A")
+    assert verdicts(ledger, "call", event(progress(7), "c-1")) == [EventVerdict.NEW]
+    copies = event(progress(7), "g-1") + event(LIST_CHANGED, "g-2") + event(LIST_CHANGED, "g-3")
+    # the progress is surely the same message; the list-changed may rightly come twice
+    assert verdicts(ledger, "listen", copies) == [EventVerdict.COPY, EventVerdict.NEW, EventVerdict.NEW]
+    assert ledger.cursor("listen") == "g-3"
+    assert ledger.stream("listen").copies == {True: [], False: [0]}  # the validator's facts, as before
+
+
+def test_an_event_without_an_id_line_is_no_replay_but_a_repeated_id_line_is():
+    """An id-less event keeps the previous id (WHATWG): no new id, so no replay of it; an
+    ``id:`` line that names a delivered id again (after an empty ``id:``) is one."""
+    ledger = StreamLedger(V11)
+    ledger.open("get", "session-A")
+    inherited = event(progress("a"), "g-1") + event(progress("b"))
+    assert verdicts(ledger, "get", inherited) == [EventVerdict.NEW] * 2
+    again = "id\r\ndata: {}\r\n\r\n" + event(progress("a"), "g-1")  # an empty id resets it
+    assert verdicts(ledger, "get", again) == [EventVerdict.NEW, EventVerdict.REPLAY]
+    assert ledger.cursor("get") == "g-1"
+
+
+def test_a_repeat_is_booked_for_a_recording_not_for_a_live_reader():
+    """The validator books what was on the wire; the guard drops or refuses a repeat, which
+    then owns nothing (its message is no first copy) and moves no cursor."""
+    for book, events, later in ((True, 2, EventVerdict.COPY), (False, 0, EventVerdict.NEW)):
+        ledger = StreamLedger(V11)
+        broken_call(ledger)
+        ledger.resume("call", "call/1", "session-A")
+        replay = event(progress(7), "c-2")
+        assert verdicts(ledger, "call/1", replay, book_repeats=book) == [EventVerdict.REPLAY]
+        changed = event(result(9), "c-1")
+        assert verdicts(ledger, "call/1", changed, book_repeats=book) == [EventVerdict.CHANGED_PAYLOAD]
+        assert ledger.stream("call/1").events == events and ledger.cursor("call") == "c-2"
+        ledger.open("retry", "session-A")
+        assert verdicts(ledger, "retry", event(result(9), "t-1")) == [later]
+
+
+def test_a_live_resumption_joins_the_stream_it_resumes_whoever_used_the_id_first():
+    """A recording's GET is placed on the chain that used its Last-Event-ID first; a live
+    client says which stream it resumes, so ``broken`` and ``resume`` read one cursor."""
+    ledger = StreamLedger(V11)
+    ledger.open("a", "session-A")
+    verdicts(ledger, "a", event(progress("a"), "1") + event(progress("b"), "2"))
+    ledger.open("b", "session-A")
+    verdicts(ledger, "b", event(progress("c"), "1"))  # the server reuses "1"
+    ledger.close("b", disconnected=True)
+    resumed = ledger.resume("b", "b/1", "session-A")
+    assert (resumed.root, resumed.resumes) == ("b", "1")
+    assert ledger.cursor("b/1") == ledger.cursor("b") == "1"
+    assert verdicts(ledger, "b/1", event(result(7), "3")) == [EventVerdict.NEW]
+    assert ledger.cursor("b") == "3" and ledger.delivered("b") == {7}
+    ledger.open("c", "session-A")
+    with pytest.raises(ValueError, match="no cursor"):
+        ledger.resume("c", "c/1", "session-A")
+
+
+def test_where_new_streams_reuse_ids_a_resumption_is_judged_by_content():
+    """A server numbering every stream from 1: ids do not tell streams apart, so a resumed
+    stream's next id, first used by another stream, is no proof of another stream's events."""
+    ledger = StreamLedger(V11)
+    first = priming("0") + event(progress("p1"), "1") + event(result(1), "2")
+    stream(ledger, "post-1", first)
+    ledger.open("post-2", "session-A")
+    assert verdicts(ledger, "post-2", priming("0") + event(progress("p2"), "1")) == [EventVerdict.NEW] * 2
+    assert ledger.stream("post-2").reused_ids == 2
+    ledger.close("post-2", disconnected=True)
+    ledger.resume("post-2", "post-2/1", "session-A")
+    rest = event(progress("p2"), "1") + event(result(2), "2")
+    assert verdicts(ledger, "post-2/1", rest) == [EventVerdict.REPLAY, EventVerdict.NEW]
+    # its own content under a new id is still a restart
+    ledger.close("post-2/1", disconnected=True)
+    ledger.resume("post-2", "post-2/2", "session-A")
+    assert verdicts(ledger, "post-2/2", event(result(2), "9")) == [EventVerdict.RESTARTED]
+
+
+def test_a_stream_state_is_a_named_value_and_finish_forgets_a_whole_chain():
+    ledger = StreamLedger(V11)
+    broken_call(ledger)
+    assert ledger.stream("call").state is StreamState.BROKEN and ledger.stream("call").closed
+    ledger.resume("call", "call/1", "session-A")
+    assert ledger.stream("call/1").state is StreamState.OPEN
+    ledger.close("call/1")
+    assert ledger.stream("call/1").state is StreamState.ENDED
+    ledger.open("other", "session-A")
+    assert sorted(ledger.finish("call/1")) == ["call", "call/1"]
+    assert ledger.finish("call") == []  # already forgotten
+    with pytest.raises(KeyError):
+        ledger.stream("call")
+    assert ledger.stream("other").state is StreamState.OPEN

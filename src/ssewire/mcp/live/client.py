@@ -194,7 +194,6 @@ class Client:
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._progress: dict[Any, _Progress] = {}  # by progress token
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._streams = itertools.count(1)
         self._listener: asyncio.Task[None] | None = None
         self._get_opened: float | None = None  # when the GET stream open now was opened
         self._retry_ms: int | None = None  # the server's last retry field, honoured on resuming
@@ -400,8 +399,7 @@ class Client:
         if not answer.is_sse:
             await self._answered_json(answer, ident, future)
             return
-        stream = f"post-{ident}-{next(self._streams)}"
-        self.guard.open(stream, self.session)
+        stream = self.guard.open_post(ident, self.session)
         try:
             await self._read_answer(stream, answer, future, idempotent)
         finally:
@@ -462,8 +460,7 @@ class Client:
 
     async def _resume(self, broken: str) -> tuple[str, Answer]:
         """GET with Last-Event-ID after the server's retry; an error status is a refusal."""
-        resumed = f"{broken.split('/')[0]}/r{next(self._streams)}"
-        cursor = self.guard.resume(broken, resumed, self.session)
+        resumed, cursor = self.guard.reopen(broken, self.session)
         wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
         if wait:
             await asyncio.sleep(wait)
@@ -578,8 +575,7 @@ class Client:
                         raise _Broken(f"GET answered {answer.status}")
                     if stream is not None:
                         self.guard.finish(stream)  # the previous chain had nothing to resume from
-                    stream = f"get-{next(self._streams)}"
-                    self.guard.open(stream, self.session)
+                    stream = self.guard.open_get(self.session)
                 self._get_opened = time.monotonic()
                 try:
                     await self._consume(stream, answer, None)

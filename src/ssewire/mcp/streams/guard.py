@@ -19,20 +19,26 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
   *unsafe*: [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption] is raised and the caller must start over; an
   explicit refusal by the server (409 with ``Retry-After``, or an SSE ``event: error``) is
   raised the same way, as a refusal;
-- event ids are opaque; ordering is checked only when the caller gives ``parse_id``;
+- event ids are opaque; ordering is checked only when the caller gives ``parse_id``; once a
+  session's new streams reuse each other's ids, they say nothing of which stream an event
+  belongs to, and a resumption is judged by its content;
+- the books are the ledger's alone (each chain's cursor and delivered ids; it returns each
+  event's verdict), and the guard names the streams it opens (``open_post``, ``open_get``,
+  ``reopen``): a caller never builds a stream's name or takes one apart;
 - under 2026-07-28 there is no resumption: a broken stream's recovery is a re-issue with a
   new JSON-RPC id where the request is idempotent, else nothing.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ...jsonrpc import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail
+from ...jsonrpc import InvalidMessage, Item, Message, OtherEvent, Priming, TornTail
 from ..protocol.profiles import Profile
-from .ledger import LedgerMessage, Recovery, StreamLedger, digest, fingerprint, messages_of, trim
+from .ledger import EventVerdict, Recovery, StreamLedger, digest, fingerprint, messages_of
 
 BOUND = 65_536  # ids and messages a guard's ledger remembers for finding copies; oldest go first
 
@@ -54,6 +60,14 @@ class UnsafeResumption(Exception):
         super().__init__(f"stream {stream!r} cannot be resumed safely ({kind}): {detail}")
 
 
+# what each unsafe verdict of the ledger tells the caller
+_UNSAFE_DETAIL = {
+    EventVerdict.CHANGED_PAYLOAD: "a delivered event id came back with other content",
+    EventVerdict.OTHER_STREAM: "the resumed stream replays another stream's events",
+    EventVerdict.RESTARTED: "the resumed stream repeats messages already delivered",
+}
+
+
 @dataclass
 class GuardStats:
     """What the guard dropped, discarded and refused: counters for a health report."""
@@ -69,18 +83,19 @@ class GuardStats:
         return dict(self.__dict__)
 
 
-@dataclass
-class _Chain:
-    """One logical stream and its resumptions: what was delivered, and where it stands."""
+class Reopened(NamedTuple):
+    """A resumption opened by [`reopen`][ssewire.mcp.streams.guard.ResumptionGuard.reopen]."""
 
-    head: str
-    cursor: str | None = None
-    delivered: dict[str, bytes] = field(default_factory=dict)  # event id -> digest of its messages
+    stream: str  # its name, to feed its items under
+    last_event_id: str  # the cursor to send as Last-Event-ID
 
 
 class ResumptionGuard:
     """Feed it each stream's items; it returns what is safe to deliver, and says how to
     recover a broken stream (resume with GET and ``Last-Event-ID``, re-issue, or neither).
+
+    Every cursor and every delivered id is the ledger's: the guard adds its counters, the
+    id parser's check and the names it hands out (``open_post``, ``open_get``, ``reopen``).
 
     :param profile: the revision the session speaks (resumption exists only before 2026-07-28).
     :param parse_id: reads an event id as ``(stream, position)``, so a step back or a
@@ -95,80 +110,75 @@ class ResumptionGuard:
         self.parse_id = parse_id
         self.ledger = ledger or StreamLedger(profile, bound=BOUND)
         self.stats = GuardStats()
-        self._chains: dict[str, _Chain] = {}  # stream name -> its chain
-        self._resuming: dict[str, str] = {}  # resumed stream -> the cursor it was opened with
-        self._last_id: dict[str, str] = {}  # stream -> the id its previous event carried
+        self._numbers = itertools.count(1)  # for the names the guard hands out
 
     # -- streams ---------------------------------------------------------------------
 
     def open(self, stream: str, scope: Hashable = None) -> None:
-        """A new stream (a POST's answer, or a standalone GET)."""
+        """A new stream (a POST's answer, or a standalone GET), under a name of the caller's."""
         self.ledger.open(stream, scope)
-        self._chains[stream] = _Chain(stream)
-        self._last_id[stream] = ""
+
+    def open_post(self, request_id: Any, scope: Hashable = None) -> str:
+        """A new stream answering the POST of request ``request_id``; returns its name."""
+        stream = f"post-{request_id}-{next(self._numbers)}"
+        self.open(stream, scope)
+        return stream
+
+    def open_get(self, scope: Hashable = None) -> str:
+        """A new standalone GET stream; returns its name."""
+        stream = f"get-{next(self._numbers)}"
+        self.open(stream, scope)
+        return stream
 
     def resume(self, broken: str, stream: str, scope: Hashable = None) -> str:
         """Open ``stream`` as the resumption of ``broken``; returns the Last-Event-ID to send.
 
         Raises [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption] (``no-cursor``) when there is nothing to resume
         from, or when the profile has no resumption."""
-        chain = self._chains[broken]
         if not self.profile.resumability:
             raise UnsafeResumption(broken, "no-cursor", f"{self.profile.name} has no stream resumption")
-        if chain.cursor is None:
+        if self.ledger.cursor(broken) is None:
             raise UnsafeResumption(broken, "no-cursor", "no complete event with an id was received")
-        self.ledger.open(stream, scope, last_event_id=chain.cursor)
-        self._chains[stream] = chain
-        self._resuming[stream] = chain.cursor
-        self._last_id[stream] = ""  # a new connection: its decoder starts with no id
+        resumed = self.ledger.resume(broken, stream, scope)
         self.stats.resumptions += 1
-        return chain.cursor
+        assert resumed.resumes is not None
+        return resumed.resumes
+
+    def reopen(self, broken: str, scope: Hashable = None) -> Reopened:
+        """Like ``resume``, under a name the guard gives: the resumption of ``broken``
+        continues its chain, named after the chain's first stream."""
+        stream = f"{self.ledger.stream(broken).root}/r{next(self._numbers)}"
+        return Reopened(stream, self.resume(broken, stream, scope))
 
     def feed(self, stream: str, items: Iterable[Item]) -> list[Item]:
         """The items safe to deliver, in order: messages (and other events) that complete
         an event never delivered before. Priming events only move the cursor."""
-        chain = self._chains[stream]
+        facts = self.ledger.stream(stream)
+        resumed = facts.resumes is not None
         safe: list[Item] = []
         for item in items:
             if isinstance(item, TornTail):
                 self.stats.torn += 1
                 self.stats.torn_bytes += item.discarded
                 continue
-            event_id = item.event_id
-            if event_id == self._last_id[stream]:
-                # an event without an id line keeps the stream's last id (WHATWG): that is no
-                # new id to dedupe by or resume from; its messages are still checked below
-                event_id = ""
-            self._last_id[stream] = item.event_id
-            resumed = stream in self._resuming
             if isinstance(item, OtherEvent) and item.event_type == "error" and resumed:
                 self._unsafe(stream, "refused", "the server answered the resumption with an error event")
-            digest = event_digest(item)
-            if event_id and event_id in chain.delivered:
-                if chain.delivered[event_id] != digest:
-                    self._unsafe(
-                        stream, "changed-payload", "a delivered event id came back with other content"
-                    )
+            content = event_digest(item)
+            if resumed and self.parse_id is not None:
+                # before the ledger books the event: one out of order is refused unbooked,
+                # unless it repeats a delivered id (a replay is dropped, a change refused as such)
+                own_id = facts.own_id(item.event_id)
+                if own_id and self.ledger.repeat(stream, item.event_id, content) is None:
+                    self._check_order(stream, own_id, facts.resumes)
+            verdict = self.ledger.event(
+                stream, item.event_id, messages_of(item, content), content=content, book_repeats=False
+            )
+            if verdict is EventVerdict.REPLAY:
                 self.stats.duplicates += 1  # a replay of what was delivered: drop it
                 continue
-            if resumed and event_id:
-                self._check_order(stream, event_id)
-            messages = messages_of(item, digest)
-            before = self._seen_before(stream)
-            self.ledger.event(stream, event_id, messages)
-            seen = self._seen_before(stream)
-            if event_id:
-                chain.delivered[event_id] = digest
-                chain.cursor = event_id
-                trim(chain.delivered, BOUND)  # bounded: the oldest ids go first
-            if seen.foreign_ids > before.foreign_ids:
-                self._unsafe(stream, "other-stream", "the resumed stream replays another stream's events")
-            # a message seen before is surely the same one only when its id says so, or its
-            # progress value (which must increase); a list-changed or a log line may repeat
-            same = bool(messages) and all(map(_identifiable, messages))
-            if same and seen.restarted > before.restarted:
-                self._unsafe(stream, "restarted", "the resumed stream repeats messages already delivered")
-            if same and seen.copies > before.copies:
+            if verdict.unsafe:
+                self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
+            if verdict is EventVerdict.COPY:
                 self.stats.duplicates += 1  # another stream delivered it (a broadcast): drop the copy
                 continue
             if isinstance(item, (Message, OtherEvent, InvalidMessage)):
@@ -194,25 +204,19 @@ class ResumptionGuard:
     def finish(self, stream: str) -> None:
         """The chain of ``stream`` will be neither read nor resumed again (its request was
         answered, or given up): forget it, so a long session stays bounded."""
-        chain = self._chains.get(stream)
-        if chain is None:
-            return
-        names = [name for name, other in self._chains.items() if other is chain]
-        for name in names:
-            for table in (self._chains, self._resuming, self._last_id):
-                table.pop(name, None)
-        self.ledger.forget(names)
+        self.ledger.finish(stream)
 
     def cursor(self, stream: str) -> str | None:
-        """The id of the stream's last fully dispatched event (where a resumption starts)."""
-        return self._chains[stream].cursor
+        """The id of the last fully dispatched event on the stream's chain (where a
+        resumption starts)."""
+        return self.ledger.cursor(stream)
 
     # -- rules -------------------------------------------------------------------------
 
-    def _check_order(self, stream: str, event_id: str) -> None:
-        if self.parse_id is None:
+    def _check_order(self, stream: str, event_id: str, start_id: str | None) -> None:
+        if self.parse_id is None or start_id is None:  # pragma: no cover - the caller checked
             return
-        here, start = self.parse_id(event_id), self.parse_id(self._resuming[stream])
+        here, start = self.parse_id(event_id), self.parse_id(start_id)
         if here is None or start is None:
             return
         if here[0] != start[0] or here[1] <= start[1]:
@@ -220,30 +224,9 @@ class ResumptionGuard:
                 stream, "not-a-continuation", "the resumed stream's ids do not continue the cursor's stream"
             )
 
-    def _seen_before(self, stream: str) -> _Seen:
-        facts = self.ledger.stream(stream)
-        copies = len(facts.replayed_other) + sum(map(len, facts.copies.values()))
-        return _Seen(len(facts.foreign_ids), len(facts.replayed_before), copies)
-
     def _unsafe(self, stream: str, kind: str, detail: str, *, retry_after: float | None = None) -> None:
         self.stats.unsafe += 1
         raise UnsafeResumption(stream, kind, detail, retry_after=retry_after)
-
-
-class _Seen(NamedTuple):
-    """What the ledger has counted on a stream, compared before and after an event."""
-
-    foreign_ids: int  # resumed: event ids of another stream (a replay of the wrong stream)
-    restarted: int  # resumed: this stream's delivered messages again, under new ids
-    copies: int  # messages another stream delivered, under ids of their own
-
-
-def _identifiable(message: LedgerMessage) -> bool:
-    """Whether a message equal to this one is this one: it has a JSON-RPC id, or it is
-    progress (which must increase)."""
-    if message.kind != Kind.NOTIFICATION:
-        return True
-    return isinstance(message.payload, dict) and message.payload.get("method") == "notifications/progress"
 
 
 def event_digest(item: Any) -> bytes:
