@@ -80,7 +80,7 @@ def render() -> str:
         "| fault | what the server does wrong | the diagnostic that must find it |",
         "|---|---|---|",
     ]
-    faults += [f"| `{f.name}` | {f.breaks} | `{f.diagnostic}` |" for f in FAULTS.values()]
+    faults += [f"| `{f.value}` | {f.breaks} | `{f.diagnostic}` |" for f in FAULTS.values()]
     return HEAD + "\n".join(rows) + "\n" + "\n".join(probe + faults) + "\n"
 
 

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list_faults:
         for fault in FAULTS.values():
-            sys.stdout.write(f"{fault.name:28} -> {fault.diagnostic}: {fault.breaks}\n")
+            sys.stdout.write(f"{fault.value:28} -> {fault.diagnostic}: {fault.breaks}\n")
         return EXIT_OK
     if args.host not in LOOPBACK:
         raise InputError(f"the reference server binds loopback only, not {args.host!r}")

@@ -12,6 +12,12 @@ checked against the body (-32020), unknown versions refused (-32022).
 Tools: ``echo``, ``countdown`` (progress notifications, then a result), ``big`` (a
 multi-megabyte result), ``structured`` (an ``outputSchema`` and ``structuredContent``).
 Bind it to 127.0.0.1 only (``ssewire serve`` does).
+
+Shaped like the official SDKs' transports: one handler per HTTP method and per JSON-RPC
+method, small validators run before dispatch (each refuses by raising ``_Refused``), faults
+as the typed set of ``faults.py``. Tools that stream run as tasks the server owns: their
+failures are kept in ``errors`` and logged, their streams end whatever happens, and the
+ASGI lifespan shutdown cancels and awaits them.
 """
 
 from __future__ import annotations
@@ -20,19 +26,23 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 from ..._encoder import encode_event
 from ..._http import JSON, acceptable, media_type
 from ...asgi import EventStreamResponse
-from ..protocol.profiles import KNOWN_VERSIONS, resolve
+from ..protocol.profiles import KNOWN_VERSIONS, PROFILES, resolve
 from ..protocol.wire import META_VERSION, NAME_FIELDS, decode_name
+from .faults import Fault
 from .faults import resolve as resolve_faults
+
+logger = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "ssewire-reference", "version": "1"}
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -40,6 +50,7 @@ EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"
 MAX_SESSIONS = 64  # oldest dropped beyond this: memory stays bounded under any client
 MAX_BODY = 1 << 20
 RETRY_MS = 1000
+MAX_ERRORS = 64  # failures of background tasks kept for inspection (bounded)
 
 TOOLS = [
     {
@@ -121,6 +132,75 @@ class _Session:
     rate_limited: bool = False
 
 
+class _Refused(Exception):
+    """A request refused before dispatch: answered with a JSON-RPC error and this HTTP status.
+
+    ``headers`` follow the CORS headers every answer carries."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        text: str,
+        *,
+        ident: Any = None,
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(text)
+        self.status, self.code, self.text, self.ident = status, code, text, ident
+        self.headers = list(headers)
+
+
+@dataclass
+class _Http:
+    """One HTTP request as the handlers see it: the ASGI triple, the headers (lower-case
+    names, the last of a repeated one) and the CORS headers every answer carries."""
+
+    scope: dict[str, Any]
+    receive: Any
+    send: Any
+    headers: dict[str, str]
+    cors: list[tuple[str, str]] = field(default_factory=list)
+
+    async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
+        await _respond(self.send, status, body, headers)
+
+    async def error(
+        self, status: int, ident: Any, code: int, text: str, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        await _error(self.send, status, ident, code, text, [*self.cors, *headers])
+
+
+@dataclass
+class _Call:
+    """One JSON-RPC request on its way to its handler, in the session it belongs to."""
+
+    http: _Http
+    session: _Session
+    message: dict[str, Any]
+
+    @property
+    def ident(self) -> Any:
+        return self.message.get("id")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return _object(self.message.get("params"))
+
+    @property
+    def session_header(self) -> list[tuple[str, str]]:
+        return [("mcp-session-id", self.session.ident)] if self.session.ident else []
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """The headers of its answer: CORS, and the session id when there is one."""
+        return [*self.http.cors, *self.session_header]
+
+
+_Handler = Callable[[_Call], Awaitable[None]]
+_Tool = Callable[[_Call, dict[str, Any]], Awaitable[None]]
+
+
 class ReferenceServer:
     """An ASGI application: ``uvicorn.run(ReferenceServer(), host="127.0.0.1")``."""
 
@@ -139,7 +219,7 @@ class ReferenceServer:
         stateless: bool = False,
     ) -> None:
         self.profile, _ = resolve(profile)
-        self.faults = resolve_faults(tuple(faults))
+        self.faults: frozenset[Fault] = resolve_faults(faults)  # an unknown name: UnknownFault
         self.keepalive = keepalive
         self.store_size = store_size
         self.json_response = json_response
@@ -149,19 +229,50 @@ class ReferenceServer:
         self.retry_ms = retry_ms  # the retry field of every priming event
         self.stateless_mode = stateless or not self.profile.sessions  # no Mcp-Session-Id at all
         self.sessions: OrderedDict[str, _Session] = OrderedDict()
-        self.tasks: set[asyncio.Future[None]] = set()  # running tools, referenced until done
+        self.tasks: set[asyncio.Task[None]] = set()  # running producers, held until done
+        self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)  # what those tasks raised
         self.asked: dict[Any, asyncio.Future[dict[str, Any]]] = {}  # our requests to clients, by id
         self.asking = itertools.count(1)
         self.stateless = _Session("", self.profile.name)  # 2026-07-28: one scope for all
         self.ended: deque[str] = deque(maxlen=1024)  # ids ended by DELETE (bounded)
+        self._http_methods: dict[str, Callable[[_Http], Awaitable[None]]] = {
+            "OPTIONS": self._options,
+            "POST": self._post,
+            "GET": self._get,
+            "DELETE": self._delete,
+        }
+        self._methods = self._method_table()
+        self._tools = self._tool_table()
+
+    def _method_table(self) -> dict[str, _Handler]:
+        """The JSON-RPC methods this profile serves (2026-07-28: discover, not ping)."""
+        methods: dict[str, _Handler] = {
+            "initialize": self._initialize,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+        }
+        if self.profile.request_headers:
+            methods["server/discover"] = self._discover
+        else:
+            methods["ping"] = self._ping
+        return methods
+
+    def _tool_table(self) -> dict[str, _Tool]:
+        tools: dict[str, _Tool] = {
+            "echo": self._echo,
+            "big": self._big,
+            "structured": self._structured,
+            "countdown": self._countdown_tool,
+        }
+        if not self.json_response and not self.profile.request_headers:  # it needs a stream back
+            tools["ask"] = self._ask_tool
+        return tools
 
     # -- ASGI ------------------------------------------------------------------------
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await self._lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -169,140 +280,104 @@ class ReferenceServer:
         if scope["path"] != self.path:
             await _plain(send, 404, "not found")
             return
-        origin = headers.get("origin")
-        if "origin-ignored" not in self.faults and (
-            not _loopback_host(headers.get("host")) or (origin is not None and not _loopback_origin(origin))
-        ):
+        if not self._trusted(headers):
             await _plain(send, 403, "forbidden: Origin or Host is not this server's")  # DNS rebinding
             return
-        cors = self._cors(origin)
-        method = scope["method"]
-        if method == "OPTIONS":
-            await _respond(
-                send,
-                204,
-                b"",
-                [
-                    *cors,
-                    ("access-control-allow-methods", "GET, POST, DELETE"),
-                    ("access-control-allow-headers", "*"),
-                ],
-            )
-            return
-        if method == "POST":
-            body = await _body(receive)
-            await self._post(headers, body, cors, scope, receive, send)
-        elif method == "GET":
-            await self._get(headers, cors, scope, receive, send)
-        elif method == "DELETE":
-            await self._delete(headers, cors, send)
-        else:
-            await _respond(send, 405, b"", [*cors, ("allow", "GET, POST, DELETE")])
+        http = _Http(scope, receive, send, headers, self._cors(headers.get("origin")))
+        handler = self._http_methods.get(scope["method"], self._not_allowed)
+        try:
+            await handler(http)
+        except _Refused as refused:
+            await http.error(refused.status, refused.ident, refused.code, refused.text, refused.headers)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await self.aclose()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def aclose(self) -> None:
+        """Cancel the tasks this server started and wait for them (the lifespan shutdown
+        calls it): nothing outlives the app, and each cancelled producer ends its stream."""
+        running = list(self.tasks)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    def _trusted(self, headers: dict[str, str]) -> bool:
+        """Host, and Origin when sent, name this machine (DNS rebinding protection)."""
+        if Fault.ORIGIN_IGNORED in self.faults:
+            return True
+        origin = headers.get("origin")
+        return _loopback_host(headers.get("host")) and (origin is None or _loopback_origin(origin))
 
     def _cors(self, origin: str | None) -> list[tuple[str, str]]:
         if origin is None:
             return []
         headers = [("access-control-allow-origin", origin), ("vary", "Origin")]
-        if "missing-expose-headers" not in self.faults:
+        if Fault.MISSING_EXPOSE_HEADERS not in self.faults:
             headers.append(("access-control-expose-headers", EXPOSED))
         return headers
 
-    # -- POST ------------------------------------------------------------------------
+    async def _options(self, http: _Http) -> None:
+        allow = [("access-control-allow-methods", "GET, POST, DELETE"), ("access-control-allow-headers", "*")]
+        await http.respond(204, [*http.cors, *allow])
 
-    async def _post(
-        self,
-        headers: dict[str, str],
-        body: bytes | None,
-        cors: list[tuple[str, str]],
-        scope: Any,
-        receive: Any,
-        send: Any,
-    ) -> None:
-        accept = headers.get("accept")
-        if "strict-accept" in self.faults:
+    async def _not_allowed(self, http: _Http) -> None:
+        await http.respond(405, [*http.cors, ("allow", "GET, POST, DELETE")])
+
+    # -- validators: each refuses by raising _Refused ----------------------------------
+
+    def _check_post_accept(self, accept: str | None) -> None:
+        if Fault.STRICT_ACCEPT in self.faults:
             ok = accept == "application/json, text/event-stream"
         else:
-            ok = acceptable(accept, JSON) and acceptable(accept, "text/event-stream") and accept is not None
+            ok = accept is not None and acceptable(accept, JSON) and acceptable(accept, "text/event-stream")
         if not ok:
-            await _error(
-                send,
-                406,
-                None,
-                -32600,
-                "Not Acceptable: Accept must list application/json and text/event-stream",
-                cors,
-            )
-            return
-        ctype = headers.get("content-type")
-        ok = ctype == JSON if "strict-content-type" in self.faults else media_type(ctype) == JSON
+            text = "Not Acceptable: Accept must list application/json and text/event-stream"
+            raise _Refused(406, -32600, text)
+
+    def _check_get_accept(self, accept: str | None) -> None:
+        ok = accept is not None and acceptable(accept, "text/event-stream")
+        if Fault.STRICT_ACCEPT in self.faults:
+            ok = ok and accept == "text/event-stream"
         if not ok:
-            await _error(send, 415, None, -32600, "Unsupported Media Type: send application/json", cors)
-            return
+            raise _Refused(406, -32600, "Not Acceptable: Accept must list text/event-stream")
+
+    def _check_content_type(self, ctype: str | None) -> None:
+        strict = Fault.STRICT_CONTENT_TYPE in self.faults
+        if not (ctype == JSON if strict else media_type(ctype) == JSON):
+            raise _Refused(415, -32600, "Unsupported Media Type: send application/json")
+
+    @staticmethod
+    def _parse(body: bytes | None) -> dict[str, Any]:
+        """One JSON-RPC message: 413 past MAX_BODY, 400 for bad JSON or anything but one object."""
         if body is None:
-            await _error(send, 413, None, -32600, "request body too large", cors)
-            return
+            raise _Refused(413, -32600, "request body too large")
         try:
             message = json.loads(body)
         except ValueError:
-            await _error(send, 400, None, -32700, "Parse error", cors)
-            return
+            raise _Refused(400, -32700, "Parse error") from None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            await _error(send, 400, None, -32600, "Invalid Request: one JSON-RPC message per POST", cors)
-            return
-        ident, method = message.get("id"), message.get("method")
-        if self.profile.request_headers:
-            problem = self._modern_headers(headers, message)
-            if problem is not None:
-                code, text = problem
-                await _error(send, 400, ident, code, text, cors)
-                return
-            session = self.stateless
-        elif self.stateless_mode:
-            session = self.stateless
-            if method == "initialize":
-                session.version = self._new_session(message, register=False).version
-        elif method == "initialize":
-            session = self._new_session(message)
-        else:
-            found = await self._session(headers, send, cors)
-            if found is None:
-                return
-            session = found
-        if method is None or "id" not in message:
-            waiting = self.asked.pop(message.get("id"), None) if method is None else None
-            if waiting is not None and not waiting.done():
-                waiting.set_result(message)  # the client's answer to a request of ours
-            await _respond(send, 202, b"", cors)  # a notification or a response: accepted
-            return
-        if method == "tools/list" and "rate-limit-burst" in self.faults and not session.rate_limited:
-            session.rate_limited = True
-            await _error(send, 429, ident, -32000, "rate limited", [*cors, ("retry-after", "1")])
-            return
-        extra = list(cors)
-        if session.ident:
-            extra.append(("mcp-session-id", session.ident))
-        if method == "initialize":
-            result: dict[str, Any] = {
-                "protocolVersion": session.version,
-                "capabilities": {"tools": {"listChanged": True}},
-                "serverInfo": SERVER_INFO,
-            }
-            await self._answer(send, scope, receive, session, ident, result, extra)
-        elif method == "ping" and not self.profile.request_headers:  # 2026-07-28 removed ping
-            await self._answer(send, scope, receive, session, ident, {}, extra)
-        elif method == "server/discover" and self.profile.request_headers:
-            discovered = {
-                "supportedVersions": [self.profile.name],
-                "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": SERVER_INFO,
-            }
-            await self._answer(send, scope, receive, session, ident, discovered, extra)
-        elif method == "tools/list":
-            await self._answer(send, scope, receive, session, ident, {"tools": TOOLS}, extra)
-        elif method == "tools/call":
-            await self._call(send, scope, receive, session, message, extra)
-        else:
-            await _error(send, 200, ident, -32601, f"Method not found: {method}", extra)
+            raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
+        return message
+
+    def _session(self, headers: dict[str, str]) -> _Session:
+        """The request's session: 400 without an id, 404 for an unknown one, 400 for an
+        unknown MCP-Protocol-Version."""
+        ident = headers.get("mcp-session-id")
+        if ident is None:
+            raise _Refused(400, -32600, "Bad Request: Mcp-Session-Id required")
+        session = self.sessions.get(ident)
+        if session is None and Fault.STALE_SESSION_ACCEPTED in self.faults and ident not in self.ended:
+            session = self.sessions[ident] = _Session(ident, self.profile.name)
+        if session is None:
+            status = 400 if Fault.UNKNOWN_SESSION_400 in self.faults else 404
+            raise _Refused(status, -32001, "Session not found")
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version.strip() not in KNOWN_VERSIONS:
+            raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
+        return session
 
     def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
         """2026-07-28: the headers must agree with the body (requests only)."""
@@ -323,133 +398,197 @@ class ReferenceServer:
             return -32022, f"Unsupported protocol version: {version}"
         return None
 
-    def _new_session(self, message: dict[str, Any], *, register: bool = True) -> _Session:
-        params = _object(message.get("params"))
-        wanted = params.get("protocolVersion")
-        version = wanted if wanted in KNOWN_VERSIONS and wanted != "2026-07-28" else self.profile.name
-        session = _Session(uuid.uuid4().hex, version)
-        if not register:
-            return session
+    # -- POST ------------------------------------------------------------------------
+
+    async def _post(self, http: _Http) -> None:
+        """Validate, find the session, then hand the message to its handler."""
+        body = await _body(http.receive)
+        self._check_post_accept(http.headers.get("accept"))
+        self._check_content_type(http.headers.get("content-type"))
+        message = self._parse(body)
+        session = self._post_session(http.headers, message)
+        if message.get("method") is None:
+            await self._client_response(http, message)
+        elif "id" not in message:
+            await http.respond(202, http.cors)  # a notification: accepted
+        else:
+            await self._dispatch(_Call(http, session, message))
+
+    def _post_session(self, headers: dict[str, str], message: dict[str, Any]) -> _Session:
+        """The session a POST belongs to; initialize opens one (2025 revisions with sessions)."""
+        if self.profile.request_headers:
+            problem = self._modern_headers(headers, message)
+            if problem is not None:
+                raise _Refused(400, problem[0], problem[1], ident=message.get("id"))
+            return self.stateless
+        initialize = message.get("method") == "initialize"
+        if self.stateless_mode:
+            if initialize:
+                self.stateless.version = self._negotiate(message)
+            return self.stateless
+        return self._new_session(message) if initialize else self._session(headers)
+
+    async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
+        """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
+        waiting = self.asked.pop(message.get("id"), None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message)
+        await http.respond(202, http.cors)
+
+    async def _dispatch(self, call: _Call) -> None:
+        method = call.message["method"]
+        handler = self._methods.get(method) if isinstance(method, str) else None
+        if handler is None:
+            await call.http.error(200, call.ident, -32601, f"Method not found: {method}", call.session_header)
+            return
+        await handler(call)
+
+    # -- JSON-RPC methods --------------------------------------------------------------
+
+    async def _initialize(self, call: _Call) -> None:
+        result = {
+            "protocolVersion": call.session.version,
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": SERVER_INFO,
+        }
+        await self._answer(call, result)
+
+    async def _ping(self, call: _Call) -> None:
+        await self._answer(call, {})
+
+    async def _discover(self, call: _Call) -> None:
+        discovered = {
+            "supportedVersions": [self.profile.name],
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": SERVER_INFO,
+        }
+        await self._answer(call, discovered)
+
+    async def _tools_list(self, call: _Call) -> None:
+        if Fault.RATE_LIMIT_BURST in self.faults and not call.session.rate_limited:
+            call.session.rate_limited = True
+            raise _Refused(429, -32000, "rate limited", ident=call.ident, headers=[("retry-after", "1")])
+        await self._answer(call, {"tools": TOOLS})
+
+    async def _tools_call(self, call: _Call) -> None:
+        params = call.params
+        name, arguments = params.get("name"), params.get("arguments") or {}
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            await self._answer(call, {**_text(f"unknown tool {name!r}"), "isError": True})
+            return
+        await tool(call, arguments)
+
+    def _new_session(self, message: dict[str, Any]) -> _Session:
+        session = _Session(uuid.uuid4().hex, self._negotiate(message))
         self.sessions[session.ident] = session
         while len(self.sessions) > MAX_SESSIONS:
             self.sessions.popitem(last=False)
         return session
 
-    async def _session(
-        self, headers: dict[str, str], send: Any, cors: list[tuple[str, str]]
-    ) -> _Session | None:
-        """The request's session, or an answer: 400 without an id, 404 for an unknown one."""
-        ident = headers.get("mcp-session-id")
-        if ident is None:
-            await _error(send, 400, None, -32600, "Bad Request: Mcp-Session-Id required", cors)
-            return None
-        session = self.sessions.get(ident)
-        if session is None and "stale-session-accepted" in self.faults and ident not in self.ended:
-            session = self.sessions[ident] = _Session(ident, self.profile.name)
-        if session is None:
-            status = 400 if "unknown-session-400" in self.faults else 404
-            await _error(send, status, None, -32001, "Session not found", cors)
-            return None
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version.strip() not in KNOWN_VERSIONS:
-            await _error(send, 400, None, -32600, f"Unsupported protocol version: {version}", cors)
-            return None
-        return session
+    def _negotiate(self, message: dict[str, Any]) -> str:
+        """The version initialize agrees on: the client's if initialize exists in it, else ours."""
+        wanted = _object(message.get("params")).get("protocolVersion")
+        return wanted if _negotiable(wanted) else self.profile.name
 
-    # -- answers and streams -----------------------------------------------------------
+    # -- tools -------------------------------------------------------------------------
 
-    async def _answer(
-        self,
-        send: Any,
-        scope: Any,
-        receive: Any,
-        session: _Session,
-        ident: Any,
-        result: dict[str, Any],
-        extra: list[tuple[str, str]],
-    ) -> None:
-        reply = {"jsonrpc": "2.0", "id": ident, "result": result}
+    async def _echo(self, call: _Call, arguments: dict[str, Any]) -> None:
+        await self._answer(call, _text(str(arguments.get("text", ""))))
+
+    async def _big(self, call: _Call, arguments: dict[str, Any]) -> None:
+        size = min(int(arguments.get("size", 4 << 20)), 64 << 20)
+        await self._answer(call, _text("x" * size))
+
+    async def _structured(self, call: _Call, arguments: dict[str, Any]) -> None:
+        n = arguments.get("n", 1)
+        value: Any = "not an integer" if Fault.OUTPUT_SCHEMA_VIOLATION in self.faults else n
+        result = {
+            "content": [{"type": "text", "text": json.dumps({"value": value})}],
+            "structuredContent": {"value": value},
+        }
+        await self._answer(call, result)
+
+    async def _ask_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
+        question = str(arguments.get("question", "?"))
+        await self._streamed(call, lambda stream: self._ask(call.session, stream, question))
+
+    async def _countdown_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
+        count = max(0, min(int(arguments.get("count", 20)), 10_000))
+        delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
+        size = max(0, min(int(arguments.get("size", self.result_size)), 64 << 20))
         if self.json_response:
-            await _respond(send, 200, json.dumps(reply).encode(), [("content-type", JSON), *extra])
+            await asyncio.sleep(count * delay)
+            await self._answer(call, _text(_filler(size)))
             return
-        stream = self._open_stream(session)
-        self._emit(session, stream, reply)
-        stream.finish()
-        await self._serve_stream(scope, receive, send, session, stream, 0, extra)
+        token = _object(call.params.get("_meta")).get("progressToken")
+        await self._streamed(
+            call, lambda stream: self._countdown(call.session, stream, token, count, delay, size)
+        )
 
-    async def _call(
-        self,
-        send: Any,
-        scope: Any,
-        receive: Any,
-        session: _Session,
-        message: dict[str, Any],
-        extra: list[tuple[str, str]],
+    # -- producers: background work that fills a stream ---------------------------------
+
+    async def _streamed(
+        self, call: _Call, produce: Callable[[_Stream], Coroutine[Any, Any, dict[str, Any]]]
     ) -> None:
-        params = _object(message.get("params"))
-        name, arguments = params.get("name"), params.get("arguments") or {}
-        token = _object(params.get("_meta")).get("progressToken")
-        ident = message["id"]
-        if name == "echo":
-            await self._answer(
-                send, scope, receive, session, ident, _text(str(arguments.get("text", ""))), extra
-            )
-        elif name == "big":
-            size = min(int(arguments.get("size", 4 << 20)), 64 << 20)
-            await self._answer(send, scope, receive, session, ident, _text("x" * size), extra)
-        elif name == "structured":
-            n = arguments.get("n", 1)
-            value: Any = "not an integer" if "output-schema-violation" in self.faults else n
-            result: dict[str, Any] = {
-                "content": [{"type": "text", "text": json.dumps({"value": value})}],
-                "structuredContent": {"value": value},
-            }
-            await self._answer(send, scope, receive, session, ident, result, extra)
-        elif name == "ask" and not self.json_response and not self.profile.request_headers:
-            stream = self._open_stream(session)
-            self._spawn(self._ask(session, stream, ident, str(arguments.get("question", "?"))))
-            await self._serve_stream(scope, receive, send, session, stream, 0, extra)
-        elif name == "countdown":
-            count = max(0, min(int(arguments.get("count", 20)), 10_000))
-            delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
-            size = max(0, min(int(arguments.get("size", self.result_size)), 64 << 20))
-            if self.json_response:
-                await asyncio.sleep(count * delay)
-                await self._answer(send, scope, receive, session, ident, _text(_filler(size)), extra)
-                return
-            stream = self._open_stream(session)
-            self._spawn(self._countdown(session, stream, ident, token, count, delay, size))
-            await self._serve_stream(scope, receive, send, session, stream, 0, extra)
-        else:
-            result = {**_text(f"unknown tool {name!r}"), "isError": True}
-            await self._answer(send, scope, receive, session, ident, result, extra)
+        """Answer on a stream that a task of the server's fills: the task goes on whether or
+        not anyone reads, so a cut client resumes from the store."""
+        stream = self._open_stream(call.session)
+        self._spawn(self._produce(call.session, stream, call.ident, produce(stream)))
+        await self._serve_stream(call.http, stream, 0, call.headers)
 
-    def _spawn(self, work: Any) -> None:
-        """Run a tool in the background: it goes on whether or not anyone reads its stream."""
+    async def _produce(
+        self, session: _Session, stream: _Stream, ident: Any, work: Awaitable[dict[str, Any]]
+    ) -> None:
+        """Run a producer and answer with its result; its stream ends on every path, so a
+        reader (or a GET resuming it) never waits on a producer that failed or was cancelled."""
+        try:
+            result = await work
+        except Exception:
+            error = {"code": -32603, "message": "Internal error: the tool failed"}
+            self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "error": error})
+            raise  # kept in self.errors by _reap
+        else:
+            self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": result})
+        finally:
+            stream.finish()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(self._reap)
+
+    def _reap(self, task: asyncio.Task[None]) -> None:
+        """Forget a finished task and surface its failure (retrieved here, so asyncio never
+        reports it as unretrieved)."""
+        self.tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self.errors.append(error)
+            logger.error("a reference server task failed", exc_info=error)
 
     async def _countdown(
-        self, session: _Session, stream: _Stream, ident: Any, token: Any, count: int, delay: float, size: int
-    ) -> None:
-        """Runs to the end whether or not anyone reads: a cut client resumes from the store."""
+        self, session: _Session, stream: _Stream, token: Any, count: int, delay: float, size: int
+    ) -> dict[str, Any]:
+        """``count`` progress notifications ``delay`` apart, then a result of ``size`` bytes."""
         for i in range(1, count + 1):
             await asyncio.sleep(delay)
-            if token is not None:
-                note = {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/progress",
-                    "params": {"progressToken": token, "progress": i, "total": count},
-                }
-                self._emit(session, stream, note)
-                if "broadcast-two-streams" in self.faults:
-                    for queue in session.listeners:
-                        queue.put_nowait(encode_event(json.dumps(note), event="message"))
-        self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": _text(_filler(size))})
-        stream.finish()
+            if token is None:
+                continue
+            note = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": i, "total": count},
+            }
+            self._emit(session, stream, note)
+            if Fault.BROADCAST_TWO_STREAMS in self.faults:
+                for queue in session.listeners:
+                    queue.put_nowait(encode_event(json.dumps(note), event="message"))
+        return _text(_filler(size))
 
-    async def _ask(self, session: _Session, stream: _Stream, ident: Any, question: str) -> None:
+    async def _ask(self, session: _Session, stream: _Stream, question: str) -> dict[str, Any]:
         """Ask the client (sampling/createMessage on the request's stream), then answer with
         what it said; 10 s at most."""
         asked = f"srv-{next(self.asking)}"
@@ -459,20 +598,30 @@ class ReferenceServer:
             "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
             "maxTokens": 16,
         }
-        self._emit(
-            session,
-            stream,
-            {"jsonrpc": "2.0", "id": asked, "method": "sampling/createMessage", "params": sampling},
-        )
+        request = {"jsonrpc": "2.0", "id": asked, "method": "sampling/createMessage", "params": sampling}
         try:
+            self._emit(session, stream, request)
             answer = await asyncio.wait_for(waiting, 10.0)
             text = json.dumps(answer.get("result", answer.get("error")))
         except asyncio.TimeoutError:
             text = "no answer"
         finally:
             self.asked.pop(asked, None)
-        self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": _text(text)})
-        stream.finish()
+        return _text(text)
+
+    # -- answers and streams -----------------------------------------------------------
+
+    async def _answer(self, call: _Call, result: dict[str, Any]) -> None:
+        reply = {"jsonrpc": "2.0", "id": call.ident, "result": result}
+        if self.json_response:
+            await call.http.respond(200, [("content-type", JSON), *call.headers], json.dumps(reply).encode())
+            return
+        stream = self._open_stream(call.session)
+        try:
+            self._emit(call.session, stream, reply)
+        finally:
+            stream.finish()
+        await self._serve_stream(call.http, stream, 0, call.headers)
 
     def _open_stream(self, session: _Session, size: int | None = None) -> _Stream:
         number = next(session.numbers)
@@ -487,7 +636,7 @@ class ReferenceServer:
     def _emit(self, session: _Session, stream: _Stream, message: dict[str, Any] | None) -> None:
         """Store one event (``None``: the priming event, an id and empty data)."""
         if self.profile.resumability:
-            if "duplicate-event-ids" in self.faults:
+            if Fault.DUPLICATE_EVENT_IDS in self.faults:
                 seq = stream.next_seq
                 ident = str(seq)
             else:
@@ -506,22 +655,18 @@ class ReferenceServer:
             encoded = encode_event(json.dumps(message), event="message", id=ident)
         stream.add(seq, encoded, message)
 
+    @property
+    def _sse_type(self) -> str:
+        return "text/plain" if Fault.WRONG_CONTENT_TYPE in self.faults else "text/event-stream"
+
     async def _serve_stream(
-        self,
-        scope: Any,
-        receive: Any,
-        send: Any,
-        session: _Session,
-        stream: _Stream,
-        after: int,
-        extra: list[tuple[str, str]],
+        self, http: _Http, stream: _Stream, after: int, headers: list[tuple[str, str]]
     ) -> None:
-        ctype = "text/plain" if "wrong-content-type" in self.faults else "text/event-stream"
         source = self._follow(stream, after)
-        if "buffered-stream" in self.faults:
+        if Fault.BUFFERED_STREAM in self.faults:
             source = _held_back(source)
-        app = EventStreamResponse(source, keepalive=0, headers=[("content-type", ctype), *extra])
-        await app(scope, receive, send)
+        app = EventStreamResponse(source, keepalive=0, headers=[("content-type", self._sse_type), *headers])
+        await app(http.scope, http.receive, http.send)
 
     @staticmethod
     async def _follow(stream: _Stream, after: int) -> AsyncIterator[bytes]:
@@ -546,106 +691,92 @@ class ReferenceServer:
 
     # -- GET and DELETE ----------------------------------------------------------------
 
-    async def _get(
-        self, headers: dict[str, str], cors: list[tuple[str, str]], scope: Any, receive: Any, send: Any
-    ) -> None:
-        if not self.profile.get_stream or self.stateless_mode or "no-get" in self.faults:
-            await _respond(send, 405, b"", [*cors, ("allow", "POST")])
+    async def _get(self, http: _Http) -> None:
+        """The standalone stream, or with Last-Event-ID a resumption of a stream."""
+        if not self.profile.get_stream or self.stateless_mode or Fault.NO_GET in self.faults:
+            await http.respond(405, [*http.cors, ("allow", "POST")])
             return
-        if (
-            not acceptable(headers.get("accept"), "text/event-stream")
-            or headers.get("accept") is None
-            or ("strict-accept" in self.faults and headers.get("accept") != "text/event-stream")
-        ):
-            await _error(send, 406, None, -32600, "Not Acceptable: Accept must list text/event-stream", cors)
-            return
-        session = await self._session(headers, send, cors)
-        if session is None:
-            return
-        extra = [*cors, ("mcp-session-id", session.ident)]
-        cursor = headers.get("last-event-id")
-        if cursor is not None:
-            await self._resume(session, cursor, scope, receive, send, extra)
-            return
+        self._check_get_accept(http.headers.get("accept"))
+        session = self._session(http.headers)
+        headers = [*http.cors, ("mcp-session-id", session.ident)]
+        cursor = http.headers.get("last-event-id")
+        if cursor is None:
+            await self._listen(http, session, headers)
+        else:
+            await self._resume(http, session, cursor, headers)
+
+    async def _listen(self, http: _Http, session: _Session, headers: list[tuple[str, str]]) -> None:
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1024)
         session.listeners.append(queue)
         try:
-            keepalive = 0 if "no-keepalives" in self.faults else self.keepalive
-            ctype = "text/plain" if "wrong-content-type" in self.faults else "text/event-stream"
+            keepalive = 0 if Fault.NO_KEEPALIVES in self.faults else self.keepalive
+            source = self._standalone(session, queue)
             app = EventStreamResponse(
-                _listen(self, session, queue), keepalive=keepalive, headers=[("content-type", ctype), *extra]
+                source, keepalive=keepalive, headers=[("content-type", self._sse_type), *headers]
             )
-            await app(scope, receive, send)
+            await app(http.scope, http.receive, http.send)
         finally:
             session.listeners.remove(queue)
 
+    async def _standalone(self, session: _Session, queue: asyncio.Queue[bytes]) -> AsyncIterator[bytes]:
+        """The standalone GET stream: a priming event, then what the server sends on its own."""
+        if self.profile.priming:
+            stream = self._open_stream(session)
+            stream.finish()
+            yield stream.events[0][1]
+        while True:
+            yield await queue.get()
+
     async def _resume(
-        self,
-        session: _Session,
-        cursor: str,
-        scope: Any,
-        receive: Any,
-        send: Any,
-        extra: list[tuple[str, str]],
+        self, http: _Http, session: _Session, cursor: str, headers: list[tuple[str, str]]
     ) -> None:
         """Replay the cursor's stream after it, or refuse explicitly when it cannot."""
         found = session.by_event.get(cursor)
         stream = session.streams.get(found[0]) if found else None
+        refusal = [("mcp-session-id", session.ident), ("retry-after", "1")]
         if stream is None or found is None:
-            await _error(
-                send,
-                409,
-                None,
-                -32000,
-                "cannot resume: unknown Last-Event-ID",
-                [*extra, ("retry-after", "1")],
-            )
-            return
+            raise _Refused(409, -32000, "cannot resume: unknown Last-Event-ID", headers=refusal)
         seq = found[1]
         if stream.evicted > seq:  # events after the cursor were evicted: refuse, never fake it
-            if "torn-replay-after-eviction" in self.faults:  # a fresh stream, new ids, a gap
-                fresh = self._open_stream(session, size=len(stream.events) + 1)  # served whole
-                for _, _, message in list(stream.events):
-                    if message is not None:
-                        self._emit(session, fresh, message)
-                fresh.finish()
-                await self._serve_stream(scope, receive, send, session, fresh, 0, extra)
+            if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults:
+                await self._torn_replay(http, session, stream, headers)
                 return
-            await _error(
-                send,
-                409,
-                None,
-                -32000,
-                "cannot resume: events after Last-Event-ID were evicted",
-                [*extra, ("retry-after", "1")],
-            )
-            return
-        after = seq - 1 if "replay-before-cursor" in self.faults else seq
-        await self._serve_stream(scope, receive, send, session, stream, after, extra)
+            text = "cannot resume: events after Last-Event-ID were evicted"
+            raise _Refused(409, -32000, text, headers=refusal)
+        after = seq - 1 if Fault.REPLAY_BEFORE_CURSOR in self.faults else seq
+        await self._serve_stream(http, stream, after, headers)
 
-    async def _delete(self, headers: dict[str, str], cors: list[tuple[str, str]], send: Any) -> None:
+    async def _torn_replay(
+        self, http: _Http, session: _Session, stream: _Stream, headers: list[tuple[str, str]]
+    ) -> None:
+        """The torn-replay-after-eviction fault: a fresh stream, new ids, a gap."""
+        fresh = self._open_stream(session, size=len(stream.events) + 1)  # served whole
+        try:
+            for _, _, message in list(stream.events):
+                if message is not None:
+                    self._emit(session, fresh, message)
+        finally:
+            fresh.finish()
+        await self._serve_stream(http, fresh, 0, headers)
+
+    async def _delete(self, http: _Http) -> None:
         if self.stateless_mode:
-            await _respond(send, 405, b"", [*cors, ("allow", "POST")])
+            await http.respond(405, [*http.cors, ("allow", "POST")])
             return
-        session = await self._session(headers, send, cors)
-        if session is None:
-            return
-        if "delete-not-invalidating" not in self.faults:
+        session = self._session(http.headers)
+        if Fault.DELETE_NOT_INVALIDATING not in self.faults:
             self.sessions.pop(session.ident, None)
             self.ended.append(session.ident)
-        await _respond(send, 200, b"", cors)
+        await http.respond(200, http.cors)
 
 
-async def _listen(
-    server: ReferenceServer, session: _Session, queue: asyncio.Queue[bytes]
-) -> AsyncIterator[bytes]:
-    """The standalone GET stream: a priming event, then what the server sends on its own."""
-    if server.profile.priming:
-        stream = server._open_stream(session)
-        stream.finish()
-        yield stream.events[0][1]
-    while True:
-        yield await queue.get()
+def _negotiable(version: Any) -> TypeGuard[str]:
+    """A revision initialize can agree on: a known one that still has initialize (the
+    revisions with Mcp-Method headers replaced it with discovery)."""
+    if not isinstance(version, str) or version not in KNOWN_VERSIONS:
+        return False
+    profile = PROFILES.get(version)
+    return profile is None or not profile.request_headers
 
 
 async def _held_back(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
