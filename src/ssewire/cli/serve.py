@@ -22,7 +22,9 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--profile", default="2025-11-25", metavar="P")
+    parser.add_argument(
+        "--profile", metavar="P", help="the revision to serve (default: the newest with sessions, 2025-11-25)"
+    )
     parser.add_argument("--stateless", action="store_true", help="issue no session ids")
     parser.add_argument("--json-response", action="store_true", help="answer with JSON, not SSE")
     parser.add_argument(
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..mcp.live.server import ReferenceServer
 
     app = ReferenceServer(
-        profile=args.profile,
+        **({"profile": args.profile} if args.profile else {}),
         faults=args.fault,
         keepalive=args.keepalive,
         json_response=args.json_response,

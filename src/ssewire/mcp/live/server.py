@@ -35,10 +35,11 @@ from typing import Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 from ..._encoder import encode_event
-from ..._http import JSON, acceptable, media_type
+from ..._http import acceptable, media_type
 from ...asgi import EventStreamResponse
-from ..protocol.profiles import KNOWN_VERSIONS, PROFILES, resolve
-from ..protocol.wire import META_VERSION, NAME_FIELDS, decode_name
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import KNOWN_VERSIONS, NEWEST_WITH_SESSIONS, PROFILES, resolve
+from ..protocol.wire import BOTH, JSON, SSE
 from .faults import Fault
 from .faults import resolve as resolve_faults
 
@@ -207,7 +208,7 @@ class ReferenceServer:
     def __init__(
         self,
         *,
-        profile: str = "2025-11-25",
+        profile: str = NEWEST_WITH_SESSIONS.name,
         faults: Iterable[str] = (),
         keepalive: float = 15.0,
         store_size: int = 16,
@@ -330,17 +331,17 @@ class ReferenceServer:
 
     def _check_post_accept(self, accept: str | None) -> None:
         if Fault.STRICT_ACCEPT in self.faults:
-            ok = accept == "application/json, text/event-stream"
+            ok = accept == BOTH  # the exact string, as a naive server compares it
         else:
-            ok = accept is not None and acceptable(accept, JSON) and acceptable(accept, "text/event-stream")
+            ok = accept is not None and acceptable(accept, JSON) and acceptable(accept, SSE)
         if not ok:
             text = "Not Acceptable: Accept must list application/json and text/event-stream"
             raise _Refused(406, -32600, text)
 
     def _check_get_accept(self, accept: str | None) -> None:
-        ok = accept is not None and acceptable(accept, "text/event-stream")
+        ok = accept is not None and acceptable(accept, SSE)
         if Fault.STRICT_ACCEPT in self.faults:
-            ok = ok and accept == "text/event-stream"
+            ok = ok and accept == SSE
         if not ok:
             raise _Refused(406, -32600, "Not Acceptable: Accept must list text/event-stream")
 
@@ -380,23 +381,10 @@ class ReferenceServer:
         return session
 
     def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
-        """2026-07-28: the headers must agree with the body (requests only)."""
+        """2026-07-28: a request's headers must agree with its body (the protocol layer's rules)."""
         if "id" not in message or "method" not in message:
             return None
-        version = (headers.get("mcp-protocol-version") or "").strip() or None
-        params = _object(message.get("params"))
-        meta = _object(params.get("_meta"))
-        meta_version = meta.get(META_VERSION)
-        if version is None or (meta_version is not None and meta_version != version):
-            return -32020, "MCP-Protocol-Version is missing or disagrees with the body"
-        if (headers.get("mcp-method") or "").strip() != message["method"]:
-            return -32020, "Mcp-Method disagrees with the body"
-        field_name = NAME_FIELDS.get(message["method"])
-        if field_name is not None and decode_name(headers.get("mcp-name")) != params.get(field_name):
-            return -32020, "Mcp-Name disagrees with the body"
-        if version not in KNOWN_VERSIONS:
-            return -32022, f"Unsupported protocol version: {version}"
-        return None
+        return ModernHeaders.of(headers, message).rejection()
 
     # -- POST ------------------------------------------------------------------------
 
@@ -657,7 +645,7 @@ class ReferenceServer:
 
     @property
     def _sse_type(self) -> str:
-        return "text/plain" if Fault.WRONG_CONTENT_TYPE in self.faults else "text/event-stream"
+        return "text/plain" if Fault.WRONG_CONTENT_TYPE in self.faults else SSE
 
     async def _serve_stream(
         self, http: _Http, stream: _Stream, after: int, headers: list[tuple[str, str]]
