@@ -67,10 +67,14 @@ VALIDATE_TIMEOUT = 60.0
 SERVER_START = 30.0
 RESET_TABLE_TIMEOUT = 420.0
 
-# Verdicts whose outcome follows the machine's load rather than the code (found by running
-# the capture twice on one commit; see the module docstring of each test for the timings):
-# a difference here is printed as unstable, not failed on. Keys are glob patterns on target names.
-UNSTABLE: dict[str, tuple[str, ...]] = {}
+# What differed between two captures of one commit: a difference here is printed as
+# unstable, not failed on. Keys: glob patterns on target names; values: globs on the paths
+# inside a target. The SDK client's columns of the reset table follow timing (when its
+# reconnection gives up, whether a cut lands before its 1 MiB cap fails the call: "cuts"
+# was 6 in one run and 7 in the next); the ssewire Client's column stays exact.
+UNSTABLE: dict[str, tuple[str, ...]] = {
+    "client/reset-table": ("columns/`mcp` SDK client*", "errors_said/`mcp` SDK client*"),
+}
 
 
 # -- normalizing: one function per output kind -------------------------------------------
@@ -642,6 +646,9 @@ def capture(args: argparse.Namespace) -> int:
 # -- diff ------------------------------------------------------------------------------------
 
 
+ABSENT = ("<absent>", {})
+
+
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """Leaf paths of nested dicts ("verdicts/stream.buffered/status"); lists are leaves."""
     if isinstance(value, dict) and value:
@@ -683,7 +690,7 @@ def diff(args: argparse.Namespace) -> int:
         left, right = _flatten(a[target]), _flatten(b[target])
         for path in sorted(left.keys() | right.keys()):
             was, now = left.get(path, "<absent>"), right.get(path, "<absent>")
-            if was == now:
+            if was == now or (was in ABSENT and now in ABSENT):  # an emptied table: its entries say it
                 continue
             line = f"{target}: {path}: {json.dumps(was, ensure_ascii=False)} -> {json.dumps(now, ensure_ascii=False)}"
             if path.startswith("notes") or path.split("/")[0] == "notes":
