@@ -258,25 +258,28 @@ def _wait_listening(process: subprocess.Popen[Any], port: int, deadline: float) 
 @contextlib.contextmanager
 def reference_server(*flags: str) -> Iterator[str]:
     """``ssewire serve`` on a free loopback port (another port if that one was taken meanwhile)."""
+    said = ""
     for _ in range(3):
         port = _free_port()
         command = ssewire("serve", "--host", "127.0.0.1", "--port", str(port), *flags)
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            if _wait_listening(process, port, time.monotonic() + SERVER_START):
-                yield f"http://127.0.0.1:{port}/mcp"
-                return
-        finally:
-            _kill_group(process)
-            assert process.stderr is not None
-            process.stderr.close()
-    raise RuntimeError(f"ssewire serve {' '.join(flags)} did not start")
+        # stderr to a file, not a pipe: a pipe nobody reads would stall a server that logs much
+        with tempfile.TemporaryFile("w+") as log:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+            try:
+                if _wait_listening(process, port, time.monotonic() + SERVER_START):
+                    yield f"http://127.0.0.1:{port}/mcp"
+                    return
+            finally:
+                _kill_group(process)
+                log.seek(0)
+                said = _failure(log.read())
+    raise RuntimeError(f"ssewire serve {' '.join(flags)} did not start: {said}")
 
 
 PY_SDK_RUNNER = """
