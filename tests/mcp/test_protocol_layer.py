@@ -217,3 +217,20 @@ def test_the_2026_header_rules():
     # the validator's view: a missing header is not a mismatch the server had to reject
     missing = _modern({"mcp-method": "tools/call", "mcp-name": "x"}, params=params)
     assert not missing.problem and missing.version is None
+
+
+def test_every_entry_point_resolves_aliases_and_refuses_unknown_revisions():
+    from ssewire.mcp import UnknownProfile
+    from ssewire.mcp.live.client import Client
+    from ssewire.mcp.live.probe import run_probe
+    from ssewire.mcp.live.server import ReferenceServer
+
+    assert Client("http://127.0.0.1:9/mcp", profile="stable-2025-11-25").wanted is PROFILES["2025-11-25"]
+    assert ReferenceServer(profile="draft-2026-07-28").profile is NEWEST
+    for make in (
+        lambda: Client("http://127.0.0.1:9/mcp", profile="2025-13-01"),
+        lambda: ReferenceServer(profile="2025-13-01"),
+        lambda: run_probe("http://127.0.0.1:9/mcp", profile="2025-13-01"),
+    ):
+        with pytest.raises(UnknownProfile, match="unknown profile '2025-13-01'"):
+            make()

@@ -25,7 +25,7 @@ from ..._secrets import MASK
 from ...jsonrpc import TornTail
 from ..checks.report import ProbeReport
 from ..probes import CHECKS, HANDSHAKE, Context, Received, Send, Together, Unreachable
-from ..protocol.profiles import NEWEST_WITH_SESSIONS
+from ..protocol.profiles import NEWEST_WITH_SESSIONS, resolve
 from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
 from ..transcript import TranscriptWriter
@@ -204,6 +204,9 @@ async def probe(
 ) -> ProbeReport:
     """Probe ``url`` (the MCP endpoint); raises ``Unreachable`` when nothing answers.
 
+    ``profile``: a revision (or an alias) to speak instead of negotiating; an unknown name
+    is ``UnknownProfile``.
+
     ``headers`` go with every request (credentials, say: ``{"Authorization": "Bearer ..."}``)
     unless a check sets the same field itself; the recording and the report carry their
     names only, the values masked.
@@ -215,7 +218,7 @@ async def probe(
     ctx = Context(
         path=parts.path or "/",
         cross_origin=f"{parts.scheme}://{other_host}{port}",
-        profile=profile,
+        profile=resolve(profile)[0].name if profile is not None else None,
         allowed=frozenset(call_tools),
         idle_check=idle_check,
         session_resilience=session_resilience,
