@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ssewire.mcp.live.client import Client, StreamBroken
+from ssewire.mcp.live.client import Client, MessageTooLarge, StreamBroken
 from ssewire.mcp.live.server import _filler, running
 
 from ..faultproxy import Cut, fault_proxy
@@ -156,3 +156,18 @@ def test_the_same_progress_on_two_streams_reaches_the_caller_once():
         seen, stats = asyncio.run(main(base + "/mcp"))
     assert [p["progress"] for p in seen] == [1, 2, 3, 4, 5, 6]
     assert stats["duplicates_dropped"] == 6 and stats["unsafe_resumptions"] == 0
+
+
+def test_a_json_answer_over_the_message_limit_ends_the_call_and_names_the_limit():
+    async def main(url):
+        async with Client(url, max_message_size=4096) as client:
+            small = await client.call_tool("countdown", {"count": 1, "size": 100})
+            with pytest.raises(MessageTooLarge, match="over the 4096 byte message limit") as raised:
+                await client.call_tool("countdown", {"count": 1, "size": 50_000})
+            after = await client.call_tool("countdown", {"count": 1, "size": 200})  # the session lives on
+            return small, raised.value, after
+
+    with running(server(json_response=True)) as base:
+        small, error, after = asyncio.run(main(base + "/mcp"))
+    assert len(text_of(small)) == 100 and len(text_of(after)) == 200
+    assert error.limit == 4096 and error.size > 4096

@@ -41,6 +41,7 @@ from ..protocol.wire import caller_headers
 from ..streams.guard import IdParser, ResumptionGuard
 from ..streams.ledger import REISSUE, RESUME
 from .transport import DEFAULT_MAX_MESSAGE_SIZE, Answer, Broken, Idle, NotJSON, send
+from .transport import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 
 CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
