@@ -44,6 +44,7 @@ http {{
     uwsgi_temp_path {tmp}/uwsgi;
     scgi_temp_path {tmp}/scgi;
     client_max_body_size 16m;
+    client_body_buffer_size 16m;  # in memory: a worker may not write the test's temp folder
 {gzip}
     upstream mcp {{
         server {upstream};
@@ -96,14 +97,14 @@ def nginx_proxy(upstream_url: str, *, gzip: bool = True) -> Iterator[str]:
         process = subprocess.Popen(
             [binary, "-p", tmp, "-c", str(config), "-e", f"{tmp}/error.log"],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # it writes to error.log (-e), read below
         )
         try:
             deadline = time.monotonic() + START_WITHIN
             while not _accepts(port):
                 if process.poll() is not None or time.monotonic() > deadline:
                     log = pathlib.Path(tmp, "error.log")
-                    said = log.read_text() if log.exists() else process.stderr.read().decode()  # type: ignore[union-attr]
+                    said = log.read_text() if log.exists() else f"exit {process.returncode}"
                     raise RuntimeError(f"nginx did not start on 127.0.0.1:{port}: {said.strip()[-500:]}")
                 time.sleep(0.05)
             yield f"http://127.0.0.1:{port}"

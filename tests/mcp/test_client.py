@@ -158,16 +158,34 @@ def test_the_same_progress_on_two_streams_reaches_the_caller_once():
     assert stats["duplicates_dropped"] == 6 and stats["unsafe_resumptions"] == 0
 
 
-def test_a_json_answer_over_the_message_limit_ends_the_call_and_names_the_limit():
+@pytest.mark.parametrize("json_response", [True, False], ids=["json", "sse"])
+def test_an_answer_over_the_message_limit_ends_the_call_and_names_the_limit(json_response):
     async def main(url):
         async with Client(url, max_message_size=4096) as client:
             small = await client.call_tool("countdown", {"count": 1, "size": 100})
             with pytest.raises(MessageTooLarge, match="over the 4096 byte message limit") as raised:
                 await client.call_tool("countdown", {"count": 1, "size": 50_000})
             after = await client.call_tool("countdown", {"count": 1, "size": 200})  # the session lives on
-            return small, raised.value, after
+            return small, raised.value, after, client.statistics()
 
-    with running(server(json_response=True)) as base:
-        small, error, after = asyncio.run(main(base + "/mcp"))
+    with running(server(json_response=json_response)) as base:
+        small, error, after, stats = asyncio.run(main(base + "/mcp"))
     assert len(text_of(small)) == 100 and len(text_of(after)) == 200
     assert error.limit == 4096 and error.size > 4096
+    assert stats["resumptions"] == 0  # an SSE answer over the limit is not resumed into again
+
+
+def test_a_cut_initialize_answer_is_resumed_with_the_session_headers():
+    """The handshake's own SSE answer, cut after its priming event: the resumption GET
+    carries the session id and the version asked for, though none is agreed yet."""
+
+    def plan(_, head):
+        return Cut(at=300) if b'"initialize"' in head else None
+
+    async def main(url):
+        async with Client(url, profile="2025-11-25", listen=False, timeout=10, idle_timeout=3) as client:
+            return client.version, client.session, client.statistics()["resumptions"]
+
+    with running(server()) as base, fault_proxy(urlsplit(base).port, plan) as proxy:
+        version, session, resumptions = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
+    assert version == "2025-11-25" and session is not None and resumptions == 1

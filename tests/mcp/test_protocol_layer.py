@@ -172,6 +172,18 @@ def test_the_handshake_falls_back_to_initialize_and_takes_the_servers_version():
     assert agreement == Agreement(PROFILES["2025-06-18"], "s9", {"protocolVersion": "2025-06-18"})
 
 
+def test_a_version_that_is_not_a_name_leaves_the_one_asked_for():
+    _, agreement = _drive(
+        handshake(None, ids=_ids(), client={}),
+        [
+            Incoming(None),
+            Incoming(200, {"jsonrpc": "2.0", "id": 2, "result": {"protocolVersion": ["x"]}}),
+            Incoming(202),
+        ],
+    )
+    assert agreement.profile is NEWEST_WITH_SESSIONS
+
+
 def test_a_forced_revision_is_not_negotiated():
     sent, failed = _drive(handshake(NEWEST, ids=_ids(), client={}), [Incoming(None)])
     assert [s.name for s in sent] == ["discover"] and not sent[0].optional
@@ -188,6 +200,7 @@ def test_retry_after_reads_seconds_and_dates():
     assert retry_after("5") == 5.0
     assert retry_after(" 0 ") == 0.0
     assert retry_after(None) is None and retry_after("soon") is None and retry_after("-3") is None
+    assert retry_after("²") is None  # what httpx makes of a latin-1 0xB2: a digit to str, not to float()
     assert retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now=now) == 0.0  # in the past: now
     in_a_minute = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now + 60))
     assert 58.0 <= retry_after(in_a_minute, now=now) <= 60.0  # type: ignore[operator]

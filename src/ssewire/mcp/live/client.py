@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ...jsonrpc import Message
+from ...jsonrpc import InvalidMessage, Message
 from ..protocol import requests
 from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client_info, handshake
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
@@ -151,8 +151,8 @@ class Client:
         headers and auth to it rather than here. Its read timeout should be None: the client
         keeps its own deadlines.
     :param max_message_size: bytes one message may take (an SSE event's data, a JSON answer);
-        over it, an SSE event is dropped as an invalid message and a JSON answer raises
-        ``MessageTooLarge``. None: no limit.
+        a call whose answer goes over it raises ``MessageTooLarge`` (the session goes on); on
+        the GET stream such an event is dropped. None: no limit.
     """
 
     def __init__(
@@ -466,7 +466,7 @@ class Client:
         if wait:
             await asyncio.sleep(wait)
         try:
-            answer = await self._send("GET", requests.get_headers(self.profile, self.session, cursor))
+            answer = await self._send("GET", requests.get_headers(self._speaking, self.session, cursor))
         except (httpx.TransportError, asyncio.TimeoutError) as exc:
             raise _Broken(type(exc).__name__) from None  # the resumption itself broke: try again
         if answer.status != 200:
@@ -489,6 +489,14 @@ class Client:
                     for item in self.guard.feed(stream, items):
                         if isinstance(item, Message):
                             self._route(item.payload)
+                        elif (
+                            isinstance(item, InvalidMessage)
+                            and item.reason.startswith("too large")  # the decoder dropped it for the limit
+                            and future is not None
+                            and not future.done()
+                        ):
+                            # on a POST's own stream: its answer, most likely; never resume into it again
+                            future.set_exception(MessageTooLarge(self.max_message_size or 0, item.size))
                     if answer.comments != comments:
                         self.stats.keepalives += answer.comments - comments
                         comments = answer.comments
@@ -565,7 +573,7 @@ class Client:
                     stream, answer = await self._resume(stream)
                 else:
                     try:
-                        answer = await self._send("GET", requests.get_headers(self.profile, self.session))
+                        answer = await self._send("GET", requests.get_headers(self._speaking, self.session))
                     except asyncio.TimeoutError:
                         raise _Broken("no answer to the GET") from None
                     if answer.status in (404, 405):
@@ -633,8 +641,14 @@ class Client:
             await answer.aclose()
         return answer.status
 
+    @property
+    def _speaking(self) -> Profile:
+        """The revision agreed, or during the handshake the one asked for (the guard's): a
+        resumption of an initialize answer carries the session and version headers too."""
+        return self.profile or self.guard.profile
+
     def _post_headers(self, method: str | None = None, name: object = None) -> dict[str, str]:
-        return requests.post_headers(self.profile, self.session, method, name)
+        return requests.post_headers(self._speaking, self.session, method, name)
 
     async def _reinitialize(self) -> None:
         """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""

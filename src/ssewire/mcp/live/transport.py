@@ -140,9 +140,10 @@ class Answer:
         self, *, idle: float | None = None, until: float | None = None, keep: int = 0
     ) -> AsyncGenerator[bytes, None]:
         """The body's chunks as they come: the one read loop. Ends at the body's end
-        (``ended``) or when the monotonic time ``until`` is reached (the stream is still
-        open); raises `Idle` when ``idle`` seconds pass with nothing, `Broken` when the
-        connection breaks. ``keep``: bytes of the body to keep in ``kept``."""
+        (``ended``) or when the monotonic time ``until`` is reached (the stream was still
+        open: its read is cancelled, so close the answer then, never read it again); raises
+        `Idle` when ``idle`` seconds pass with nothing, `Broken` when the connection breaks.
+        ``keep``: bytes of the body to keep in ``kept``."""
         while True:
             wait = idle
             if until is not None:
@@ -196,10 +197,11 @@ class Answer:
         """The whole body as one JSON value, under the size limit (`MessageTooLarge`); an empty
         body is None; `NotJSON` when it does not parse."""
         body = bytearray()
-        async for chunk in self.chunks(idle=idle, until=until):
-            body += chunk
-            if self.limit is not None and len(body) > self.limit:
-                raise MessageTooLarge(self.limit, len(body))
+        async with aclosing(self.chunks(idle=idle, until=until)) as chunks:
+            async for chunk in chunks:
+                body += chunk
+                if self.limit is not None and len(body) > self.limit:
+                    raise MessageTooLarge(self.limit, len(body))
         if not body.strip():
             return None
         try:

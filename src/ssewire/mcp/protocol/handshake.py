@@ -96,7 +96,9 @@ def handshake(
     server = _result(came)
     if came.status != 200 or server is None or "protocolVersion" not in server:
         raise HandshakeFailed(f"initialize was answered {came.status}", came)
-    profile = PROFILES.get(server["protocolVersion"], asked)  # a revision it names that we do not know: ours
+    named_version = server["protocolVersion"]
+    # a revision it names that we do not know (or not a name at all): ours
+    profile = PROFILES.get(named_version, asked) if isinstance(named_version, str) else asked
     yield Outgoing("initialized", post_headers(profile, came.session), notification(INITIALIZED))
     return Agreement(profile, came.session, server)
 

@@ -12,7 +12,7 @@ def retry_after(value: str | None, *, now: float | None = None) -> float | None:
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # str.isdigit admits '²', which float() refuses
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
