@@ -262,3 +262,28 @@ def test_accept_variants_tries_get_only_where_the_get_stream_is_served(get_strea
     ctx.learned.get_stream = get_stream
     assert _drive(accept_variants, ctx) == methods
     assert ctx.verdicts["transport.accept-header-406"].status == Status.PASS
+
+
+def test_every_check_declares_what_it_reads_and_sets_of_learned():
+    """``needs`` and ``provides`` are checked at registration; this holds them to the code,
+    so a check that reads ``ctx.learned.X`` without declaring it fails here, not silently."""
+    import ast
+    import inspect
+    import textwrap
+
+    from ssewire.mcp.probes import HANDSHAKE
+
+    wrong = []
+    for registered in (*HANDSHAKE, *CHECKS):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(registered.func)))
+        for node in ast.walk(tree):
+            owner = node.value if isinstance(node, ast.Attribute) else None
+            if not (isinstance(owner, ast.Attribute) and owner.attr == "learned"):
+                continue
+            sets = isinstance(node.ctx, ast.Store)
+            declared = registered.provides if sets else registered.needs | registered.provides
+            if node.attr not in declared:
+                verb = "sets" if sets else "reads"
+                wrong.append(f"{registered.func.__qualname__} {verb} learned.{node.attr} undeclared")
+    assert wrong == []
+    assert any(c.needs for c in CHECKS)  # the walk above saw declarations to hold
