@@ -274,7 +274,7 @@ class Client:
         if self.session is not None and not self.modern:
             try:
                 headers = requests.delete_headers(self.profile, self.session)
-                answer = await send(self.http, "DELETE", self.url, headers, head_timeout=5.0)
+                answer = await self._send("DELETE", headers, head=5.0)
                 await answer.aclose()
             except (httpx.HTTPError, asyncio.TimeoutError):
                 pass
@@ -614,24 +614,25 @@ class Client:
 
     # -- sending -------------------------------------------------------------------------
 
-    async def _send(self, method: str, headers: dict[str, str], content: bytes | None = None) -> Answer:
-        """A request on the transport path; its answer's head must come within idle_timeout."""
+    async def _send(
+        self, method: str, headers: dict[str, str], content: bytes | None = None, *, head: float | None = None
+    ) -> Answer:
+        """A request on the transport path; its answer's head must come within ``head``
+        seconds (``idle_timeout`` by default, like any silence on a stream)."""
         return await send(
             self.http,
             method,
             self.url,
             headers,
             content,
-            head_timeout=self.idle_timeout,
+            head_timeout=self.idle_timeout if head is None else head,
             max_message_size=self.max_message_size,
         )
 
     async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> int:
         """A POST whose answer is not a stream (a notification, an answer to the server): its
         status, the body read to its end (and dropped) within the request deadline."""
-        answer = await send(
-            self.http, "POST", self.url, headers, orjson.dumps(body), head_timeout=self.timeout
-        )
+        answer = await self._send("POST", headers, orjson.dumps(body), head=self.timeout)
         try:
             async for _ in answer.chunks(until=time.monotonic() + self.timeout):
                 pass
