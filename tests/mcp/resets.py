@@ -95,6 +95,19 @@ def random_cuts(resets: int, seed: int = 2026, low: int = 1024, high: int = RESU
     return plan
 
 
+def cut_share(share: float, seed: int = 2026, low: int = 1024, high: int = RESULT_SIZE + 2000) -> Plan:
+    """Cut ``share`` of the tool-call connections (a POST answer or a resumption), each at a
+    random offset of its answer: every resumption risks the same cut as the first answer."""
+    rng = random.Random(seed)
+
+    def plan(n: int, head: bytes) -> Cut | None:
+        if not answers_a_tool_call(head) or rng.random() >= share:
+            return None
+        return Cut(at=rng.randint(low, high))
+
+    return plan
+
+
 def no_keepalive_httpx() -> httpx.AsyncClient:
     # one connection per request, so the proxy's per-connection plan is a per-request plan
     return httpx.AsyncClient(
@@ -235,7 +248,7 @@ def calls_for(resets: int) -> int:
 
 
 ROWS: dict[str, Callable[[], Caller]] = {
-    "ssewire `Client`": lambda: ssewire_client(max_resumptions=64),
+    "ssewire `Client`": lambda: ssewire_client(),
     "`mcp` SDK client, event cap lifted": lambda: sdk_client(None),
     "`mcp` SDK client as shipped (1 MiB event cap)": lambda: sdk_client(MIB),
 }

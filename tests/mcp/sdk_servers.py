@@ -37,6 +37,14 @@ class MemoryEventStore(EventStore):
         return stream
 
 
+class ForgetfulEventStore(MemoryEventStore):
+    """Names every event but replays none: how the SDK answers a resumption for a stream its
+    store no longer has (200 and an empty stream), on every resumption."""
+
+    async def replay_events_after(self, last_event_id, send_callback: EventCallback):
+        return None
+
+
 def text_of_size(size: int) -> str:
     """``size`` characters, multi-byte ones among them, so a cut can fall inside one."""
     return ("résumé ✓ " * (size // 9 + 1))[:size]
@@ -46,11 +54,13 @@ class Value(BaseModel):
     value: int
 
 
-def probe_app(*, stateless: bool = False, json_response: bool = False, store: bool = False) -> Any:
+def probe_app(
+    *, stateless: bool = False, json_response: bool = False, store: bool = False, replays: bool = True
+) -> Any:
     """The SDK's Streamable HTTP app with the tools the probe and the client tests call:
     ``countdown`` streams progress (then "done", or ``size`` characters of text),
     ``structured`` declares an outputSchema (derived from its return type), ``ask`` sends
-    the client a sampling request."""
+    the client a sampling request. ``replays=False``: a store that cannot replay."""
     server = MCPServer("ssewire-probe-target", version="0", log_level="WARNING")
 
     @server.tool()
@@ -80,5 +90,5 @@ def probe_app(*, stateless: bool = False, json_response: bool = False, store: bo
         streamable_http_path="/mcp",
         stateless_http=stateless,
         json_response=json_response,
-        event_store=MemoryEventStore() if store else None,
+        event_store=(MemoryEventStore() if replays else ForgetfulEventStore()) if store else None,
     )

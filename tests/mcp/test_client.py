@@ -119,24 +119,38 @@ def test_the_2026_07_28_stateless_mode():
     assert len(text_of(result)) == 100
 
 
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
 @pytest.mark.parametrize("idempotent", [False, True])
-def test_2026_07_28_never_resumes_and_reissues_only_what_is_idempotent(idempotent):
+def test_2026_07_28_never_resumes_and_reissues_only_what_is_idempotent(idempotent, json_response):
     async def main(url):
         # one connection per request: the proxy's plan reads each connection's first request
         async with no_keepalive_httpx() as http, Client(url, listen=False, http=http) as client:
             try:
-                await client.call_tool("countdown", {"count": 3, "size": MIB}, idempotent=idempotent)
+                result = await client.call_tool("countdown", {"count": 3, "size": MIB}, idempotent=idempotent)
             except StreamBroken as broken:
-                return str(broken)
-            return "completed"
+                return str(broken), client.statistics()
+            return len(text_of(result)), client.statistics()
+
+    cut: list[int] = []
 
     def plan(n: int, head: bytes) -> Cut | None:
-        return Cut(at=200) if answers_a_tool_call(head) else None  # the call's answer is cut
+        if answers_a_tool_call(head) and not cut:  # the call's first answer is cut, inside its body
+            cut.append(n)
+            return Cut(at=200)
+        return None
 
-    with running(server(profile="2026-07-28")) as base, fault_proxy(urlsplit(base).port, plan) as proxy:
-        said = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
-    assert ("re-issue this idempotent request" in said) is idempotent
-    assert said != "completed"
+    with (
+        running(server(profile="2026-07-28", json_response=json_response)) as base,
+        fault_proxy(urlsplit(base).port, plan) as proxy,
+    ):
+        said, stats = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
+    assert stats["resets"] == 1 and stats["resumptions"] == 0
+    if idempotent:
+        assert said == MIB and stats["reissues"] == 1  # sent again with a new id, and answered
+    else:
+        assert stats["reissues"] == 0
+        assert "may have been processed, so it is not sent again" in said
+        assert "idempotent=True" in said  # what the caller can do
 
 
 def test_the_same_progress_on_two_streams_reaches_the_caller_once():

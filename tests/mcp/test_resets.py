@@ -17,6 +17,7 @@ from .resets import (
     ROWS,
     answers_a_tool_call,
     calls_for,
+    cut_share,
     random_cuts,
     reference_server,
     sdk_client,
@@ -51,6 +52,17 @@ def test_500_resets_across_4_mib_results_deliver_every_result_once_and_whole(cap
     assert tally.intact == calls - tally.no_answer and tally.no_answer <= calls // 50
     assert proxied.cuts >= resets - tally.no_answer
     assert tally.client["resumptions"] >= proxied.cuts - tally.no_answer
+
+
+def test_nine_connections_in_ten_cut_and_every_call_completes_once():
+    """90% of the calls' connections (answers and resumptions) cut at random offsets of a
+    4 MiB result: the budget counts only resumptions that bring nothing, so with the
+    default budget every call completes, whole and once, however many cuts it took."""
+    calls = 6
+    tally, proxied = through_proxy(ssewire_client(), cut_share(0.9, seed=7), calls, deadline=60)
+    assert tally.intact == calls, (tally.counts(), tally.reasons)
+    assert proxied.cuts >= calls * 3  # the cuts were many: several resumptions per call
+    assert tally.client["resumptions"] >= proxied.cuts - calls
 
 
 def test_a_cut_before_any_event_id_is_reported_not_replayed():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -38,13 +39,17 @@ from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
-from ..streams.guard import IdParser, ResumptionGuard
+from ..streams.guard import IdParser, ResumptionGuard, UnsafeResumption
 from ..streams.ledger import REISSUE, RESUME
 from .transport import DEFAULT_MAX_MESSAGE_SIZE, Answer, Broken, Idle, NotJSON, send
 from .transport import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 
 CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
+MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
+TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
+
+log = logging.getLogger("ssewire.mcp.client")
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -62,8 +67,36 @@ class StreamBroken(Exception):
     """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
 
 
+class RequestTimeout(asyncio.TimeoutError):
+    """A request got no answer within its deadline (resumptions included)."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(
+            f"{method} got no answer within its {seconds:g} s deadline: it may still be running "
+            "on the server; raise timeout= for slow work, or check its effects before sending it again"
+        )
+        self.method, self.seconds = method, seconds
+
+
 class _Broken(Exception):
-    """A stream ended before its answer (reset, idle timeout, or closed early)."""
+    """A stream ended before its answer (reset, idle timeout, or closed early), after
+    ``delivered`` new messages."""
+
+    def __init__(self, reason: str, delivered: int = 0) -> None:
+        super().__init__(reason)
+        self.reason, self.delivered = reason, delivered
+
+
+class _Reissue(Exception):
+    """The answer broke and the request is idempotent: send it again with a new id."""
+
+
+def _lost(what: str) -> StreamBroken:
+    """An answer lost for good: say what happened and what the caller can do."""
+    return StreamBroken(
+        f"{what}; the request may have been processed, so it is not sent again: check its effects, "
+        "or pass idempotent=True for a request safe to repeat"
+    )
 
 
 class _SessionGone(Exception):
@@ -79,9 +112,12 @@ class ClientStats:
     progress_gaps_s: list[float] = field(default_factory=list)
     resets: int = 0
     reinitializations: int = 0
+    reissues: int = 0  # idempotent requests sent again with a new id after a broken answer
     idle_timeouts: int = 0
     keepalives: int = 0
     get_failures: int = 0  # GET streams that broke or could not be (re)opened
+    callback_errors: int = 0  # on_notification / on_progress raised (logged; the stream goes on)
+    server_requests_dropped: int = 0  # past MAX_SERVING at once (logged; the server times them out)
 
     def as_dict(self, guard: ResumptionGuard) -> dict[str, Any]:
         return {
@@ -138,8 +174,10 @@ class Client:
     :param parse_id: reads an event id as ``(stream, position)``, so that a resumed stream
         that steps back or restarts is caught even before a copy arrives; None trusts
         nothing about the ids' shape.
-    :param max_resumptions: resumptions one call may spend before it fails with
-        ``StreamBroken``.
+    :param max_resumptions: resumptions in a row that bring no new message before a call
+        fails with ``StreamBroken`` (a resumption that delivers one starts the count again;
+        the request's deadline bounds them all); the re-issues of an idempotent request
+        count the same way.
     :param listen: open the standalone GET stream (2025 revisions) for what the server
         sends on its own.
     :param headers: extra headers for every request, e.g. ``{"Authorization": "Bearer ..."}``;
@@ -165,7 +203,7 @@ class Client:
         idle_timeout: float = 30.0,  # below the request deadline: keep-alives come every 15 s
         timeout: float = 60.0,
         parse_id: IdParser | None = None,
-        max_resumptions: int = 8,
+        max_resumptions: int = 64,  # in a row without progress: 90% cuts still end 99.9% of calls
         listen: bool = True,
         headers: Mapping[str, str] | None = None,
         auth: httpx.Auth | tuple[str, str] | None = None,
@@ -199,6 +237,7 @@ class Client:
         self._get_opened: float | None = None  # when the GET stream open now was opened
         self._retry_ms: int | None = None  # the server's last retry field, honoured on resuming
         self._closed = False
+        self.listen_error: Exception | None = None  # what last broke the GET stream (also logged)
 
     # -- the session ---------------------------------------------------------------------
 
@@ -318,13 +357,20 @@ class Client:
 
         :param on_progress: called with each progress notification's params (a progress
             token is added to the request).
-        :param idempotent: under 2026-07-28, a broken answer may be re-issued with a new id.
-        :param timeout: this request's deadline (the client's ``timeout`` by default).
+        :param idempotent: a broken answer that cannot be resumed (2026-07-28, a JSON
+            answer, a cut before any event id) is re-issued with a new id.
+        :param timeout: this request's deadline (the client's ``timeout`` by default); past
+            it, `RequestTimeout` (an ``asyncio.TimeoutError``).
         """
-        return await asyncio.wait_for(
-            self._call(method, params, on_progress=on_progress, idempotent=idempotent),
-            timeout or self.timeout,
-        )
+        deadline = timeout or self.timeout
+        try:
+            return await asyncio.wait_for(
+                self._call(method, params, on_progress=on_progress, idempotent=idempotent), deadline
+            )
+        except asyncio.TimeoutError as exc:
+            if isinstance(exc, RequestTimeout):
+                raise
+            raise RequestTimeout(method, deadline) from None
 
     async def _call(
         self,
@@ -342,12 +388,25 @@ class Client:
             token = f"p{ident}"
             params["_meta"] = {**(params.get("_meta") or {}), "progressToken": token}
             self._progress[token] = _Progress(on_progress)
-        body = requests.request(ident, method, params, self.profile, capabilities=self._capabilities())
         headers = self._post_headers(method, requests.name_of(method, params))
         try:
-            _, reply = await self._exchange(
-                body, headers, idempotent=idempotent, retry_gone=not reinitialized
-            )
+            for reissues in itertools.count():  # bounded: each pass spends one of max_resumptions
+                body = requests.request(
+                    ident, method, params, self.profile, capabilities=self._capabilities()
+                )
+                try:
+                    _, reply = await self._exchange(
+                        body, headers, idempotent=idempotent, retry_gone=not reinitialized
+                    )
+                    break
+                except _Reissue as broke:
+                    if reissues >= self.max_resumptions:
+                        raise StreamBroken(
+                            f"{method}: the answer broke {reissues + 1} times ({broke}); the request "
+                            f"was re-issued {reissues} times (max_resumptions): give up or try later"
+                        ) from None
+                    self.stats.reissues += 1
+                    ident = next(self._ids)  # a new id: the broken one may still be answered
         except _SessionGone:
             await self._reinitialize()  # the request was never processed: send it once more
             return await self._call(
@@ -380,9 +439,17 @@ class Client:
         try:
             try:  # the answer must start within idle_timeout, like any stream
                 answer = await self._send("POST", headers, orjson.dumps(body))
+            except httpx.ConnectError as exc:  # nothing was sent
+                raise StreamBroken(
+                    f"could not connect to {self.url} ({exc or 'ConnectError'}): nothing was sent"
+                ) from None
             except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
                 self.stats.resets += 1
-                raise StreamBroken(f"the connection broke before an answer ({type(exc).__name__})") from None
+                if idempotent:
+                    raise _Reissue(f"no answer: {type(exc).__name__}") from None
+                raise _lost(
+                    f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
+                ) from None
             if answer.status == 404 and self.session is not None and retry_gone:
                 await answer.aclose()
                 raise _SessionGone
@@ -398,7 +465,7 @@ class Client:
     ) -> None:
         """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
         if not answer.is_sse:
-            await self._answered_json(answer, ident, future)
+            await self._answered_json(answer, ident, future, idempotent)
             return
         stream = self.guard.open_post(ident, self.session)
         try:
@@ -407,14 +474,18 @@ class Client:
             self.guard.finish(stream)  # answered or given up: never read again
 
     async def _answered_json(
-        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]]
+        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
     ) -> None:
         """A JSON answer (or an error status): read whole, under the message size limit."""
         try:
             message = await answer.json(idle=self.idle_timeout)
-        except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: the request is lost
+        except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: re-issue, or report
             self.stats.resets += 1
-            raise StreamBroken(f"the answer broke before its end ({exc})") from None
+            if idempotent:
+                raise _Reissue(f"the JSON answer broke: {exc}") from None
+            raise _lost(
+                f"the JSON answer to request {ident} broke before its end ({exc}), and cannot be resumed"
+            ) from None
         except NotJSON:
             raise httpx.HTTPStatusError(
                 f"{answer.status}: not JSON-RPC", request=answer.response.request, response=answer.response
@@ -432,54 +503,88 @@ class Client:
     async def _read_answer(
         self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]], idempotent: bool
     ) -> None:
-        """An SSE answer, resumed through the guard until the response came or it is unsafe."""
-        attempts = 0
+        """An SSE answer, resumed through the guard until the response came or it is unsafe.
+
+        The budget is resumptions in a row without a new message: a stream cut again and
+        again while it makes progress goes on (the request's deadline bounds it); one that
+        brings nothing ``max_resumptions`` times in a row is given up."""
+        stalled = 0  # resumptions in a row that brought no new message
+        empty = 0  # resumptions answered with an empty stream (the store lost it?)
         current: Answer | None = answer
         while True:
+            resumed = current is None
             try:
                 if current is None:
                     stream, current = await self._resume(stream)
-                await self._consume(stream, current, future)
+                delivered = await self._consume(stream, current, future)
                 if future.done():
                     self.guard.ended(stream)
                     return
+                if resumed and delivered == 0 and current.events_seen == 0 and current.comments == 0:
+                    empty += 1  # 200 and nothing at all: a store that no longer has the stream
+                    if empty > 1:
+                        self.guard.cannot_resume(
+                            stream, "it answered the resumption twice with an empty stream"
+                        )
                 raise _Broken("the stream ended before the response")
-            except _Broken:
+            except _Broken as broke:
                 if future.done():
                     return
+                if broke.delivered:
+                    stalled = empty = 0
+                stalled += 1
                 self.stats.resets += 1
                 recovery = self.guard.broken(stream, idempotent=idempotent)
-                attempts += 1
-                if recovery.action == RESUME and attempts <= self.max_resumptions:
+                if recovery.action == RESUME and stalled <= self.max_resumptions:
                     current = None  # resume with GET and Last-Event-ID
                     continue
                 if recovery.action == REISSUE:
+                    raise _Reissue(f"the stream broke ({broke.reason}) before any event id") from None
+                if recovery.action == RESUME:
                     raise StreamBroken(
-                        "the stream broke: re-issue this idempotent request with a new id"
+                        f"the answer's stream broke {stalled} times in a row "
+                        f"without a new message (last: {broke.reason}; max_resumptions={self.max_resumptions}): "
+                        "the server is not getting the answer through; it may have been processed: "
+                        "check its effects before sending it again"
                     ) from None
-                raise StreamBroken(f"the stream broke: {recovery.reason}") from None
+                why = (
+                    "before any event id to resume from"
+                    if self.guard.profile.resumability
+                    else "(no resumption in this revision)"
+                )
+                raise _lost(f"the answer's stream broke ({broke.reason}) {why}") from None
 
     async def _resume(self, broken: str) -> tuple[str, Answer]:
-        """GET with Last-Event-ID after the server's retry; an error status is a refusal."""
-        resumed, cursor = self.guard.reopen(broken, self.session)
-        wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
-        if wait:
-            await asyncio.sleep(wait)
-        try:
-            answer = await self._send("GET", requests.get_headers(self._speaking, self.session, cursor))
-        except (httpx.TransportError, asyncio.TimeoutError) as exc:
-            raise _Broken(type(exc).__name__) from None  # the resumption itself broke: try again
-        if answer.status != 200:
+        """GET with Last-Event-ID after the server's retry. An error status is a refusal: a
+        transient one (409, 429, 5xx) is retried once after its Retry-After, then the
+        server cannot resume the stream (`UnsafeResumption`)."""
+        for attempt in range(2):
+            resumed, cursor = self.guard.reopen(broken, self.session)
+            wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
+            if wait:
+                await asyncio.sleep(wait)
+            try:
+                answer = await self._send("GET", requests.get_headers(self._speaking, self.session, cursor))
+            except (httpx.TransportError, asyncio.TimeoutError) as exc:
+                raise _Broken(f"the resumption failed: {type(exc).__name__}") from None  # try again
+            if answer.status == 200:
+                return resumed, answer
             await answer.aclose()
-            self.guard.refused(resumed, answer.status, retry_after(answer.headers.get("retry-after")))
-        return resumed, answer
+            later = retry_after(answer.headers.get("retry-after"))
+            if attempt == 0 and answer.status in TRANSIENT and (later or 0) <= MAX_RETRY_WAIT:
+                self.guard.ended(resumed)  # refused: the next attempt reopens the same chain
+                await asyncio.sleep(later or 0.1)
+                continue
+            self.guard.refused(resumed, answer.status, later)
+        raise AssertionError("unreachable: the second refusal raised")  # pragma: no cover
 
     async def _consume(
         self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]] | None
-    ) -> None:
-        """Decode one SSE answer through the guard, routing what it delivers; returns when
-        the stream ends cleanly (or ``future`` is answered), raises _Broken otherwise."""
-        comments, first = 0, True
+    ) -> int:
+        """Decode one SSE answer through the guard, routing what it delivers; returns the
+        new messages it delivered when the stream ends cleanly (or ``future`` is answered),
+        raises _Broken (with that count) otherwise."""
+        comments, first, delivered = 0, True, 0
         try:
             async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
                 async for items in batches:
@@ -488,6 +593,7 @@ class Client:
                         first = False
                     for item in self.guard.feed(stream, items):
                         if isinstance(item, Message):
+                            delivered += 1
                             self._route(item.payload)
                         elif (
                             isinstance(item, InvalidMessage)
@@ -496,7 +602,9 @@ class Client:
                             and not future.done()
                         ):
                             # on a POST's own stream: its answer, most likely; never resume into it again
-                            future.set_exception(MessageTooLarge(self.max_message_size or 0, item.size))
+                            future.set_exception(
+                                MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
+                            )
                     if answer.comments != comments:
                         self.stats.keepalives += answer.comments - comments
                         comments = answer.comments
@@ -504,14 +612,15 @@ class Client:
                         self._retry_ms = answer.retry
                     if future is not None and future.done():
                         break
-        except Idle:
+        except Idle as exc:
             self.stats.idle_timeouts += 1
-            raise _Broken("idle: no event and no keep-alive") from None
+            raise _Broken(f"idle: no event and no keep-alive for {exc.seconds:g} s", delivered) from None
         except Broken as exc:
             self.guard.feed(stream, answer.tail())  # count the torn tail; deliver nothing of it
-            raise _Broken(exc.error) from None
+            raise _Broken(f"the connection broke: {exc}", delivered) from None
         finally:
             await answer.aclose()
+        return delivered
 
     # -- routing -------------------------------------------------------------------------
 
@@ -525,18 +634,32 @@ class Client:
                 future.set_result(message)
             return
         if "id" in message:
+            if len(self._tasks) >= MAX_SERVING:  # a flood: bounded, never queued without end
+                dropped = self.stats.server_requests_dropped = self.stats.server_requests_dropped + 1
+                if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th...: a flood logs little
+                    log.warning(
+                        "dropped %d of the server's requests: %d are being handled", dropped, MAX_SERVING
+                    )
+                return
             task = asyncio.ensure_future(self._serve(message))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
         raw = message.get("params")
         params: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        if message["method"] == "notifications/progress" and params.get("progressToken") in self._progress:
-            watcher = self._progress[params["progressToken"]]
-            watcher.times.append(time.monotonic())
-            watcher.callback(params)
-        elif self.on_notification is not None:
-            self.on_notification(message)
+        try:
+            if (
+                message["method"] == "notifications/progress"
+                and params.get("progressToken") in self._progress
+            ):
+                watcher = self._progress[params["progressToken"]]
+                watcher.times.append(time.monotonic())
+                watcher.callback(params)
+            elif self.on_notification is not None:
+                self.on_notification(message)
+        except Exception:  # the caller's callback failed: its bug, not the stream's; say so
+            self.stats.callback_errors += 1
+            log.exception("a notification callback raised on %s", message["method"])
 
     async def _serve(self, request: dict[str, Any]) -> None:
         """Answer a server-to-client request through the caller's handler."""
@@ -552,11 +675,12 @@ class Client:
                 reply = requests.result(ident, value)
             except asyncio.TimeoutError:
                 reply = requests.error(ident, -32603, f"the handler took over {self.timeout} s")
-            except Exception as exc:  # the handler's failure is the server's answer, not ours
-                reply = requests.error(ident, -32603, str(exc))
+            except Exception:  # its text may hold anything of the caller's: logged here, not sent
+                log.exception("the handler for the server's %s raised", request["method"])
+                reply = requests.error(ident, -32603, f"the client's handler for {request['method']} failed")
         try:
             await self._post(reply, self._post_headers())
-        except (httpx.HTTPError, asyncio.TimeoutError):
+        except StreamBroken:
             pass  # the server's request then times out on its side; nothing here waits for it
 
     # -- the GET stream ------------------------------------------------------------------
@@ -564,7 +688,15 @@ class Client:
     async def _listen(self) -> None:
         """The standalone GET stream, resumed (or reopened) when it breaks, with a growing
         pause; it stops when the server has none (405) or the session is gone (404: the next
-        request re-initializes), or after ``max_resumptions`` failures in a row."""
+        request re-initializes), or after ``max_resumptions`` failures in a row. What broke
+        it last is ``listen_error``, and logged; an unexpected error ends it, kept the same."""
+        try:
+            await self._listening()
+        except Exception as exc:  # a defect, not a peer's fault: never a silent end
+            self.listen_error = exc
+            log.exception("the GET stream's listener failed")
+
+    async def _listening(self) -> None:
         stream: str | None = None
         failures = 0
         while not self._closed and failures <= self.max_resumptions:
@@ -589,23 +721,32 @@ class Client:
                 try:
                     await self._consume(stream, answer, None)
                     failures = 0
-                except _Broken:
+                except _Broken as broke:
                     self.stats.resets += 1
                     self.guard.broken(stream)
+                    self._get_failed(broke)
                     failures += 1
                 finally:
                     self.stats.get_uptime_s = self._get_uptime()
                     self._get_opened = None
-            except _Broken:
+            except _Broken as broke:
+                self._get_failed(broke)
                 failures += 1  # the resumption itself broke: try again from the same cursor
-            except Exception:  # unsafe, an HTTP error, anything: never a silent end
+            except (UnsafeResumption, httpx.HTTPError) as exc:  # start a fresh GET stream
+                self._get_failed(exc)
                 if stream is not None:
                     self.guard.finish(stream)
-                stream = None  # start a fresh GET stream
+                stream = None
                 failures += 1
             if failures:
                 self.stats.get_failures += 1
             await asyncio.sleep(min(0.05 * 2**failures, MAX_RETRY_WAIT))
+        if failures:
+            log.error("gave up the GET stream after %d failures in a row: %s", failures, self.listen_error)
+
+    def _get_failed(self, error: Exception) -> None:
+        self.listen_error = error
+        log.warning("the GET stream failed: %s", error)
 
     @property
     def listening(self) -> bool:
@@ -632,7 +773,11 @@ class Client:
     async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> int:
         """A POST whose answer is not a stream (a notification, an answer to the server): its
         status, the body read to its end (and dropped) within the request deadline."""
-        answer = await self._send("POST", headers, orjson.dumps(body), head=self.timeout)
+        try:
+            answer = await self._send("POST", headers, orjson.dumps(body), head=self.timeout)
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:
+            what = body.get("method") or f"the answer to the server's request {body.get('id')}"
+            raise StreamBroken(f"{what}: no answer from {self.url} ({type(exc).__name__})") from None
         try:
             async for _ in answer.chunks(until=time.monotonic() + self.timeout):
                 pass

@@ -52,12 +52,22 @@ class UnsafeResumption(Exception):
     ``kind``: ``refused`` (the server said so), ``restarted`` (a delivered message again
     under a new id), ``changed-payload`` (a delivered id with other content),
     ``other-stream`` (another stream's messages), ``not-a-continuation`` (the id parser
-    places it before the cursor or on another stream), or ``no-cursor``.
+    places it before the cursor or on another stream), ``cannot-resume`` (the server
+    answered with an empty stream: its store no longer has it), or ``no-cursor``.
     """
 
     def __init__(self, stream: str, kind: str, detail: str, *, retry_after: float | None = None) -> None:
         self.stream, self.kind, self.detail, self.retry_after = stream, kind, detail, retry_after
-        super().__init__(f"stream {stream!r} cannot be resumed safely ({kind}): {detail}")
+        if kind in _SERVER_CANNOT:
+            what = f"the server cannot resume stream {stream!r} ({kind}): {detail}"
+        else:
+            what = f"stream {stream!r} cannot be resumed safely ({kind}): {detail}"
+        super().__init__(f"{what}; {_WHAT_NOW}")
+
+
+_SERVER_CANNOT = frozenset({"refused", "cannot-resume"})
+# a resumption never re-sends a request, so what it was doing is unknown to the caller
+_WHAT_NOW = "what the request did is unknown: check its effects before sending it again"
 
 
 # what each unsafe verdict of the ledger tells the caller
@@ -185,6 +195,10 @@ class ResumptionGuard:
                 safe.append(item)
                 self.stats.delivered += isinstance(item, Message)
         return safe
+
+    def cannot_resume(self, stream: str, detail: str) -> None:
+        """The server answered resumptions with nothing (its store lost the stream): raises."""
+        self._unsafe(stream, "cannot-resume", detail)
 
     def refused(self, stream: str, status: int, retry_after: float | None = None) -> None:
         """A resumption answered with an error status: always raises (``refused``)."""
