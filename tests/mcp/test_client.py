@@ -76,6 +76,56 @@ def test_a_sampling_request_from_the_server_is_answered_by_the_handler():
     assert '"WHY?"' in text_of(result)
 
 
+def test_a_failing_handler_is_answered_without_its_text(caplog):
+    """The handler's exception may carry anything of the caller's (a token, a path): the
+    server gets a plain JSON-RPC error; the text goes to the client's log only."""
+
+    def sample(params):
+        raise ValueError("token=abc123-not-for-the-server")
+
+    async def main(url):
+        async with Client(url, handlers={"sampling/createMessage": sample}) as client:
+            return await client.call_tool("ask", {"question": "why?"})
+
+    with running(server()) as base:
+        result = asyncio.run(main(base + "/mcp"))
+    said = text_of(result)  # the reference server answers with what the client replied
+    assert "the client's handler for sampling/createMessage failed" in said
+    assert "abc123" not in said
+    assert "abc123" in caplog.text  # logged where the caller can read it
+
+
+def test_a_failing_callback_is_counted_and_the_call_goes_on(caplog):
+    def progress(params):
+        raise RuntimeError("the caller's bug")
+
+    async def main(url):
+        async with Client(url, listen=False) as client:
+            result = await client.call_tool("countdown", {"count": 3, "size": 10}, on_progress=progress)
+            return result, client.statistics()
+
+    with running(server()) as base:
+        result, stats = asyncio.run(main(base + "/mcp"))
+    assert len(text_of(result)) == 10 and stats["callback_errors"] == 3
+    assert "the caller's bug" in caplog.text
+
+
+def test_what_broke_the_get_stream_is_kept_and_logged(caplog):
+    async def main(url):
+        async with Client(url, idle_timeout=0.3) as client:
+            await until_listening(client)
+            for _ in range(40):  # bounded: 2 s
+                if client.listen_error is not None:
+                    break
+                await asyncio.sleep(0.05)
+            return client.listen_error, client.statistics()
+
+    with running(server(faults=["no-keepalives"])) as base:
+        error, stats = asyncio.run(main(base + "/mcp"))
+    assert error is not None and "idle" in str(error) and stats["idle_timeouts"] >= 1
+    assert "the GET stream failed" in caplog.text
+
+
 def test_an_expired_session_is_reinitialized_and_said_so():
     async def main(url, app):
         async with Client(url) as client:
