@@ -358,3 +358,16 @@ def test_a_stream_state_is_a_named_value_and_finish_forgets_a_whole_chain():
     with pytest.raises(KeyError):
         ledger.stream("call")
     assert ledger.stream("other").state is StreamState.OPEN
+
+
+def test_a_long_lived_stream_keeps_its_lists_bounded():
+    """A GET stream open for hours that sees every response again (a broadcasting server):
+    its lists of copies keep the recent ones, never one entry per event for ever."""
+    ledger = StreamLedger(V11, bound=50)
+    ledger.open("call", "session-A")
+    ledger.open("listen", "session-A")
+    for n in range(1000):
+        ledger.event("call", f"c-{n}", messages_of(items(event(result(n), f"c-{n}"))[0]))
+        ledger.event("listen", f"g-{n}", messages_of(items(event(result(n), f"g-{n}"))[0]))
+    copies = ledger.stream("listen").copies[True]
+    assert 0 < len(copies) <= 2 * 50 and copies[-1] == 999  # the newest are kept
