@@ -151,8 +151,9 @@ def ssewire_client(
                 progress: list[dict[str, Any]] = []
                 try:
                     result = await client.call_tool("countdown", arguments, on_progress=progress.append)
-                except UnsafeResumption:
+                except UnsafeResumption as unsafe:
                     tally.unsafe += 1
+                    tally.reasons[str(unsafe)[:160]] += 1
                     continue
                 except StreamBroken as broken:
                     # before any answer began, the request may or may not have been processed:
@@ -173,7 +174,9 @@ def ssewire_client(
     return calls_through
 
 
-def sdk_client(max_sse_event_size: int | None = None) -> Caller:
+def sdk_client(
+    max_sse_event_size: int | None = None, *, arguments: dict[str, Any] = ARGUMENTS, expected: str = EXPECTED
+) -> Caller:
     """``calls`` tool calls through the official MCP Python SDK client (``mcp.Client`` on its
     Streamable HTTP transport, initialize handshake), its SSE event cap as given."""
 
@@ -197,7 +200,7 @@ def sdk_client(max_sse_event_size: int | None = None) -> Caller:
 
                 try:
                     result = await asyncio.wait_for(
-                        client.call_tool("countdown", ARGUMENTS, progress_callback=progress), deadline
+                        client.call_tool("countdown", arguments, progress_callback=progress), deadline
                     )
                 except asyncio.TimeoutError:  # the builtin one from 3.11 on
                     tally.hung += 1
@@ -210,7 +213,7 @@ def sdk_client(max_sse_event_size: int | None = None) -> Caller:
                     tally.failed += 1
                     tally.reasons["isError result"] += 1
                     continue
-                _score(tally, result.content[0].text, ticks, EXPECTED, PROGRESS)
+                _score(tally, result.content[0].text, ticks, expected, arguments["count"])
 
     return calls_through
 
