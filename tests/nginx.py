@@ -56,9 +56,9 @@ http {{
             proxy_pass http://mcp;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
+            proxy_set_header Host {host};
             proxy_buffering off;
-            proxy_read_timeout 300s;
+            proxy_read_timeout {read_timeout}ms;
         }}
     }}
 }}
@@ -86,14 +86,29 @@ def _accepts(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def nginx_proxy(upstream_url: str, *, gzip: bool = True) -> Iterator[str]:
-    """nginx in front of ``upstream_url`` (``http://127.0.0.1:PORT``); yields the proxy's base URL."""
+def nginx_proxy(
+    upstream_url: str, *, gzip: bool = True, read_timeout: float = 300.0, rewrite_host: bool = False
+) -> Iterator[str]:
+    """nginx in front of ``upstream_url`` (``http://127.0.0.1:PORT``); yields the proxy's base URL.
+
+    ``read_timeout``: seconds the upstream may stay silent before nginx ends the answer
+    (``proxy_read_timeout``); ``rewrite_host``: send the upstream its own address as Host
+    (``proxy_set_header Host <upstream>``) instead of the client's."""
     binary = nginx_binary()
     upstream = upstream_url.removeprefix("http://").rstrip("/")
     with tempfile.TemporaryDirectory(prefix="ssewire-nginx-") as tmp:
         port = _free_port()
         config = pathlib.Path(tmp, "nginx.conf")
-        config.write_text(CONFIG.format(tmp=tmp, upstream=upstream, port=port, gzip=GZIP if gzip else ""))
+        config.write_text(
+            CONFIG.format(
+                tmp=tmp,
+                upstream=upstream,
+                port=port,
+                gzip=GZIP if gzip else "",
+                host=upstream if rewrite_host else "$http_host",
+                read_timeout=max(1, round(read_timeout * 1000)),  # nginx takes milliseconds
+            )
+        )
         process = subprocess.Popen(
             [binary, "-p", tmp, "-c", str(config), "-e", f"{tmp}/error.log"],
             stdout=subprocess.DEVNULL,

@@ -61,6 +61,13 @@ def test_each_fault_is_found_by_its_diagnostic_and_no_other(fault_reports, name)
     assert found.status in expected
 
 
+def test_a_stream_the_server_ends_cleanly_is_named_the_servers(fault_reports):
+    closed = next(v for v in fault_reports["idle-close"].verdicts if v.id == "stream.idle-closed")
+    assert closed.evidence["ended_by"] == "the server"
+    assert closed.evidence["rests_on"][0].startswith("the body ended cleanly")
+    assert fault_reports["idle-close"].figures["get_stream_end"].startswith("ended cleanly after ")
+
+
 def test_every_fault_names_a_diagnostic_and_every_diagnostic_has_a_check():
     assert {fault.diagnostic for fault in FAULTS.values()} <= set(CATALOGUE)
     assert {ident for check in CHECKS for ident in check.ids} == set(CATALOGUE)

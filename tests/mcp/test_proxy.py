@@ -1,15 +1,20 @@
-"""The live half behind a real reverse proxy: nginx, in the compressing configuration many
-deployments use (gzip on ``text/event-stream`` and JSON), in front of the reference server
-and the official Python SDK server. The client and the probe read bodies as the httpx
-adapter does (content-encoding undone), so the proxy changes the bytes, not the events."""
+"""The live half behind a real reverse proxy: nginx in front of the reference server and the
+official Python SDK server. In the compressing configuration many deployments use (gzip on
+``text/event-stream`` and JSON) the client and the probe read bodies as the httpx adapter
+does (content-encoding undone), so the proxy changes the bytes, not the events; the probe
+names the compression. In configurations with a short idle timeout, a rewritten Host, and
+none of these, the probe names each intermediary's doing, and nothing on the clean one."""
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from ssewire.mcp.checks.diagnostics import READY, REVIEW
+from ssewire.mcp.checks.findings import Level, Status
 from ssewire.mcp.live.client import Client
 from ssewire.mcp.live.probe import run_probe
 from ssewire.mcp.live.server import ReferenceServer, _filler, running
@@ -87,8 +92,9 @@ def test_the_client_reads_the_sdk_server_through_a_compressing_proxy():
 
 
 @pytest.mark.parametrize("profile", ["2025-11-25", "2026-07-28"])
-def test_the_probe_says_the_same_through_a_compressing_proxy(profile):
-    """Every verdict as when probing the server directly (the proxy passes what it is given)."""
+def test_the_probe_names_the_compression_and_says_the_rest_as_directly(profile):
+    """Every other verdict as when probing the server directly (the proxy passes what it is
+    given); the compression of the event streams is named as a buffering risk."""
 
     def probe(url):
         return run_probe(url, call_tools={"countdown"}, idle_check=0.8, timeout=5.0)
@@ -99,5 +105,87 @@ def test_the_probe_says_the_same_through_a_compressing_proxy(profile):
         with nginx_proxy(base) as proxy:
             proxied = probe(proxy + "/mcp")
     assert proxied.version == direct.version == profile
-    assert verdicts(proxied) == verdicts(direct)
-    assert proxied.release == direct.release
+    seen, through = verdicts(direct), verdicts(proxied)
+    assert seen.pop("stream.compressed") == ("pass", "warning")
+    assert through.pop("stream.compressed") == ("detected", "warning")
+    assert through == seen
+    found = next(v for v in proxied.verdicts if v.id == "stream.compressed")
+    assert found.evidence["encodings"] == ["gzip"] and found.evidence["intermediary"] == [
+        "server: nginx/1.22.1"
+    ]
+    assert direct.release == READY and proxied.release == REVIEW
+
+
+# -- intermediaries named: nginx configurations the probe must tell apart ----------------------
+
+IDLE_TIMEOUT = 1.0  # nginx's proxy_read_timeout in the idle configuration (seconds)
+SLOW_KEEPALIVE = 3.0  # the server's keep-alive interval there: longer than nginx waits
+CONFIGURATIONS = {  # name: (the server's options, nginx's options, the probe's idle window)
+    "idle-timeout": ({"keepalive": SLOW_KEEPALIVE}, {"gzip": False, "read_timeout": IDLE_TIMEOUT}, 2.5),
+    "host-rewritten": ({}, {"gzip": False, "rewrite_host": True}, 0.8),
+    "clean": ({}, {"gzip": False}, 0.8),
+}
+
+
+@pytest.fixture(scope="module")
+def configured():
+    """The reference server probed through each configuration, three at a time."""
+
+    def probe(name):
+        options, proxy_options, idle_check = CONFIGURATIONS[name]
+        server = ReferenceServer(**{**FAST, **options})
+        with running(server) as base, nginx_proxy(base, **proxy_options) as proxy:
+            return run_probe(proxy + "/mcp", call_tools={"countdown"}, idle_check=idle_check, timeout=5.0)
+
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(CONFIGURATIONS, pool.map(probe, CONFIGURATIONS), strict=True))
+
+
+def test_a_proxy_idle_timeout_shorter_than_the_keepalive_is_named(configured):
+    report = configured["idle-timeout"]
+    assert report.detected() == {"stream.idle-closed", "stream.keepalive-missing"}, report.to_text()
+    found = {v.id: v for v in report.verdicts}
+    closed = found["stream.idle-closed"]
+    assert closed.status == Status.DETECTED
+    assert closed.evidence["ended_by"] == "an intermediary (server: nginx/1.22.1), on an idle timeout"
+    assert closed.evidence["rests_on"][0] == (
+        "the connection broke inside the chunked body (RemoteProtocolError), without the body's end"
+    )
+    # nginx ends it after its timeout of silence, before the server's first keep-alive was due
+    assert IDLE_TIMEOUT <= closed.evidence["silence_before_end_s"] < SLOW_KEEPALIVE
+    assert found["stream.keepalive-missing"].status == Status.SUSPECTED  # unseen in 1 s, not proven missing
+    assert report.figures["get_stream_end"].startswith("cut after 1.0 s, by an intermediary")
+    assert "keepalive_interval_s" not in report.figures  # none came before the cut
+
+
+def test_a_proxy_that_rewrites_host_is_named(configured):
+    report = configured["host-rewritten"]
+    assert report.detected() == {"security.dns-rebinding", "security.host-rewritten"}, report.to_text()
+    found = {v.id: v for v in report.verdicts}
+    assert found["security.host-rewritten"].status == Status.SUSPECTED
+    assert found["security.host-rewritten"].evidence["rests_on"][-1] == (
+        "the answers name an intermediary: server: nginx/1.22.1"
+    )
+    assert found["security.dns-rebinding"].level == Level.WARNING  # the Origin check still holds
+
+
+def test_a_clean_proxy_is_named_for_nothing(configured):
+    report = configured["clean"]
+    assert report.detected() == set(), report.to_text()
+    assert report.release == READY
+    figures = report.figures
+    assert figures["get_stream_end"] == "open when the 0.8 s watch ended"
+    assert figures["keepalive_interval_s"] < 0.8 and figures["keepalive_intervals_lived"] > 1
+
+
+def test_the_sdk_server_behind_a_host_rewriting_proxy():
+    """The official SDK refuses a foreign Host with 421 directly; nginx rewriting Host to the
+    upstream's own address leaves that check blind, and the probe says so."""
+    with running(probe_app()) as base:
+        with nginx_proxy(base, gzip=False) as proxy:
+            passed_on = run_probe(proxy + "/mcp", idle_check=0.5, timeout=5.0)
+        with nginx_proxy(base, gzip=False, rewrite_host=True) as proxy:
+            rewritten = run_probe(proxy + "/mcp", idle_check=0.5, timeout=5.0)
+    assert verdicts(passed_on)["security.host-rewritten"] == ("pass", "warning")
+    assert verdicts(rewritten)["security.host-rewritten"] == ("suspected", "warning")
+    assert verdicts(rewritten)["security.dns-rebinding"] == ("detected", "warning")

@@ -80,6 +80,11 @@ class Fault(StrEnum):
         "stream.keepalive-missing",
         "no keep-alive comments on an idle GET stream",
     )
+    IDLE_CLOSE = (
+        "idle-close",
+        "stream.idle-closed",
+        "ends the idle GET stream (cleanly) after two keep-alive intervals",
+    )
     BUFFERED_STREAM = (
         "buffered-stream",
         "stream.buffered",

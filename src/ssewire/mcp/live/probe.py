@@ -149,7 +149,7 @@ class _Driver:
         try:
             async with aclosing(reply.events(until=deadline, keep=RAW_KEPT)) as batches:
                 async for batch in batches:
-                    now = reply.elapsed()
+                    now = answer.last_byte = reply.elapsed()
                     items = [i for i in batch if not isinstance(i, TornTail)]
                     answer.items += items
                     answer.arrivals += [now] * len(items)
@@ -158,8 +158,9 @@ class _Driver:
                         comments = reply.comments
                     if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
                         break  # a deliberate cut
-        except transport.Broken:
-            pass  # ended by the connection: what came is judged as it is
+        except transport.Broken as broken:
+            # a close with its time, not the read limit: what came is judged as it is
+            answer.cut, answer.cut_after = broken.error, broken.after
         answer.ended_by_server = reply.ended
         answer.ttfb = reply.first_byte
         answer.retry = reply.retry

@@ -712,8 +712,12 @@ class ReferenceServer:
             stream = self._open_stream(session)
             stream.finish()
             yield stream.events[0][1]
+        idle_close = 2 * self.keepalive if Fault.IDLE_CLOSE in self.faults else None
         while True:
-            yield await queue.get()
+            try:
+                yield await asyncio.wait_for(queue.get(), idle_close)
+            except asyncio.TimeoutError:
+                return  # the idle-close fault: the body ends, the server's own close
 
     async def _resume(
         self, http: _Http, session: _Session, cursor: str, headers: list[tuple[str, str]]

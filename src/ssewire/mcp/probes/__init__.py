@@ -11,7 +11,7 @@ from __future__ import annotations
 
 # The import order is the order the checks run in.
 # isort: off
-from . import handshake, transport, security, tools, streams, modern, sessions, wrapup  # noqa: F401  (registers)
+from . import handshake, transport, security, tools, streams, modern, sessions, intermediaries, wrapup  # noqa: F401  (registers)
 
 # isort: on
 from ._plan import CHECKS, HANDSHAKE, Context, Figures, Learned, ProbeCheck, Received, Send, Together

@@ -61,11 +61,19 @@ class Received:
     ttfb: float | None = None  # time to the first body byte
     duration: float = 0.0
     ended_by_server: bool = False  # the body ended by itself (not by a read limit or a cut)
-    error: str | None = None
+    cut: str | None = None  # the transport error that ended the body (a close, not the read limit)
+    cut_after: float | None = None  # seconds after the request the cut came
+    last_byte: float | None = None  # seconds after the request the body's last byte came
+    error: str | None = None  # no answer at all: the error's name
 
     @property
     def is_sse(self) -> bool:
         return media_type(self.headers.get("content-type")) == SSE
+
+    @property
+    def lifetime(self) -> float:
+        """Seconds the body lived: to its cut when the connection broke, else the whole read."""
+        return self.cut_after if self.cut_after is not None else self.duration
 
     @property
     def succeeded(self) -> bool:
@@ -100,7 +108,14 @@ class Received:
 
 
 _SHOWN = frozenset(
-    {"content-type", "allow", "retry-after", "access-control-allow-origin", "access-control-expose-headers"}
+    {
+        "content-type",
+        "content-encoding",
+        "allow",
+        "retry-after",
+        "access-control-allow-origin",
+        "access-control-expose-headers",
+    }
 )
 
 Step = Send | Together
@@ -117,8 +132,12 @@ class Figures:
     headers_sent: list[str] | None = None  # the caller's header names (values are often secrets)
     streaming_tool: str | None = None
     get_stream: bool | None = None  # the GET stream was served
-    get_stream_uptime_s: float | None = None
+    get_stream_uptime_s: float | None = None  # how long the idle GET stream lived (or was watched)
+    get_stream_end: str | None = None  # how it ended, and by whom where the probe can tell
+    get_stream_silence_at_end_s: float | None = None  # nothing came for this long before it ended
     keepalive_gaps_s: list[float] | None = None
+    keepalive_interval_s: float | None = None  # the longest gap between keep-alives (None: none came)
+    keepalive_intervals_lived: float | None = None  # the GET stream's uptime / the keep-alive interval
     progress_gaps_s: list[float] | None = None
     sse_ttfb_s: list[float] | None = None  # time to the first byte of each SSE answer
 

@@ -10,9 +10,13 @@ from typing import Any
 from ...jsonrpc import Kind, Message, OtherEvent, Priming
 from ..checks.catalogue import diagnostic
 from ..checks.findings import Level, Status
+from ._intermediary import ending
 from ._plan import Answer, Context, Received, Step, Together, check
 
 PROGRESS = "notifications/progress"
+# Seconds without a keep-alive that fail the check even on a stream that ended early: the
+# low end of common proxies' idle timeouts (30-60 s).
+LONG_SILENCE = 30.0
 
 
 diagnostic(
@@ -71,44 +75,72 @@ diagnostic(
     "stream.idle-closed",
     Level.WARNING,
     "Listening for Messages from the Server: the GET stream stays open (convention: until the client leaves)",
-    typescript="do not time out the standalone stream",
-    python="raise the server's and proxy's idle timeouts for the MCP endpoint",
-    plain="keep the GET stream open while idle, with keep-alive comments",
+    typescript="do not time out the standalone stream; behind a proxy, send keep-alives more often than its idle timeout",
+    python="raise the server's and proxy's idle timeouts for the MCP endpoint (nginx: proxy_read_timeout, 60 s by default)",
+    plain="keep the GET stream open while idle, with keep-alive comments more often than any proxy's idle timeout",
 )
 
 
 @check("stream.keepalive-missing", "stream.idle-closed", needs=("get_stream",))
 def idle_stream(ctx: Context) -> Generator[Step, Answer, None]:
+    """Watch an idle GET stream: does it stay open, and do keep-alives come? A stream ended by
+    a transport error is a close too (a proxy's idle timeout cuts the connection), with its
+    time; who ended it is said where the answer shows it (``_intermediary.ending``)."""
     if ctx.modern or ctx.learned.get_stream is not True:
         for ident in ("stream.keepalive-missing", "stream.idle-closed"):
             ctx.not_checked(ident, "no GET stream to watch")
         return
     answer = yield ctx.listen(name="idle-listen", read_for=ctx.idle_check)
     assert isinstance(answer, Received)
-    ctx.figures.get_stream_uptime_s = round(answer.duration, 3)
+    lifetime = answer.lifetime
     times = [0.0, *answer.comment_times]
     gaps = [round(b - a, 3) for a, b in itertools.pairwise(times)]
-    ctx.figures.keepalive_gaps_s = gaps
-    if answer.ended_by_server:
+    interval = max(gaps) if gaps else None  # the longest silence the server leaves between keep-alives
+    end = ending(answer, interval)
+    figures = ctx.figures
+    figures.get_stream_uptime_s = round(lifetime, 3)
+    figures.keepalive_gaps_s = gaps
+    figures.keepalive_interval_s = interval
+    if interval:
+        figures.keepalive_intervals_lived = round(lifetime / interval, 2)
+    figures.get_stream_end = end.summary if end else f"open when the {ctx.idle_check:g} s watch ended"
+    if end is not None and end.silence is not None:
+        figures.get_stream_silence_at_end_s = round(end.silence, 3)
+    if end is not None:
         ctx.verdict(
             "stream.idle-closed",
             Status.DETECTED,
-            f"the server closed the idle GET stream after {answer.duration:.1f} s",
-            answer.evidence(),
+            f"the idle GET stream was {end.summary}",
+            {
+                **answer.evidence(),
+                "ended_by": end.by,
+                "rests_on": end.rests_on,
+                "lifetime_s": round(lifetime, 3),
+                "silence_before_end_s": None if end.silence is None else round(end.silence, 3),
+                "keepalive_interval_s": interval,
+            },
         )
     else:
-        ctx.passed("stream.idle-closed", f"the GET stream stayed open for {answer.duration:.1f} s")
-    if not answer.comment_times:
+        ctx.passed("stream.idle-closed", f"the GET stream stayed open for {lifetime:.1f} s")
+    if answer.comment_times:
+        ctx.passed(
+            "stream.keepalive-missing",
+            f"{len(answer.comment_times)} keep-alive comment(s) in {lifetime:.1f} s (gaps {gaps})",
+        )
+    elif end is None or lifetime >= LONG_SILENCE:
         ctx.verdict(
             "stream.keepalive-missing",
             Status.DETECTED,
-            f"no keep-alive comment in {ctx.idle_check:g} s on an idle GET stream",
-            {"gaps_s": gaps},
+            f"no keep-alive comment in {lifetime:.1f} s on an idle GET stream",
+            {"gaps_s": gaps, "lifetime_s": round(lifetime, 3)},
         )
-    else:
-        ctx.passed(
+    else:  # it ended before a keep-alive was due by the usual intervals: not seen, inferred
+        ctx.verdict(
             "stream.keepalive-missing",
-            f"{len(answer.comment_times)} keep-alive comment(s) in {ctx.idle_check:g} s (gaps {gaps})",
+            Status.SUSPECTED,
+            f"no keep-alive comment in the {lifetime:.1f} s the idle GET stream lived ({end.summary}): "
+            "too short to say none come; to stay open it needs one sooner (stream.idle-closed)",
+            {"gaps_s": gaps, "lifetime_s": round(lifetime, 3), "ended_by": end.by},
         )
 
 
