@@ -153,7 +153,7 @@ def ssewire_client(
                     result = await client.call_tool("countdown", arguments, on_progress=progress.append)
                 except UnsafeResumption as unsafe:
                     tally.unsafe += 1
-                    tally.reasons[str(unsafe)[:160]] += 1
+                    tally.reasons[f"UnsafeResumption ({unsafe.kind}): {unsafe.detail}"] += 1
                     continue
                 except StreamBroken as broken:
                     # before any answer began, the request may or may not have been processed:
