@@ -287,3 +287,98 @@ def test_every_check_declares_what_it_reads_and_sets_of_learned():
                 wrong.append(f"{registered.func.__qualname__} {verb} learned.{node.attr} undeclared")
     assert wrong == []
     assert any(c.needs for c in CHECKS)  # the walk above saw declarations to hold
+
+
+# -- a bounded recording ------------------------------------------------------------------
+
+
+def test_the_writer_keeps_whole_chunks_up_to_its_limits_and_says_what_it_left_out():
+    from ssewire.mcp.transcript import TranscriptWriter
+
+    writer = TranscriptWriter(max_answer_bytes=10, max_total_bytes=16)
+    first = writer.request("GET", "/mcp", [])
+    first.respond(200, [("content-type", "text/event-stream")])
+    for piece in (b"abcd", b"efgh", b"ijkl", b"m"):  # the third does not fit 10: cut there
+        first.chunk(piece)
+    second = writer.request("GET", "/mcp", [])
+    second.respond(200, [("content-type", "text/event-stream")])
+    for piece in (b"12345678", b"9"):  # 8 of the 16 in all are used: 8 fit, then nothing
+        second.chunk(piece)
+    first.end()
+    response = first.as_dict()["response"]
+    assert (response["chunks"], response["truncated"]) == (["abcd", "efgh"], 5)
+    assert second.as_dict()["response"]["chunks"] == ["12345678"]
+    assert second.as_dict()["response"]["truncated"] == 1
+    unbounded = TranscriptWriter().request("GET", "/mcp", [])
+    unbounded.respond(200, [])
+    unbounded.chunk(b"x" * 100_000)
+    assert "truncated" not in unbounded.as_dict()["response"]
+
+
+def _cut_stream(truncated: object) -> dict:
+    """A POST answered with one progress event and the start of another, as recorded."""
+    from .builders import BOTH, JSON, SSE_HEADERS, event, exchange, progress, request
+
+    headers = {"Accept": BOTH, "Content-Type": JSON, "MCP-Protocol-Version": "2025-06-18"}
+    call = exchange(
+        "call",
+        "POST",
+        headers,
+        200,
+        body=request(1, "ping"),
+        response_headers=SSE_HEADERS,
+        response_chunks=[event(progress("t")), "data: {"],
+    )
+    if truncated is not None:
+        call["response"]["truncated"] = truncated
+    return {"format": "ssewire-transcript/1", "profile": "2025-06-18", "exchanges": [call]}
+
+
+def test_the_validator_reports_a_cut_body_as_truncated_not_as_torn():
+    from ssewire.mcp.transcript import TranscriptError
+
+    torn = {f.code for f in validate(from_document(_cut_stream(None))).findings}
+    assert {"incomplete_sse_event", "response_not_delivered"} <= torn  # without the mark: a fault
+    cut = validate(from_document(_cut_stream(4096))).findings
+    assert [(f.code, f.level, f.path) for f in cut] == [
+        ("recording_truncated", "info", "/exchanges/0/response/truncated")
+    ]
+    assert "first 130 bytes and left out 4096" in cut[0].message
+    for bad in (-1, True, 1.5, "9"):
+        with pytest.raises(TranscriptError, match="truncated: expected the number of bytes left out"):
+            from_document(_cut_stream(bad))
+
+
+async def _endless_event(scope, receive, send):
+    """One SSE event that never ends: data lines, 64 KiB a piece, until the reader goes."""
+    assert scope["type"] == "http"
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+    )
+    piece = b"data: " + b"x" * (64 << 10) + b"\n"
+    for _ in range(2_000):  # bounded: 128 MiB at most
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def test_the_recorder_keeps_a_bounded_part_of_an_endless_event():
+    import asyncio
+
+    import httpx
+
+    from ssewire.mcp.live.record import Recorder
+
+    from ..servers import uvicorn_server
+
+    async def listen(url: str) -> tuple[dict, dict]:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            recorder = Recorder(client, max_chunks=400, max_answer_bytes=1 << 20, max_total_bytes=1 << 20)
+            record = await recorder.exchange("GET", "/mcp", {"Accept": "text/event-stream"}, name="listen")
+            return record, recorder.document("2025-11-25")
+
+    with uvicorn_server(_endless_event) as url:
+        record, document = asyncio.run(listen(url))
+    kept = sum(len(c) for c in record["response"]["chunks"])
+    assert 0 < kept <= 1 << 20 and record["response"]["truncated"] > 0
+    codes = [f.code for f in validate(from_document(document)).findings]
+    assert "recording_truncated" in codes and "incomplete_sse_event" not in codes
