@@ -37,6 +37,23 @@ class MemoryEventStore(EventStore):
         return stream
 
 
+class EvictingEventStore(MemoryEventStore):
+    """A store bounded to its last ``keeps`` events, as a deployment bounds memory: asked for
+    an evicted cursor it has no stream, and the SDK then serves 200 with an empty stream (it
+    says nothing of the loss: the defect ``stream.eviction-not-signalled`` names)."""
+
+    def __init__(self, keeps: int) -> None:
+        super().__init__()
+        self.keeps = keeps
+        self.count = 0
+
+    async def store_event(self, stream_id, message):
+        self.count += 1
+        event_id = f"{stream_id}-{self.count}"
+        self.events = [*self.events, (event_id, stream_id, message)][-self.keeps :]
+        return event_id  # (replay is MemoryEventStore's, over what is left)
+
+
 def text_of_size(size: int) -> str:
     """``size`` characters, multi-byte ones among them, so a cut can fall inside one."""
     return ("résumé ✓ " * (size // 9 + 1))[:size]
@@ -46,8 +63,16 @@ class Value(BaseModel):
     value: int
 
 
-def probe_app(*, stateless: bool = False, json_response: bool = False, store: bool = False) -> Any:
-    """The SDK's Streamable HTTP app with the tools the probe and the client tests call:
+def probe_app(
+    *,
+    stateless: bool = False,
+    json_response: bool = False,
+    store: bool = False,
+    store_keeps: int | None = None,
+) -> Any:
+    """The SDK's Streamable HTTP app with the tools the probe and the client tests call
+    (``store``: an event store that keeps everything, or with ``store_keeps`` only the last
+    so many events):
     ``countdown`` streams progress (then "done", or ``size`` characters of text),
     ``structured`` declares an outputSchema (derived from its return type), ``ask`` sends
     the client a sampling request."""
@@ -80,5 +105,7 @@ def probe_app(*, stateless: bool = False, json_response: bool = False, store: bo
         streamable_http_path="/mcp",
         stateless_http=stateless,
         json_response=json_response,
-        event_store=MemoryEventStore() if store else None,
+        event_store=(MemoryEventStore() if store_keeps is None else EvictingEventStore(store_keeps))
+        if store
+        else None,
     )
