@@ -45,6 +45,29 @@ class ForgetfulEventStore(MemoryEventStore):
         return None
 
 
+class EvictingEventStore(MemoryEventStore):
+    """A store bounded to its last ``keeps`` events, as a deployment bounds memory: asked for
+    an evicted cursor it has no stream, and the SDK then serves 200 with an empty stream (it
+    says nothing of the loss: the defect ``stream.eviction-not-signalled`` names)."""
+
+    def __init__(self, keeps: int) -> None:
+        super().__init__()
+        self.keeps = keeps
+        self.count = 0
+
+    async def store_event(self, stream_id, message):
+        self.count += 1
+        event_id = f"{stream_id}-{self.count}"
+        self.events = [*self.events, (event_id, stream_id, message)][-self.keeps :]
+        return event_id  # (replay is MemoryEventStore's, over what is left)
+
+
+def _store(keeps: int | None, replays: bool) -> EventStore:
+    if not replays:
+        return ForgetfulEventStore()
+    return MemoryEventStore() if keeps is None else EvictingEventStore(keeps)
+
+
 def text_of_size(size: int) -> str:
     """``size`` characters, multi-byte ones among them, so a cut can fall inside one."""
     return ("résumé ✓ " * (size // 9 + 1))[:size]
@@ -55,9 +78,16 @@ class Value(BaseModel):
 
 
 def probe_app(
-    *, stateless: bool = False, json_response: bool = False, store: bool = False, replays: bool = True
+    *,
+    stateless: bool = False,
+    json_response: bool = False,
+    store: bool = False,
+    store_keeps: int | None = None,
+    replays: bool = True,
 ) -> Any:
-    """The SDK's Streamable HTTP app with the tools the probe and the client tests call:
+    """The SDK's Streamable HTTP app with the tools the probe and the client tests call
+    (``store``: an event store that keeps everything, or with ``store_keeps`` only the last
+    so many events):
     ``countdown`` streams progress (then "done", or ``size`` characters of text),
     ``structured`` declares an outputSchema (derived from its return type), ``ask`` sends
     the client a sampling request. ``replays=False``: a store that cannot replay."""
@@ -90,5 +120,5 @@ def probe_app(
         streamable_http_path="/mcp",
         stateless_http=stateless,
         json_response=json_response,
-        event_store=(MemoryEventStore() if replays else ForgetfulEventStore()) if store else None,
+        event_store=_store(store_keeps, replays) if store else None,
     )

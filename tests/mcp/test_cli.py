@@ -353,3 +353,45 @@ def test_markdown_report_of_a_transcript(tmp_path, capsys):
     )
     assert code == 1 and out.startswith("## MCP transcript validation: ")
     assert "**FAIL**" in out and "| `method_header_mismatch` | error | `list-tools " in out
+
+
+# -- the probe's command line --------------------------------------------------------------
+
+
+def test_the_probe_records_one_transcript_per_revision_judged():
+    from ssewire.cli.probe import recordings
+
+    one = {"2025-11-25": {"profile": "2025-11-25"}}
+    assert recordings("out/probe.json", one) == {"out/probe.json": one["2025-11-25"]}
+    two = {"2026-07-28": {"n": 1}, "2025-11-25": {"n": 2}}
+    assert recordings("out/probe.json", two) == {
+        "out/probe.2026-07-28.json": {"n": 1},
+        "out/probe.2025-11-25.json": {"n": 2},
+    }
+    assert list(recordings("probe", two)) == ["probe.2026-07-28", "probe.2025-11-25"]
+
+
+@pytest.mark.parametrize("option", ["--max-message-size", "--record-max-answer", "--record-max-total"])
+def test_the_probes_limits_are_positive_byte_counts(capsys, option):
+    with pytest.raises(SystemExit) as exited:
+        run_cli(capsys, "probe", "http://127.0.0.1:9/mcp", option, "0")
+    assert exited.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+def test_the_probe_passes_its_limits_on_and_leaves_the_defaults_to_the_library(monkeypatch, capsys):
+    from ssewire.mcp.live import probe as live_probe
+
+    seen = []
+
+    def fake(url, **options):
+        seen.append(options)
+        raise live_probe.Unreachable("nothing there")
+
+    monkeypatch.setattr(live_probe, "run_probe", fake)
+    run_cli(
+        capsys, "probe", "http://127.0.0.1:9/mcp", "--max-message-size", "4096", "--record-max-total", "9"
+    )
+    run_cli(capsys, "probe", "http://127.0.0.1:9/mcp")
+    assert (seen[0]["max_message_size"], seen[0]["record_max_total"]) == (4096, 9)
+    assert "record_max_answer" not in seen[0]
+    assert not {"max_message_size", "record_max_answer", "record_max_total"} & set(seen[1])

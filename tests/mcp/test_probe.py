@@ -7,9 +7,11 @@ matrix run a few at a time, each bounded by its own request budget and deadlines
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from xml.etree import ElementTree
 
 import pytest
 
@@ -43,6 +45,19 @@ def test_the_reference_server_passes_clean(fault_reports):
     report = fault_reports[None]
     assert report.version == "2025-11-25" and report.release == READY
     assert report.detected() == set()
+    # it speaks one revision: one run, and the other said as not spoken (info, no failure)
+    assert report.versions == ["2025-11-25"]
+    assert [(n.revision, n.reason) for n in report.not_spoken] == [
+        ("2026-07-28", "server/discover was answered 400 with error -32600")
+    ]
+    assert (
+        "info            MCP 2026-07-28 is not spoken (server/discover was answered 400" in report.to_text()
+    )
+    assert report.as_dict()["revisions"][1] == {
+        "revision": "2026-07-28",
+        "spoken": False,
+        "reason": "server/discover was answered 400 with error -32600",
+    }
     statuses = {v.id: v.status for v in report.verdicts}
     assert set(statuses) == set(CATALOGUE)
     not_checked = {i for i, s in statuses.items() if s == Status.NOT_CHECKED}
@@ -96,6 +111,7 @@ def test_the_clean_recording_validates_clean(fault_reports):
 def test_the_2026_07_28_reference_server(json_response):
     report = probe(ReferenceServer(profile="2026-07-28", json_response=json_response, **FAST))
     assert report.version == "2026-07-28" and report.detected() == set()
+    assert [n.revision for n in report.not_spoken] == ["2025-11-25"]  # initialize is refused
     statuses = {v.id: v.status for v in report.verdicts}
     assert all(statuses[i] == Status.PASS for i in CATALOGUE if i.startswith("modern."))
     assert validate(from_document(report.transcript)).findings == []
@@ -159,8 +175,6 @@ def test_probe_without_a_url_probes_the_embedded_reference_server(tmp_path):
     record = tmp_path / "probe.json"
     done = ssewire("probe", "--idle-check", "0.8", "--format", "json", "--record", str(record))
     assert done.returncode == 0, done.stderr
-    import json
-
     report = json.loads(done.stdout)
     assert report["release"] == READY and report["valid"] is True
     assert ssewire("validate", str(record)).returncode == 0  # the recording is a valid transcript
@@ -294,3 +308,191 @@ def test_every_check_declares_what_it_reads_and_sets_of_learned():
                 wrong.append(f"{registered.func.__qualname__} {verb} learned.{node.attr} undeclared")
     assert wrong == []
     assert any(c.needs for c in CHECKS)  # the walk above saw declarations to hold
+
+
+# -- a report per revision ----------------------------------------------------------------
+
+
+def _run(revision: str, statuses: dict[str, tuple[Status, Level]]):
+    from ssewire.mcp.checks.report import RevisionRun
+
+    verdicts = {
+        ident: Verdict(ident, status, level, f"{revision} says so")
+        for ident, (status, level) in statuses.items()
+    }
+    return RevisionRun.of(revision, verdicts, figures={"n": 1}, requests=3, transcript={"profile": revision})
+
+
+def test_the_report_of_two_runs_keeps_the_worst_verdict_per_diagnostic():
+    from ssewire.mcp.checks.report import NotSpoken, ProbeReport
+
+    modern = _run("2026-07-28", {"stream.buffered": (Status.PASS, Level.WARNING)})
+    legacy = _run(
+        "2025-11-25",
+        {
+            "stream.buffered": (Status.DETECTED, Level.WARNING),
+            "transport.target-rate-limited-429": (Status.NOT_CHECKED, Level.WARNING),
+        },
+    )
+    report = ProbeReport.of_runs("http://u:secret@127.0.0.1:1/mcp?token=x", [modern, legacy])
+    worst = {v.id: v for v in report.verdicts}
+    assert len(report.verdicts) == len(CATALOGUE)
+    assert (worst["stream.buffered"].status, worst["stream.buffered"].revision) == (
+        Status.DETECTED,
+        "2025-11-25",
+    )
+    # a tie (not-checked in both) keeps the first run's
+    assert worst["transport.target-rate-limited-429"].revision == "2026-07-28"
+    assert report.release == REVIEW and modern.release == READY
+    assert report.failing(Level.WARNING) and not report.failing(Level.ERROR)
+    assert (report.version, report.versions, report.requests) == (
+        "2026-07-28",
+        ["2026-07-28", "2025-11-25"],
+        6,
+    )
+    assert report.transcripts == {
+        "2026-07-28": {"profile": "2026-07-28"},
+        "2025-11-25": {"profile": "2025-11-25"},
+    }
+    assert report.target == "http://127.0.0.1:1/mcp"
+    with pytest.raises(KeyError, match="judged: 2026-07-28, 2025-11-25"):
+        report.run("2025-06-18")
+    single = ProbeReport.of_runs("http://127.0.0.1:1/mcp", [legacy], [NotSpoken("2026-07-28", "400")])
+    assert single.to_text().splitlines()[0] == "http://127.0.0.1:1/mcp: MCP 2025-11-25, 3 request(s)"
+    assert "==" not in single.to_text()  # one run: no sections
+    junit = ElementTree.fromstring(single.to_junit())
+    assert [s.get("name").rsplit(" ", 1)[-1] for s in junit] == ["2025-11-25)", "2026-07-28)"]
+    assert junit[1].find("testcase/skipped").get("message").startswith("MCP 2026-07-28 is not spoken (400)")
+
+
+def test_the_default_message_size_limit_is_the_transports():
+    import inspect
+
+    from ssewire.mcp.live import probe as live_probe
+    from ssewire.mcp.live import transport
+
+    default = inspect.signature(live_probe.probe).parameters["max_message_size"].default
+    assert default is transport.DEFAULT_MAX_MESSAGE_SIZE
+
+
+# -- a bounded recording ------------------------------------------------------------------
+
+
+def test_the_writer_keeps_whole_chunks_up_to_its_limits_and_says_what_it_left_out():
+    from ssewire.mcp.transcript import TranscriptWriter
+
+    writer = TranscriptWriter(max_answer_bytes=10, max_total_bytes=16)
+    first = writer.request("GET", "/mcp", [])
+    first.respond(200, [("content-type", "text/event-stream")])
+    for piece in (b"abcd", b"efgh", b"ijkl", b"m"):  # the third does not fit 10: cut there
+        first.chunk(piece)
+    second = writer.request("GET", "/mcp", [])
+    second.respond(200, [("content-type", "text/event-stream")])
+    for piece in (b"12345678", b"9"):  # 8 of the 16 in all are used: 8 fit, then nothing
+        second.chunk(piece)
+    first.end()
+    response = first.as_dict()["response"]
+    assert (response["chunks"], response["truncated"]) == (["abcd", "efgh"], 5)
+    assert second.as_dict()["response"]["chunks"] == ["12345678"]
+    assert second.as_dict()["response"]["truncated"] == 1
+    unbounded = TranscriptWriter().request("GET", "/mcp", [])
+    unbounded.respond(200, [])
+    unbounded.chunk(b"x" * 100_000)
+    assert "truncated" not in unbounded.as_dict()["response"]
+
+
+def _cut_stream(truncated: object) -> dict:
+    """A POST answered with one progress event and the start of another, as recorded."""
+    from .builders import BOTH, JSON, SSE_HEADERS, event, exchange, progress, request
+
+    headers = {"Accept": BOTH, "Content-Type": JSON, "MCP-Protocol-Version": "2025-06-18"}
+    call = exchange(
+        "call",
+        "POST",
+        headers,
+        200,
+        body=request(1, "ping"),
+        response_headers=SSE_HEADERS,
+        response_chunks=[event(progress("t")), "data: {"],
+    )
+    if truncated is not None:
+        call["response"]["truncated"] = truncated
+    return {"format": "ssewire-transcript/1", "profile": "2025-06-18", "exchanges": [call]}
+
+
+def test_the_validator_reports_a_cut_body_as_truncated_not_as_torn():
+    from ssewire.mcp.transcript import TranscriptError
+
+    torn = {f.code for f in validate(from_document(_cut_stream(None))).findings}
+    assert {"incomplete_sse_event", "response_not_delivered"} <= torn  # without the mark: a fault
+    cut = validate(from_document(_cut_stream(4096))).findings
+    assert [(f.code, f.level, f.path) for f in cut] == [
+        ("recording_truncated", "info", "/exchanges/0/response/truncated")
+    ]
+    assert "first 130 bytes and left out 4096" in cut[0].message
+    for bad in (-1, True, 1.5, "9"):
+        with pytest.raises(TranscriptError, match="truncated: expected the number of bytes left out"):
+            from_document(_cut_stream(bad))
+
+
+async def _endless_event(scope, receive, send):
+    """One SSE event that never ends: data lines, 64 KiB a piece, until the reader goes."""
+    assert scope["type"] == "http"
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+    )
+    piece = b"data: " + b"x" * (64 << 10) + b"\n"
+    for _ in range(2_000):  # bounded: 128 MiB at most
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def test_the_recorder_keeps_a_bounded_part_of_an_endless_event():
+    import asyncio
+
+    import httpx
+
+    from ssewire.mcp.live.record import Recorder
+
+    from ..servers import uvicorn_server
+
+    async def listen(url: str) -> tuple[dict, dict]:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            recorder = Recorder(client, max_chunks=400, max_answer_bytes=1 << 20, max_total_bytes=1 << 20)
+            record = await recorder.exchange("GET", "/mcp", {"Accept": "text/event-stream"}, name="listen")
+            return record, recorder.document("2025-11-25")
+
+    with uvicorn_server(_endless_event) as url:
+        record, document = asyncio.run(listen(url))
+    kept = sum(len(c) for c in record["response"]["chunks"])
+    assert 0 < kept <= 1 << 20 and record["response"]["truncated"] > 0
+    codes = [f.code for f in validate(from_document(document)).findings]
+    assert "recording_truncated" in codes and "incomplete_sse_event" not in codes
+
+
+def test_the_probes_limits_reach_every_send_and_bound_its_recording(monkeypatch, tmp_path):
+    from ssewire.mcp.live import transport
+
+    limits = []
+    original = transport.send
+
+    async def spy(*args, **kwargs):
+        limits.append(kwargs.get("max_message_size"))
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(transport, "send", spy)
+    report = probe(
+        ReferenceServer(**FAST), max_message_size=123_456, record_max_answer=400, record_max_total=20_000
+    )
+    assert report.requests > 20 and len(limits) == report.requests + 1  # + the discover refused
+    assert set(limits) == {123_456}
+    responses = [e["response"] for e in report.transcript["exchanges"] if e.get("response")]
+    kept = [sum(len(c.encode()) for c in r.get("chunks", [])) for r in responses]
+    assert max(kept) <= 400 and sum(kept) <= 20_000
+    assert any(r.get("truncated") for r in responses)
+    assert report.detected() == set()  # what was cut is not taken for a fault of the server
+    findings = validate(from_document(report.transcript)).findings
+    assert findings and {f.code for f in findings} == {"recording_truncated"}
+    record = tmp_path / "probe.json"
+    record.write_text(json.dumps(report.transcript))
+    assert ssewire("validate", str(record)).returncode == 0

@@ -6,7 +6,8 @@ store.
 What the SDK really does (read in its dist/esm/server/webStandardStreamableHttp.js and
 checked by requests sent by hand; see docs/probe.md):
 
-- it speaks 2025-11-25 (no server/discover), so negotiation lands there;
+- it speaks 2025-11-25 (no server/discover), so the probe judges that revision only and
+  says 2026-07-28 is not spoken;
 - Origin and Host are validated only when ``allowedOrigins`` / ``allowedHosts`` are
   configured: as set up by default, a foreign Origin is served (200);
 - Content-Type is parsed as a media type (any case, parameters allowed); Accept must
@@ -74,7 +75,8 @@ def reports():
 @pytest.mark.parametrize("mode", list(MODES))
 def test_the_typescript_sdk_modes(reports, mode):
     report = reports[mode]
-    assert report.version == "2025-11-25"  # negotiated: the SDK has no 2026-07-28 yet
+    assert report.versions == ["2025-11-25"]  # the SDK has no 2026-07-28 yet: one run, and
+    assert [n.revision for n in report.not_spoken] == ["2026-07-28"]  # discover said as refused
     statuses = {v.id: str(v.status) for v in report.verdicts if str(v.status) != "pass"}
     assert statuses == MODES[mode][1], report.to_text()
 

@@ -29,6 +29,7 @@ def test_every_code_has_a_case():
         "profile_alias",
         "profile_overridden",
         "negotiated_version_differs",
+        "recording_truncated",  # a note on the recording (tests/mcp/test_probe.py)
     }
 
 

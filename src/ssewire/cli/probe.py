@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
+import sys
 from typing import Any
 
 from .._http import header_field
-from ._common import EXIT_FINDINGS, EXIT_OK, InputError, add_report_options, cannot, write
+from ._common import EXIT_FINDINGS, EXIT_OK, InputError, add_report_options, cannot, positive_int, write
 
 NAME = "probe"
 EXTRA = "mcp"
@@ -34,8 +36,18 @@ def add_parser(commands: Any) -> None:
         "diagnostic; 1: failing diagnostics; 2: the target cannot be probed or bad usage.",
     )
     parser.add_argument("url", nargs="?", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    parser.add_argument("--profile", metavar="P", help="a revision to speak (default: negotiate the newest)")
-    parser.add_argument("--record", metavar="FILE", help="write the conforming exchanges as a transcript")
+    parser.add_argument(
+        "--profile",
+        metavar="P",
+        help="the one revision to judge (default: every revision the server speaks of the newest "
+        "and the newest with sessions)",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write the conforming exchanges as a transcript; when several revisions were judged, "
+        "one file each, the revision before the extension (probe.json: probe.2025-11-25.json, ...)",
+    )
     parser.add_argument(
         "--call-tools", metavar="NAME,...", default=None, help="tools the probe may call (none by default)"
     )
@@ -49,6 +61,27 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--timeout", type=_seconds, default=10.0, metavar="S", help="deadline of each request (default 10)"
+    )
+    parser.add_argument(
+        "--max-message-size",
+        type=positive_int,
+        default=None,
+        metavar="BYTES",
+        help="the largest SSE event or JSON answer read (default: the transport's)",
+    )
+    parser.add_argument(
+        "--record-max-answer",
+        type=positive_int,
+        default=None,
+        metavar="BYTES",
+        help="bytes of each response body the recording keeps (default 4 MiB + 64 KiB)",
+    )
+    parser.add_argument(
+        "--record-max-total",
+        type=positive_int,
+        default=None,
+        metavar="BYTES",
+        help="bytes of response bodies a run's recording keeps in all (default 32 MiB)",
     )
     add_report_options(parser)
     parser.add_argument(
@@ -106,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
         "timeout": args.timeout,
         "headers": extra_headers(args),
     }
+    for option in ("max_message_size", "record_max_answer", "record_max_total"):
+        if getattr(args, option) is not None:  # unset: the library's default, stated there once
+            options[option] = getattr(args, option)
     try:
         if args.url is None:
             from ..mcp.live.server import ReferenceServer, running
@@ -129,10 +165,26 @@ def run(args: argparse.Namespace) -> int:
     code = EXIT_FINDINGS if report.failing() else EXIT_OK
     write(text)
     if args.record:
-        try:
-            with open(args.record, "w", encoding="utf-8") as handle:
-                json.dump(report.transcript, handle, indent=2, ensure_ascii=False)
-                handle.write("\n")
-        except OSError as exc:
-            raise cannot("write", args.record, exc) from None
+        files = recordings(args.record, report.transcripts)
+        for path, document in files.items():
+            try:
+                with open(path, "w", encoding="utf-8") as handle:
+                    json.dump(document, handle, indent=2, ensure_ascii=False)
+                    handle.write("\n")
+            except OSError as exc:
+                raise cannot("write", path, exc) from None
+            if len(files) > 1:  # the file asked for is not written: say which are
+                print(f"ssewire probe: recorded {path}", file=sys.stderr)
     return code
+
+
+def recordings(path: str, transcripts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Where each run's transcript goes: ``path`` itself for one run; for several, one file
+    per revision, the revision before the extension. Each is one ``ssewire-transcript/1``
+    document (a transcript is read under one revision), so ``ssewire validate`` takes each."""
+    if len(transcripts) == 1:
+        return {path: next(iter(transcripts.values()))}
+    where = pathlib.PurePath(path)
+    return {
+        str(where.with_name(f"{where.stem}.{rev}{where.suffix}")): doc for rev, doc in transcripts.items()
+    }

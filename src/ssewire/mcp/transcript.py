@@ -93,6 +93,7 @@ class Response:
     body: Any  # parsed JSON (an application/json body), or ABSENT
     body_text: str | None
     disconnected: bool
+    truncated: int = 0  # bytes the recorder read after the kept chunks and left out (0: kept whole)
 
     @property
     def has_body(self) -> bool:
@@ -227,7 +228,7 @@ def _response(raw: Any, where: str) -> Response:
         item,
         where,
         required={"status"},
-        optional={"headers", "chunks", "chunks_b64", "body", "body_text", "disconnected"},
+        optional={"headers", "chunks", "chunks_b64", "body", "body_text", "disconnected", "truncated"},
     )
     status = item["status"]
     if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
@@ -248,6 +249,9 @@ def _response(raw: Any, where: str) -> Response:
             _b64_chunk(c, f"{where}/chunks_b64/{i}")
             for i, c in enumerate(_array(item["chunks_b64"], f"{where}/chunks_b64"))
         )
+    truncated = item.get("truncated", 0)
+    if isinstance(truncated, bool) or not isinstance(truncated, int) or truncated < 0:
+        raise TranscriptError(f"{where}/truncated: expected the number of bytes left out (an integer >= 0)")
     return Response(
         status=status,
         headers=_headers(item.get("headers", {}), f"{where}/headers"),
@@ -255,6 +259,7 @@ def _response(raw: Any, where: str) -> Response:
         body=item.get("body", ABSENT),
         body_text=_optional(item, "body_text", str, where),
         disconnected=_optional(item, "disconnected", bool, where) or False,
+        truncated=truncated,
     )
 
 
@@ -369,11 +374,24 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 # -- writing -----------------------------------------------------------------------
 
 
+class Room:
+    """What a writer may still keep of response bodies: per answer and in total (None: no
+    limit). Shared by every record of one writer, so a recording stays bounded."""
+
+    __slots__ = ("answer", "left")
+
+    def __init__(self, answer: int | None, total: int | None) -> None:
+        self.answer, self.left = answer, total
+
+
 class ExchangeRecord:
     """One exchange being recorded: the request as sent, the response as it arrives.
 
     A response is ``disconnected`` until `end` says otherwise, so a stream the
     client abandoned (or that broke) is recorded as such without extra bookkeeping.
+    Its body is kept whole chunk by whole chunk while the writer's `Room` allows; from the
+    first chunk that does not fit, nothing more is kept and the bytes left out are counted
+    (``truncated``): the kept chunks are the body's first bytes, with their real boundaries.
     """
 
     __slots__ = (
@@ -382,13 +400,21 @@ class ExchangeRecord:
         "disconnected",
         "id",
         "idempotent",
+        "kept",
         "request",
         "response_headers",
+        "room",
         "status",
+        "truncated",
     )
 
     def __init__(
-        self, ident: str, request: dict[str, Any], idempotent: bool | None, group: str | None
+        self,
+        ident: str,
+        request: dict[str, Any],
+        idempotent: bool | None,
+        group: str | None,
+        room: Room | None = None,
     ) -> None:
         self.id = ident
         self.request = request
@@ -398,14 +424,29 @@ class ExchangeRecord:
         self.response_headers: dict[str, Any] = {}
         self.chunks: list[bytes] = []
         self.disconnected = True
+        self.room = room or Room(None, None)
+        self.kept = 0  # bytes of the body kept
+        self.truncated = 0  # bytes of the body read after the cut, not kept
 
     def respond(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
         self.status, self.response_headers = status, header_fields(headers)
 
     def chunk(self, data: bytes) -> None:
-        """A piece of the body exactly as it was read off the connection."""
-        if data:
-            self.chunks.append(bytes(data))
+        """A piece of the body exactly as it was read off the connection: kept if it fits
+        (and nothing was cut before it), else counted as left out."""
+        if not data:
+            return
+        room = self.room
+        fits = (room.answer is None or self.kept + len(data) <= room.answer) and (
+            room.left is None or len(data) <= room.left
+        )
+        if self.truncated or not fits:
+            self.truncated += len(data)
+            return
+        self.chunks.append(bytes(data))
+        self.kept += len(data)
+        if room.left is not None:
+            room.left -= len(data)
 
     def end(self, *, disconnected: bool = False) -> None:
         self.disconnected = disconnected
@@ -423,16 +464,21 @@ class ExchangeRecord:
                 "headers": self.response_headers,
                 **chunk_fields(self.chunks),
                 "disconnected": self.disconnected,
+                **({"truncated": self.truncated} if self.truncated else {}),
             }
         return record
 
 
 class TranscriptWriter:
     """The one writer of ``ssewire-transcript/1``: the recorder, the probe and the tests
-    all record through it, so repeated headers and chunk boundaries are kept alike."""
+    all record through it, so repeated headers and chunk boundaries are kept alike.
 
-    def __init__(self) -> None:
+    ``max_answer_bytes`` / ``max_total_bytes``: how much of response bodies it keeps, per
+    answer and over all answers (None: all); a body cut short says so (``truncated``)."""
+
+    def __init__(self, *, max_answer_bytes: int | None = None, max_total_bytes: int | None = None) -> None:
         self.records: list[ExchangeRecord] = []
+        self.room = Room(max_answer_bytes, max_total_bytes)
 
     def request(
         self,
@@ -454,7 +500,7 @@ class TranscriptWriter:
         ident = name or f"e{len(self.records) + 1}"
         if any(record.id == ident for record in self.records):
             raise ValueError(f"exchange id {ident!r} is already recorded")
-        record = ExchangeRecord(ident, request, idempotent, concurrent_group)
+        record = ExchangeRecord(ident, request, idempotent, concurrent_group, self.room)
         self.records.append(record)
         return record
 

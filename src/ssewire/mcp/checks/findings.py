@@ -34,6 +34,7 @@ class Finding:
     exchange: str | None = None  # the exchange id; None: the whole transcript, or a live probe
     path: str = ""  # JSON-pointer-like: where in the transcript
     requirement: str = ""
+    revision: str = ""  # a probe verdict: the MCP revision it was judged under ("": not a probe's)
 
     @property
     def id(self) -> str:
@@ -57,6 +58,7 @@ class Finding:
         if entry.kind == Kind.DIAGNOSTIC:
             return {
                 "id": self.code,
+                **({"revision": self.revision} if self.revision else {}),
                 "status": str(self.status),
                 "level": str(self.level),
                 "requirement": self.rests_on(),

@@ -4,8 +4,8 @@ transcript (`ValidationReport`) and for a probed server (`ProbeReport`).
 Both judge a run the same way (`Report.fails`: a detected finding at or above the
 ``--fail-on`` level that no baseline accepts) and write JUnit through one XML-safe writer.
 They differ where their readers do: a validation is grouped by exchange and can carry a
-baseline and recovery lines; a probe has one verdict per diagnostic, stream figures and a
-release verdict. No secrets: messages and evidence hold statuses and a few response
+baseline and recovery lines; a probe has a run per revision the server speaks, each a
+verdict per diagnostic with stream figures, and a release verdict (the worst of the runs). No secrets: messages and evidence hold statuses and a few response
 headers, never credentials, session ids or event ids.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 from xml.etree import ElementTree
@@ -207,18 +207,83 @@ class ValidationReport(Report):
                 case, "failure", type="stale_baseline", message="baseline entries matched no finding"
             )
             failure.text = "\n".join(json.dumps(entry) for entry in self.stale)
-        return _junit(suite, failures)
+        return _junit((suite, failures))
+
+
+def rank(verdict: Finding) -> int:
+    """How bad a verdict is: by status (detected over suspected over pass over not-checked),
+    then by level; the worse of two verdicts on one diagnostic is the one to keep."""
+    statuses = {Status.NOT_CHECKED: 0, Status.PASS: 1, Status.SUSPECTED: 2, Status.DETECTED: 3}
+    return statuses[verdict.status] * 3 + {Level.INFO: 0, Level.WARNING: 1, Level.ERROR: 2}[verdict.level]
+
+
+@dataclass
+class RevisionRun:
+    """The probe's run under one revision: a verdict per diagnostic (catalogue order, each
+    stamped with the revision), its figures, its request count and its own recording."""
+
+    revision: str
+    verdicts: list[Finding]
+    figures: dict[str, Any] = field(default_factory=dict)
+    requests: int = 0
+    transcript: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        revision: str,
+        verdicts: Mapping[str, Finding],
+        *,
+        figures: Mapping[str, Any],
+        requests: int,
+        transcript: dict[str, Any],
+    ) -> RevisionRun:
+        """Verdicts in catalogue order; a diagnostic no check reached is not-checked."""
+        ordered = [
+            replace(
+                verdicts.get(ident) or Finding(ident, Status.NOT_CHECKED, entry.level, "no check reached it"),
+                revision=revision,
+            )
+            for ident, entry in DIAGNOSTICS.items()
+        ]
+        shown = {k: v for k, v in figures.items() if _plain(v)}
+        return cls(revision, ordered, shown, requests, transcript)
+
+    @property
+    def release(self) -> str:
+        return release_verdict(self.verdicts)
+
+    def counts(self) -> dict[str, int]:
+        return {str(s): sum(v.status == s for v in self.verdicts) for s in Status}
+
+
+@dataclass(frozen=True)
+class NotSpoken:
+    """A revision the probe tried and the server did not accept: information, not a failure."""
+
+    revision: str
+    reason: str  # what the server answered to the revision's opening request
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"revision": self.revision, "spoken": False, "reason": self.reason}
+
+    def line(self) -> str:
+        return f"MCP {self.revision} is not spoken ({self.reason}): not judged, info only"
 
 
 @dataclass
 class ProbeReport(Report):
-    """What ``ssewire probe`` says about one server: a verdict per diagnostic, in catalogue order."""
+    """What ``ssewire probe`` says about one server: a run per revision it speaks (newest
+    first), each a verdict per diagnostic in catalogue order, and the revisions it refused.
+
+    ``findings`` (``verdicts``) is one verdict per diagnostic, the worst across the runs
+    (each names its revision), so the release verdict, ``failing`` and the exit code are
+    the worst of the runs; ``version``, ``figures`` and ``transcript`` are the first run's,
+    for callers that read one revision; ``runs`` has them all."""
 
     target: str = ""
-    version: str = ""
-    figures: dict[str, Any] = field(default_factory=dict)
-    requests: int = 0
-    transcript: dict[str, Any] = field(default_factory=dict)
+    runs: list[RevisionRun] = field(default_factory=list)
+    not_spoken: list[NotSpoken] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -231,20 +296,58 @@ class ProbeReport(Report):
         requests: int,
         transcript: dict[str, Any],
     ) -> ProbeReport:
-        """Verdicts in catalogue order; a diagnostic no check reached is not-checked."""
-        ordered = [
-            verdicts.get(ident) or Finding(ident, Status.NOT_CHECKED, entry.level, "no check reached it")
-            for ident, entry in DIAGNOSTICS.items()
-        ]
-        shown = {k: v for k, v in figures.items() if _plain(v)}
-        return cls(
-            ordered,
-            target=_shown_url(url),
-            version=version,
-            figures=shown,
-            requests=requests,
-            transcript=transcript,
-        )
+        """A report of one run under ``version``."""
+        run = RevisionRun.of(version, verdicts, figures=figures, requests=requests, transcript=transcript)
+        return cls.of_runs(url, [run])
+
+    @classmethod
+    def of_runs(
+        cls, url: str, runs: Sequence[RevisionRun], not_spoken: Sequence[NotSpoken] = ()
+    ) -> ProbeReport:
+        """The report of these runs: per diagnostic, the worst verdict of any run (the first
+        run's on a tie)."""
+        worst: dict[str, Finding] = {}
+        for run in runs:
+            for verdict in run.verdicts:
+                kept = worst.get(verdict.id)
+                if kept is None or rank(verdict) > rank(kept):
+                    worst[verdict.id] = verdict
+        return cls(list(worst.values()), target=_shown_url(url), runs=list(runs), not_spoken=list(not_spoken))
+
+    # -- one revision's view, for callers that read one --------------------------------
+
+    @property
+    def version(self) -> str:
+        """The first revision judged (the newest the server speaks, or the one forced)."""
+        return self.runs[0].revision if self.runs else ""
+
+    @property
+    def versions(self) -> list[str]:
+        return [run.revision for run in self.runs]
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        return self.runs[0].figures if self.runs else {}
+
+    @property
+    def transcript(self) -> dict[str, Any]:
+        return self.runs[0].transcript if self.runs else {}
+
+    @property
+    def transcripts(self) -> dict[str, dict[str, Any]]:
+        """Each run's recording, by revision: one ``ssewire-transcript/1`` document each."""
+        return {run.revision: run.transcript for run in self.runs}
+
+    @property
+    def requests(self) -> int:
+        return sum(run.requests for run in self.runs)
+
+    def run(self, revision: str) -> RevisionRun:
+        """The run under ``revision``; KeyError when it was not judged."""
+        for run in self.runs:
+            if run.revision == revision:
+                return run
+        raise KeyError(f"MCP {revision} was not judged (judged: {', '.join(self.versions) or 'none'})")
 
     @property
     def verdicts(self) -> list[Finding]:
@@ -255,18 +358,38 @@ class ProbeReport(Report):
         return release_verdict(self.findings)
 
     def detected(self) -> set[str]:
-        """Ids of the verdicts that found a problem (detected or suspected)."""
+        """Ids of the verdicts that found a problem (detected or suspected) in any run."""
         return {v.id for v in self.findings if v.status in (Status.DETECTED, Status.SUSPECTED)}
 
+    # -- writers -------------------------------------------------------------------------
+
     def as_dict(self, fail_on: Level | None = None) -> dict[str, Any]:
-        counts = {str(s): sum(v.status == s for v in self.findings) for s in Status}
+        """Every run's verdicts in one list, each with its ``revision``; ``revisions`` says
+        per revision whether it was spoken and, if so, its release verdict and figures."""
+        every = [v for run in self.runs for v in run.verdicts]
+        counts = {str(s): sum(v.status == s for v in every) for s in Status}
+        revisions: list[dict[str, Any]] = [
+            {
+                "revision": run.revision,
+                "spoken": True,
+                "release": run.release,
+                "valid": not [v for v in run.verdicts if self.fails(v, fail_on)],
+                "requests": run.requests,
+                "figures": run.figures,
+                "summary": run.counts(),
+            }
+            for run in self.runs
+        ]
+        revisions += [n.as_dict() for n in self.not_spoken]
         return {
             "target": self.target,
             "protocol_version": self.version,
+            "protocol_versions": self.versions,
             "release": self.release,
             "valid": not self.failing(fail_on),
-            "verdicts": [v.as_dict() for v in self.findings],
+            "verdicts": [v.as_dict() for v in every],
             "figures": self.figures,
+            "revisions": revisions,
             "summary": {**counts, "requests": self.requests},
         }
 
@@ -274,49 +397,83 @@ class ProbeReport(Report):
         return json.dumps(self.as_dict(fail_on), indent=2, ensure_ascii=False) + "\n"
 
     def to_text(self) -> str:
-        lines = [f"{self.target}: MCP {self.version}, {self.requests} request(s)"]
-        for v in self.findings:
-            found = v.status in (Status.DETECTED, Status.SUSPECTED)
-            tag = _SYMBOL[v.status] + (f" {v.level}" if found else "")
-            lines.append(f"{tag:15} {v.id}: {v.message}")
-            if found:
-                lines.append(f"{'':15} requirement: {v.rests_on()}")
-                for stack, hint in v.entry.hints().items():
-                    lines.append(f"{'':15} fix ({stack}): {hint}")
-        if self.figures:
-            lines.append("figures: " + json.dumps(self.figures, ensure_ascii=False))
+        """One run: its verdicts as they are. Several: a section per revision, each with its
+        own release line, and the overall (worst) release last."""
+        several = len(self.runs) > 1
+        lines = [f"{self.target}: MCP {' and '.join(self.versions) or '-'}, {self.requests} request(s)"]
+        for run in self.runs:
+            if several:
+                lines += ["", f"== MCP {run.revision}: {run.requests} request(s) =="]
+            for v in run.verdicts:
+                found = v.status in (Status.DETECTED, Status.SUSPECTED)
+                tag = _SYMBOL[v.status] + (f" {v.level}" if found else "")
+                lines.append(f"{tag:15} {v.id}: {v.message}")
+                if found:
+                    lines.append(f"{'':15} requirement: {v.rests_on()}")
+                    for stack, hint in v.entry.hints().items():
+                        lines.append(f"{'':15} fix ({stack}): {hint}")
+            if run.figures:
+                lines.append("figures: " + json.dumps(run.figures, ensure_ascii=False))
+            if several:
+                lines.append(f"Release under MCP {run.revision}: {run.release}")
+        if several:
+            lines.append("")
+        lines += [f"{'info':15} {n.line()}" for n in self.not_spoken]
         lines.append(f"Release: {self.release}")
         return "\n".join(lines) + "\n"
 
     def to_markdown(self) -> str:
         lines = [
-            f"## MCP transport probe: `{self.target}` (MCP {self.version})",
+            f"## MCP transport probe: `{self.target}` (MCP {', '.join(self.versions)})",
             "",
             f"**Release: {self.release}**",
             "",
-            "| diagnostic | status | level | what was seen |",
-            "|---|---|---|---|",
         ]
-        for v in self.findings:
-            lines.append(f"| `{v.id}` | {v.status} | {v.level} | {_cell(v.message)} |")
-        if self.figures:
-            lines += ["", "Figures: `" + json.dumps(self.figures, ensure_ascii=False) + "`"]
+        lines += [f"- MCP {run.revision}: {run.release} ({run.requests} requests)" for run in self.runs]
+        lines += [f"- {_cell(n.line())}" for n in self.not_spoken]
+        lines += [
+            "",
+            "| diagnostic | revision | status | level | what was seen |",
+            "|---|---|---|---|---|",
+        ]
+        for run in self.runs:
+            for v in run.verdicts:
+                lines.append(f"| `{v.id}` | {run.revision} | {v.status} | {v.level} | {_cell(v.message)} |")
+        for run in self.runs:
+            if run.figures:
+                shown = json.dumps(run.figures, ensure_ascii=False)
+                lines += ["", f"Figures ({run.revision}): `{shown}`"]
         return "\n".join(lines) + "\n"
 
     def to_junit(self, fail_on: Level | None = None) -> str:
-        suite = ElementTree.Element("testsuite", name=f"ssewire.probe {self.target}")
-        failing = {v.id for v in self.failing(fail_on)}
-        for v in self.findings:
-            case = ElementTree.SubElement(suite, "testcase", classname=f"mcp.{self.version}", name=v.id)
-            if v.id in failing:
-                failure = ElementTree.SubElement(case, "failure", type=v.id, message=v.message)
-                failure.text = json.dumps(v.as_dict(), ensure_ascii=False)
-            elif v.status == Status.NOT_CHECKED:
-                ElementTree.SubElement(case, "skipped", message=v.message)
-            else:
-                out = ElementTree.SubElement(case, "system-out")
-                out.text = f"{v.status} {v.level}: {v.message}"
-        return _junit(suite, len(failing))
+        """A test suite per revision: a test case per diagnostic (class ``mcp.<revision>``);
+        a revision not spoken is one skipped case."""
+        suites = []
+        for run in self.runs:
+            suite = ElementTree.Element("testsuite", name=f"ssewire.probe {self.target} (MCP {run.revision})")
+            failures = 0
+            for v in run.verdicts:
+                case = ElementTree.SubElement(suite, "testcase", classname=f"mcp.{run.revision}", name=v.id)
+                if self.fails(v, fail_on):
+                    failures += 1
+                    failure = ElementTree.SubElement(case, "failure", type=v.id, message=v.message)
+                    failure.text = json.dumps(v.as_dict(), ensure_ascii=False)
+                elif v.status == Status.NOT_CHECKED:
+                    ElementTree.SubElement(case, "skipped", message=v.message)
+                else:
+                    out = ElementTree.SubElement(case, "system-out")
+                    out.text = f"{v.status} {v.level}: {v.message}"
+            suites.append((suite, failures))
+        for absent in self.not_spoken:
+            suite = ElementTree.Element(
+                "testsuite", name=f"ssewire.probe {self.target} (MCP {absent.revision})"
+            )
+            case = ElementTree.SubElement(
+                suite, "testcase", classname=f"mcp.{absent.revision}", name="revision-spoken"
+            )
+            ElementTree.SubElement(case, "skipped", message=absent.line())
+            suites.append((suite, 0))
+        return _junit(*suites)
 
 
 _SYMBOL = {
@@ -335,17 +492,19 @@ def xml_safe(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _junit(suite: ElementTree.Element, failures: int) -> str:
-    """The document around one suite, every text and attribute made XML-safe."""
-    suite.set("tests", str(len(suite)))
-    suite.set("failures", str(failures))
-    suites = ElementTree.Element("testsuites")
-    suites.append(suite)
-    for element in suites.iter():
+def _junit(*suites: tuple[ElementTree.Element, int]) -> str:
+    """The document around the suites (each with its failure count), every text and
+    attribute made XML-safe."""
+    root = ElementTree.Element("testsuites")
+    for suite, failures in suites:
+        suite.set("tests", str(len(suite)))
+        suite.set("failures", str(failures))
+        root.append(suite)
+    for element in root.iter():
         element.text = element.text and xml_safe(element.text)
         for key, value in element.attrib.items():
             element.set(key, xml_safe(value))
-    return ElementTree.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+    return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def _cell(text: str) -> str:

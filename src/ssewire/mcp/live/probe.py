@@ -1,12 +1,19 @@
 """The live probe's driver: runs the sans-IO checks (``ssewire.mcp.probes``) against a
 server over real HTTP with httpx, and records what it saw.
 
-Bounded by design: every request has a deadline, a stream is read for a bounded time, a
-429 is retried at most once per endpoint and only for a wait of 2 s or less, the whole
-probe has a request budget, and only tools the caller allowed are called.
+Every revision a server speaks is judged: without ``profile``, the probe opens a
+conversation under the newest revision (``server/discover``) and one under the newest
+revision with sessions (``initialize``), and runs the whole check plan once for each the
+server accepts, each run with its own context, request budget and recording; a revision
+refused is reported as not spoken (information, not a failure). ``profile`` judges that one.
+
+Bounded by design: every request has a deadline, every message read a size limit, a stream
+is read for a bounded time, a 429 is retried at most once per endpoint and only for a wait
+of 2 s or less, each run has a request budget, the recording keeps a bounded number of
+bytes, and only tools the caller allowed are called.
 
     report = run_probe("http://127.0.0.1:8000/mcp", call_tools={"countdown"})
-    print(report.release)
+    print(report.release, report.versions)
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,16 +31,17 @@ import orjson
 
 from ..._secrets import MASK
 from ...jsonrpc import TornTail
-from ..checks.report import ProbeReport
+from ..checks.report import NotSpoken, ProbeReport, RevisionRun
 from ..probes import CHECKS, HANDSHAKE, Context, Received, Send, Together, Unreachable
-from ..protocol.profiles import NEWEST_WITH_SESSIONS, resolve
+from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
 from ..transcript import TranscriptWriter
 from . import transport
+from .record import RECORD_MAX_ANSWER, RECORD_MAX_TOTAL
 
 MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited for
-RAW_KEPT = 16 << 20  # bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
+RAW_KEPT = 16 << 20  # at most, bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
 
 
 class BudgetSpent(Exception):
@@ -48,12 +57,18 @@ class _Driver:
         timeout: float,
         max_requests: int,
         extra_headers: Iterable[str] = (),
+        max_message_size: int | None = transport.DEFAULT_MAX_MESSAGE_SIZE,
+        record_max_answer: int | None = RECORD_MAX_ANSWER,
+        record_max_total: int | None = RECORD_MAX_TOTAL,
     ) -> None:
         self.client, self.ctx, self.timeout = client, ctx, timeout
         self.extra_headers = list(extra_headers)  # the caller's (sent by the client), recorded masked
         self.budget = max_requests
         self.used = 0
-        self.writer = TranscriptWriter()
+        self.max_message_size = max_message_size
+        # a JSON body is parsed whole: one byte over the limit is enough to know it is over
+        self.keep = RAW_KEPT if max_message_size is None else min(RAW_KEPT, max_message_size + 1)
+        self.writer = TranscriptWriter(max_answer_bytes=record_max_answer, max_total_bytes=record_max_total)
         self.sent: dict[str, Send] = {}  # exchange id -> what was sent (its conforming flag may change)
         self.retried: set[tuple[str, str]] = set()
         self.group = 0
@@ -126,6 +141,7 @@ class _Driver:
                 headers,
                 content,
                 head_timeout=self.timeout,
+                max_message_size=self.max_message_size,
                 record=record,
             )
         except (httpx.HTTPError, asyncio.TimeoutError, OSError) as exc:
@@ -147,7 +163,7 @@ class _Driver:
         keep-alives'; a JSON body (or one that looks like JSON under another label) parsed."""
         comments = 0
         try:
-            async with aclosing(reply.events(until=deadline, keep=RAW_KEPT)) as batches:
+            async with aclosing(reply.events(until=deadline, keep=self.keep)) as batches:
                 async for batch in batches:
                     now = answer.last_byte = reply.elapsed()
                     items = [i for i in batch if not isinstance(i, TornTail)]
@@ -165,6 +181,8 @@ class _Driver:
         answer.ttfb = reply.first_byte
         answer.retry = reply.retry
         body = bytes(reply.kept)
+        if self.max_message_size is not None and len(body) > self.max_message_size:
+            body = b""  # one JSON message over the size limit: not parsed, an answer without a body
         if reply.is_json or (not answer.items and body[:1] in (b"{", b"[")):
             try:
                 answer.json = orjson.loads(body)
@@ -202,47 +220,115 @@ async def probe(
     timeout: float = 10.0,
     max_requests: int = 400,
     headers: Mapping[str, str] | None = None,
+    max_message_size: int | None = transport.DEFAULT_MAX_MESSAGE_SIZE,
+    record_max_answer: int | None = RECORD_MAX_ANSWER,
+    record_max_total: int | None = RECORD_MAX_TOTAL,
 ) -> ProbeReport:
-    """Probe ``url`` (the MCP endpoint); raises ``Unreachable`` when nothing answers.
+    """Probe ``url`` (the MCP endpoint) under every revision it speaks; raises
+    ``Unreachable`` when it accepts none.
 
-    ``profile``: a revision (or an alias) to speak instead of negotiating; an unknown name
-    is ``UnknownProfile``.
+    ``profile``: the one revision (or an alias) to judge; an unknown name is
+    ``UnknownProfile``. Without it: the newest revision and the newest with sessions, each
+    the server accepts (``report.runs``, newest first; ``report.not_spoken`` the others).
 
     ``headers`` go with every request (credentials, say: ``{"Authorization": "Bearer ..."}``)
     unless a check sets the same field itself; the recording and the report carry their
     names only, the values masked.
+
+    ``max_requests`` is each run's budget; ``max_message_size`` bounds every SSE event and
+    JSON answer read; ``record_max_answer`` / ``record_max_total`` bound what each run's
+    recording keeps of response bodies (per answer, in total; None: no bound).
     """
+    forced = resolve(profile)[0] if profile is not None else None
+    extra = caller_headers(headers)  # ValueError for a header the probe sets itself
+    limits = _Limits(timeout, max_requests, max_message_size, record_max_answer, record_max_total)
+    runs: list[RevisionRun] = []
+    refused: list[NotSpoken] = []
+    for revision in [forced] if forced is not None else [NEWEST, NEWEST_WITH_SESSIONS]:
+        ctx = _context(
+            url, revision, call_tools, idle_check=idle_check, session_resilience=session_resilience
+        )
+        if extra:
+            ctx.figures.headers_sent = sorted(extra)  # names only: the values are often secrets
+        try:
+            run = await _run(url, ctx, [r.revision for r in runs], limits, extra)
+        except Unreachable as exc:
+            if forced is not None:
+                raise
+            refused.append(NotSpoken(revision.name, str(exc)))
+            continue
+        if isinstance(run, NotSpoken):
+            refused.append(run)
+        else:
+            runs.append(run)
+    if not runs:
+        raise Unreachable("; ".join(f"MCP {n.revision}: {n.reason}" for n in refused))
+    return ProbeReport.of_runs(url, runs, refused)
+
+
+def _context(
+    url: str, revision: Profile, call_tools: Iterable[str], *, idle_check: float, session_resilience: bool
+) -> Context:
+    """A fresh context for one revision's run: nothing learned in another run leaks in."""
     parts = urlsplit(url)
-    base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     other_host = "localhost" if parts.hostname != "localhost" else "127.0.0.1"
     port = f":{parts.port}" if parts.port else ""
-    ctx = Context(
+    return Context(
         path=parts.path or "/",
         cross_origin=f"{parts.scheme}://{other_host}{port}",
-        profile=resolve(profile)[0].name if profile is not None else None,
+        profile=revision.name,
         allowed=frozenset(call_tools),
         idle_check=idle_check,
         session_resilience=session_resilience,
     )
-    extra = caller_headers(headers)  # ValueError for a header the probe sets itself
-    if extra:
-        ctx.figures.headers_sent = sorted(extra)  # names only: the values are often secrets
-    async with httpx.AsyncClient(base_url=base, timeout=timeout, headers=extra) as client:
-        driver = _Driver(client, ctx, timeout=timeout, max_requests=max_requests, extra_headers=extra)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """What bounds each run (see `probe`)."""
+
+    timeout: float
+    max_requests: int
+    max_message_size: int | None
+    record_max_answer: int | None
+    record_max_total: int | None
+
+
+async def _run(
+    url: str, ctx: Context, judged: list[str], limits: _Limits, extra_headers: dict[str, str]
+) -> RevisionRun | NotSpoken:
+    """The whole plan under ``ctx.profile``, on a client of its own; ``Unreachable`` when
+    the server refuses the revision's opening, a `NotSpoken` when it agrees on a revision
+    already ``judged`` instead (an initialize answered with the newest one, say)."""
+    parts = urlsplit(url)
+    base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    budget = limits.max_requests
+    async with httpx.AsyncClient(base_url=base, timeout=limits.timeout, headers=extra_headers) as client:
+        driver = _Driver(
+            client,
+            ctx,
+            timeout=limits.timeout,
+            max_requests=budget,
+            extra_headers=extra_headers,
+            max_message_size=limits.max_message_size,
+            record_max_answer=limits.record_max_answer,
+            record_max_total=limits.record_max_total,
+        )
         ctx.recording = driver.recording
         for step in HANDSHAKE:
             await driver.run(step.func(ctx))
+            if ctx.version in judged:
+                return NotSpoken(ctx.profile or "", f"the server agreed on {ctx.version}, judged already")
         for check in CHECKS:
             try:
                 await driver.run(check.func(ctx))
             except BudgetSpent:
                 for ident in check.ids:
-                    ctx.not_checked(ident, f"the request budget ({max_requests}) was spent")
+                    ctx.not_checked(ident, f"the request budget ({budget}) was spent")
         ctx.figures.sse_ttfb_s = [round(a.ttfb, 4) for a in ctx.received if a.is_sse and a.ttfb is not None]
-        return ProbeReport.of(
-            url,
+        return RevisionRun.of(
+            ctx.version,
             ctx.verdicts,
-            version=ctx.version,
             figures=ctx.figures.as_dict(),
             requests=driver.used,
             transcript=driver.recording(),

@@ -4,7 +4,12 @@ transport path (``transport.py``), so a recording reads bodies as the client and
 The body is kept as it was read, one chunk per read, after content-encoding is undone (what
 an SSE parser sees; a compressing proxy changes the bytes on the wire, not the events). A
 stream still open when its ``read_timeout`` passes with nothing, or its chunk budget runs
-out, is closed by the recorder and marked ``disconnected``. Needs httpx
+out, is closed by the recorder and marked ``disconnected``.
+
+Bounded: a recording keeps at most ``max_answer_bytes`` of each body and ``max_total_bytes``
+over all of them (whole chunks, the body's first ones); a body cut short is marked
+``truncated`` with the bytes left out, and the validator reports it as cut by the recorder
+(``recording_truncated``), not as torn events. Needs httpx
 (``pip install 'ssewire[httpx]'``).
 
     async with httpx.AsyncClient(base_url=url) as client:
@@ -23,15 +28,29 @@ import orjson
 from ..transcript import TranscriptWriter
 from .transport import Broken, Idle, send
 
+# What a recording keeps of response bodies. Per answer: one message at the official SDK
+# server's 4 MB cap, with its SSE framing; in total: eight such, far above the few hundred
+# KiB a probe's hundred-odd small exchanges need, and a constant under any hostile peer.
+RECORD_MAX_ANSWER = (4 << 20) + (64 << 10)  # 4 MiB + 64 KiB
+RECORD_MAX_TOTAL = 32 << 20  # 32 MiB
+
 
 class Recorder:
     """Sends requests with ``client`` and records each with its response."""
 
-    def __init__(self, client: httpx.AsyncClient, *, max_chunks: int = 10_000, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        max_chunks: int = 10_000,
+        timeout: float = 10.0,
+        max_answer_bytes: int | None = RECORD_MAX_ANSWER,
+        max_total_bytes: int | None = RECORD_MAX_TOTAL,
+    ) -> None:
         self.client = client
         self.max_chunks = max_chunks
         self.timeout = timeout  # seconds for an answer's head, and for each read of a body
-        self.writer = TranscriptWriter()
+        self.writer = TranscriptWriter(max_answer_bytes=max_answer_bytes, max_total_bytes=max_total_bytes)
 
     async def exchange(
         self,

@@ -17,6 +17,7 @@ from ...jsonrpc import Item, Kind, Message
 from ..checks.catalogue import CATALOGUE
 from ..checks.catalogue import Kind as EntryKind
 from ..checks.findings import Finding, Level, Status
+from ..checks.report import rank
 from ..protocol.handshake import client_info
 from ..protocol.profiles import Profile, named
 from ..protocol.requests import get_headers, name_of, notification, post_headers, request
@@ -164,7 +165,7 @@ class Context:
 
     path: str
     cross_origin: str  # a loopback origin other than the target's own, for the CORS check
-    profile: str | None = None  # forced with --profile; None: negotiate
+    profile: str | None = None  # the revision this run speaks (the driver's, per run); None: negotiate
     version: str = ""
     session: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
@@ -200,7 +201,7 @@ class Context:
         entry = CATALOGUE.expect(ident, EntryKind.DIAGNOSTIC)
         new = Finding(ident, status, level or entry.level, message, evidence or {})
         old = self.verdicts.get(ident)
-        if old is None or _rank(new) > _rank(old):
+        if old is None or rank(new) > rank(old):
             self.verdicts[ident] = new
 
     def passed(self, ident: str, message: str) -> None:
@@ -238,11 +239,6 @@ class Context:
         """The standalone GET stream (or a resumption with ``last_event_id``)."""
         headers = get_headers(self.conversation, self.session, last_event_id)
         return Send("GET", headers, name=name, read_for=read_for)
-
-
-def _rank(verdict: Finding) -> int:
-    order = {Status.NOT_CHECKED: 0, Status.PASS: 1, Status.SUSPECTED: 2, Status.DETECTED: 3}
-    return order[verdict.status] * 3 + {Level.INFO: 0, Level.WARNING: 1, Level.ERROR: 2}[verdict.level]
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-"""First: find the revision the server speaks, open a session where there is one, list the
-tools, and find the allowed tool that streams progress.
+"""First: open a conversation under the run's revision, open a session where there is one,
+list the tools, and find the allowed tool that streams progress.
 
-The newest revision first: 2026-07-28 has no handshake, but a server of that revision
-answers ``server/discover``; an older one answers it with an error (or 400 for the missing
-session), and the probe falls back to ``initialize``."""
+The driver runs the plan once per revision: 2026-07-28 has no handshake, but a server of
+that revision answers ``server/discover``; the revisions with sessions open with
+``initialize``. A server that refuses the opening does not speak the revision
+(`Unreachable`, which the driver reports as not spoken). Without a revision in the context
+the protocol layer negotiates: the newest first, falling back to ``initialize``."""
 
 from __future__ import annotations
 
@@ -36,8 +38,7 @@ def negotiate(ctx: Context) -> Generator[Step, Answer, None]:
             agreement: Agreement = done.value
             break
         except HandshakeFailed as failed:
-            what = answer.status or answer.error if answer else None  # no status: what went wrong
-            raise Unreachable(f"{asked} was answered {what}") from failed
+            raise Unreachable(f"{asked} was answered {_what(answer)}") from failed
         if out.name == "initialize" and sent is not None:
             # the handshake fell back from discover: a 2026-07-28 request to an older
             # server, not part of its session (the protocol layer judged the answer)
@@ -79,6 +80,17 @@ def find_streaming_tool(ctx: Context) -> Generator[Step, Answer, None]:
             ctx.figures.streaming_tool = name
             ctx.learned.full_run = answer
             return
+
+
+def _what(answer: Received | None) -> str:
+    """What came back, for the report: the status and any JSON-RPC error code, or what went
+    wrong when no answer came."""
+    if answer is None:
+        return "nothing"
+    if answer.status is None:
+        return answer.error or "nothing"
+    code = answer.error_code()
+    return f"{answer.status}" + (f" with error {code}" if code is not None else "")
 
 
 def _result(answer: Received, key: str) -> Any:

@@ -175,7 +175,7 @@ def _post(model: Model, view: ExchangeView) -> None:
     if not is_success(resp.status) or media_type(resp.headers.get("content-type")) not in (JSON, SSE):
         return
     _register(model, view)
-    if body.kind == "sse" and not resp.disconnected:
+    if body.kind == "sse" and not resp.disconnected and not resp.truncated:  # cut: the rest is unknown
         view.awaiting = {m.id for m in requests}
 
 

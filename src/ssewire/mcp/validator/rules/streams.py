@@ -39,8 +39,8 @@ def invalid_sse_json(x: ExchangeView, m: Model) -> Iterator[Hit]:
     on=MCP_METHODS,
 )
 def incomplete_sse_event(x: ExchangeView, m: Model) -> Iterator[Hit]:
-    if x.body is None or x.body.torn is None:
-        return
+    if x.body is None or x.body.torn is None or (x.ex.response and x.ex.response.truncated):
+        return  # a body the recorder cut ends inside an event by its cut: recording_truncated says so
     # A stream that ended inside an event broke the framing; a connection that dropped
     # inside one broke no rule of either side (the recovery line says what to do), but
     # the torn message is still reported.
@@ -59,10 +59,34 @@ def json_body_is_a_message(x: ExchangeView, m: Model) -> Iterator[Hit]:
     body, resp = x.body, x.ex.response
     if body is None or resp is None or not is_success(resp.status):
         return
-    if body.json_unparsable is not None and media_type(resp.headers.get("content-type")) == JSON:
+    if (
+        body.json_unparsable is not None
+        and not resp.truncated
+        and media_type(resp.headers.get("content-type")) == JSON
+    ):
         yield Hit("/response/body", f"the JSON body does not parse ({body.json_unparsable} bytes)")
     for reason in body.json_invalid:
         yield Hit("/response/body", f"not a JSON-RPC message: {reason}")
+
+
+@rule(
+    "recording_truncated",
+    Level.INFO,
+    "convention",
+    "",
+    "raise the recorder's limits (ssewire probe --record-max-answer / --record-max-total) to keep whole bodies",
+    on=MCP_METHODS,
+)
+def recording_truncated(x: ExchangeView, m: Model) -> Iterator[Hit]:
+    """A body the recorder cut to stay bounded: what was kept is judged, nothing after the cut
+    (a torn event at the cut, or a response never seen, is the recorder's, not a fault)."""
+    resp = x.ex.response
+    if resp is not None and resp.truncated:
+        kept = sum(len(c) for c in resp.chunks or ())
+        yield Hit(
+            "/response/truncated",
+            f"the recording keeps the body's first {kept} bytes and left out {resp.truncated} read after them",
+        )
 
 
 @rule(
@@ -159,7 +183,10 @@ def resumability_removed(x: ExchangeView, m: Model) -> Iterator[Hit]:
     on=GET,
 )
 def last_event_id_unknown(x: ExchangeView, m: Model) -> Iterator[Hit]:
-    if x.stream is not None and x.stream.unknown_resume:
+    cut = any(v.ex.response and v.ex.response.truncated for v in m.views[: x.ex.index])
+    if (
+        x.stream is not None and x.stream.unknown_resume and not cut
+    ):  # cut: the id may be in what was left out
         yield Hit(
             "/request/headers/last-event-id",
             "Last-Event-ID names no event seen on any earlier stream of this session (value not shown)",
