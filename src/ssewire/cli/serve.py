@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import EXIT_OK, InputError
+from ._common import EXIT_OK, InputError, positive_int
 
 NAME = "serve"
 EXTRA = "mcp"
@@ -35,12 +35,55 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--store-size",
-        type=int,
+        type=positive_int,
         default=16,
         metavar="N",
         help="events each stream keeps for resumption (default 16); a reader the store outran is cut",
     )
+    bounds = parser.add_argument_group(
+        "bounds against hostile clients", "(defaults: ssewire.mcp.live.server.ReferenceServer says why)"
+    )
+    bounds.add_argument(
+        "--max-body", type=positive_int, metavar="BYTES", help="largest request body; past it 413 (1 MiB)"
+    )
+    bounds.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        metavar="N",
+        help="sessions kept; the least recently used idle one makes room, 503 when all are busy (64)",
+    )
+    bounds.add_argument(
+        "--session-idle-timeout",
+        type=_positive_seconds,
+        metavar="S",
+        help="a session with no request and no open stream for S seconds is dropped (600)",
+    )
+    bounds.add_argument(
+        "--max-store-bytes",
+        type=positive_int,
+        metavar="BYTES",
+        help="events kept for resumption in all, finished streams dropped first (256 MiB)",
+    )
+    bounds.add_argument(
+        "--max-tasks",
+        type=positive_int,
+        metavar="N",
+        help="streaming tool calls running at once; past it 'server busy' (64)",
+    )
     parser.add_argument("--list-faults", action="store_true", help="list the faults and exit")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
+    return value
+
+
+BOUNDS = ("max_body", "max_sessions", "session_idle_timeout", "max_store_bytes", "max_tasks")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,8 +99,10 @@ def run(args: argparse.Namespace) -> int:
 
     from ..mcp.live.server import ReferenceServer
 
+    bounds = {name: getattr(args, name) for name in BOUNDS if getattr(args, name) is not None}
     app = ReferenceServer(
         **({"profile": args.profile} if args.profile else {}),
+        **bounds,
         faults=args.fault,
         keepalive=args.keepalive,
         json_response=args.json_response,

@@ -18,6 +18,12 @@ method, small validators run before dispatch (each refuses by raising ``_Refused
 as the typed set of ``faults.py``. Tools that stream run as tasks the server owns: their
 failures are kept in ``errors`` and logged, their streams end whatever happens, and the
 ASGI lifespan shutdown cancels and awaits them.
+
+Every peer is untrusted, so everything a client can make it hold is bounded, each bound a
+constructor option: the request body (413, read no further), the sessions (the least
+recently used idle one makes room, or 503 when all are in use), idle sessions (dropped),
+the events kept per stream and in all (the oldest go; a reader or a resumption that needed
+them is cut or refused, never given a silent gap) and the background tasks ("server busy").
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ import contextlib
 import itertools
 import json
 import logging
+import math
+import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
@@ -48,8 +56,14 @@ logger = logging.getLogger(__name__)
 SERVER_INFO = {"name": "ssewire-reference", "version": "1"}
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"
-MAX_SESSIONS = 64  # oldest dropped beyond this: memory stays bounded under any client
+# The defaults of the bounds (the constructor's docstring says why each value).
 MAX_BODY = 1 << 20
+MAX_SESSIONS = 64
+SESSION_IDLE_TIMEOUT = 600.0
+MAX_STREAMS = 64
+MAX_STORE_BYTES = 256 << 20
+MAX_TASKS = 64
+BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 RETRY_MS = 1000
 MAX_ERRORS = 64  # failures of background tasks kept for inspection (bounded)
 
@@ -96,41 +110,62 @@ TOOLS = [
 ]
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: the server's store is keyed by stream
 class _Stream:
-    """One SSE stream's events, kept (boundedly) for resumption while a task may still add."""
+    """One SSE stream's events, kept (boundedly) for resumption while a task may still add.
+
+    Loss has one signal: ``evicted``, the highest sequence number dropped. A reader that had
+    not sent it is cut (``_follow``) and a resumption from before it is refused (409)."""
 
     number: int
     size: int  # events kept; older ones are evicted
     events: deque[tuple[int, bytes, dict[str, Any] | None]] = field(
         default_factory=deque
-    )  # (seq, encoded, message)
+    )  # (seq, encoded, message: kept only for the torn-replay fault)
     evicted: int = 0  # the highest sequence number dropped from the store
     done: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     next_seq: int = 1
+    stored: int = 0  # bytes of the events kept
 
     def add(self, seq: int, encoded: bytes, message: dict[str, Any] | None) -> None:
-        if len(self.events) >= self.size:
-            self.evicted = self.events.popleft()[0]
         self.events.append((seq, encoded, message))
+        self.stored += len(encoded)
+        while len(self.events) > self.size:
+            self.drop_oldest()
         self.changed.set()
+
+    def drop_oldest(self) -> int:
+        """Evict the oldest event (a waiting reader wakes to learn it); its size in bytes."""
+        seq, encoded, _ = self.events.popleft()
+        self.evicted = seq
+        self.stored -= len(encoded)
+        self.changed.set()
+        return len(encoded)
 
     def finish(self) -> None:
         self.done = True
         self.changed.set()
 
 
-@dataclass
+@dataclass(eq=False)
 class _Session:
     ident: str
     version: str
-    streams: dict[int, _Stream] = field(default_factory=dict)
+    streams: dict[int, _Stream] = field(default_factory=dict)  # in the order they were opened
     by_event: dict[str, tuple[int, int]] = field(default_factory=dict)  # event id -> (stream, seq)
-    listeners: list[asyncio.Queue[bytes]] = field(default_factory=list)
+    listeners: list[_Stream] = field(default_factory=list)  # the standalone GET streams open now
     counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     rate_limited: bool = False
+    last_seen: float = 0.0  # the clock at its last request or the end of its last stream
+    open_streams: int = 0  # responses being written to its client now
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)  # its running producers
+
+    @property
+    def busy(self) -> bool:
+        """Work in flight: a stream open to its client, or a producer that may still be resumed."""
+        return self.open_streams > 0 or bool(self.tasks)
 
 
 class _Refused(Exception):
@@ -203,7 +238,30 @@ _Tool = Callable[[_Call, dict[str, Any]], Awaitable[None]]
 
 
 class ReferenceServer:
-    """An ASGI application: ``uvicorn.run(ReferenceServer(), host="127.0.0.1")``."""
+    """An ASGI application: ``uvicorn.run(ReferenceServer(), host="127.0.0.1")``.
+
+    The bounds against a hostile client, and why their defaults:
+
+    - ``max_body`` (1 MiB): a POST body past it is answered 413 and not read further. The
+      largest request this server takes is a client's answer to ``ask``, a few KiB; 1 MiB is
+      room for any initialize, and a quarter of the official Python SDK server's 4 MiB cap.
+    - ``max_sessions`` (64): a new initialize at the cap drops the least recently used
+      session with no open stream and no running tool (its client gets 404 and initializes
+      again, as the spec provides); when every session is busy it is refused with 503 and
+      ``Retry-After``, so work in flight is never cut to make room for a flood of initializes.
+    - ``session_idle_timeout`` (600 s): a session with no request and no open stream for
+      that long is dropped (swept at each request, no task of its own). Long enough that a
+      client pausing between calls rarely pays a re-initialize; the cap bounds a flood anyway.
+    - ``store_size`` (16 events) per stream, the standalone GET stream included, and
+      ``max_streams`` (64) per session, finished streams dropped first, the oldest running
+      one only when all run: the resumption window of the last few calls.
+    - ``max_store_bytes`` (256 MiB) over all sessions: past it, finished streams go first
+      (oldest first), then the oldest events of running ones. 64 default ``big`` answers, so
+      recent answers stay resumable while a client asking for 64 MiB answers cannot pile them.
+    - ``max_tasks`` (64): tools that stream (``countdown``, ``ask``) run as tasks; past the
+      cap a call is answered -32000 "server busy" instead of starting one. One long call per
+      session at the session cap.
+    """
 
     def __init__(
         self,
@@ -218,7 +276,25 @@ class ReferenceServer:
         result_size: int = 2 << 20,
         retry_ms: int = RETRY_MS,
         stateless: bool = False,
+        max_body: int = MAX_BODY,
+        max_sessions: int = MAX_SESSIONS,
+        session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+        max_streams: int = MAX_STREAMS,
+        max_store_bytes: int = MAX_STORE_BYTES,
+        max_tasks: int = MAX_TASKS,
     ) -> None:
+        for name, bound in (
+            ("store_size", store_size),
+            ("max_body", max_body),
+            ("max_sessions", max_sessions),
+            ("max_streams", max_streams),
+            ("max_store_bytes", max_store_bytes),
+            ("max_tasks", max_tasks),
+        ):
+            if bound < 1:
+                raise ValueError(f"{name} must be at least 1, not {bound}")
+        if not session_idle_timeout > 0:  # NaN too
+            raise ValueError(f"session_idle_timeout must be > 0 seconds, not {session_idle_timeout}")
         self.profile, _ = resolve(profile)
         self.faults: frozenset[Fault] = resolve_faults(faults)  # an unknown name: UnknownFault
         self.keepalive = keepalive
@@ -229,7 +305,16 @@ class ReferenceServer:
         self.result_size = result_size  # countdown's default result: a multi-MB text block
         self.retry_ms = retry_ms  # the retry field of every priming event
         self.stateless_mode = stateless or not self.profile.sessions  # no Mcp-Session-Id at all
-        self.sessions: OrderedDict[str, _Session] = OrderedDict()
+        self.max_body = max_body
+        self.max_sessions = max_sessions
+        self.session_idle_timeout = session_idle_timeout
+        self.max_streams = max_streams
+        self.max_store_bytes = max_store_bytes
+        self.max_tasks = max_tasks
+        self.clock: Callable[[], float] = time.monotonic  # replaceable: tests move time on
+        self.sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
+        self.store: OrderedDict[_Stream, _Session] = OrderedDict()  # every kept stream, oldest first
+        self.stored_bytes = 0  # the events of the streams in ``store``
         self.tasks: set[asyncio.Task[None]] = set()  # running producers, held until done
         self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)  # what those tasks raised
         self.asked: dict[Any, asyncio.Future[dict[str, Any]]] = {}  # our requests to clients, by id
@@ -286,6 +371,7 @@ class ReferenceServer:
             return
         http = _Http(scope, receive, send, headers, self._cors(headers.get("origin")))
         handler = self._http_methods.get(scope["method"], self._not_allowed)
+        self._drop_idle_sessions()
         try:
             await handler(http)
         except _Refused as refused:
@@ -351,16 +437,20 @@ class ReferenceServer:
             raise _Refused(415, -32600, "Unsupported Media Type: send application/json")
 
     @staticmethod
-    def _parse(body: bytes | None) -> dict[str, Any]:
-        """One JSON-RPC message: 413 past MAX_BODY, 400 for bad JSON or anything but one object."""
-        if body is None:
-            raise _Refused(413, -32600, "request body too large")
+    def _parse(body: bytes) -> dict[str, Any]:
+        """One JSON-RPC message: 400 for bad JSON (NaN and Infinity included, and nesting too
+        deep for the parser) or anything but one object with a string, number or null id."""
         try:
-            message = json.loads(body)
-        except ValueError:
+            message = json.loads(body, parse_constant=_not_json)
+        except (ValueError, RecursionError):
             raise _Refused(400, -32700, "Parse error") from None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
+        ident = message.get("id")
+        if isinstance(ident, bool) or not isinstance(ident, (str, int, float, type(None))):
+            # JSON-RPC 2.0: an id is a string, a number or null; the error's id is null since
+            # the request's cannot be echoed as an id
+            raise _Refused(400, -32600, "Invalid Request: id must be a string, a number or null")
         return message
 
     def _session(self, headers: dict[str, str]) -> _Session:
@@ -371,13 +461,14 @@ class ReferenceServer:
             raise _Refused(400, -32600, "Bad Request: Mcp-Session-Id required")
         session = self.sessions.get(ident)
         if session is None and Fault.STALE_SESSION_ACCEPTED in self.faults and ident not in self.ended:
-            session = self.sessions[ident] = _Session(ident, self.profile.name)
+            session = self._add_session(ident, self.profile.name)
         if session is None:
             status = 400 if Fault.UNKNOWN_SESSION_400 in self.faults else 404
             raise _Refused(status, -32001, "Session not found")
         version = headers.get("mcp-protocol-version")
         if version is not None and version.strip() not in KNOWN_VERSIONS:
             raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
+        self._touch(session)
         return session
 
     def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
@@ -390,7 +481,7 @@ class ReferenceServer:
 
     async def _post(self, http: _Http) -> None:
         """Validate, find the session, then hand the message to its handler."""
-        body = await _body(http.receive)
+        body = await self._body(http)
         self._check_post_accept(http.headers.get("accept"))
         self._check_content_type(http.headers.get("content-type"))
         message = self._parse(body)
@@ -409,12 +500,39 @@ class ReferenceServer:
             if problem is not None:
                 raise _Refused(400, problem[0], problem[1], ident=message.get("id"))
             return self.stateless
-        initialize = message.get("method") == "initialize"
         if self.stateless_mode:
-            if initialize:
-                self.stateless.version = self._negotiate(message)
-            return self.stateless
-        return self._new_session(message) if initialize else self._session(headers)
+            return self.stateless  # initialize answers the version its own message negotiates
+        if message.get("method") == "initialize":
+            return self._new_session(message)
+        return self._session(headers)
+
+    async def _body(self, http: _Http) -> bytes:
+        """The request body, read in pieces up to ``max_body``: past it (or a Content-Length
+        announcing more) 413, the rest left unread and the connection closed after the answer
+        (the ASGI server then stops reading it)."""
+        too_large = _Refused(
+            413,
+            -32600,
+            f"Request body too large: the limit is {self.max_body} bytes",
+            headers=[("connection", "close")],
+        )
+        length = http.headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.max_body:
+            raise too_large  # refused before a byte of it is read (no 100 Continue either)
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await http.receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise too_large
+            chunks.append(chunk)
+            more = bool(message.get("more_body"))
+        return b"".join(chunks)
 
     async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
         """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
@@ -435,7 +553,7 @@ class ReferenceServer:
 
     async def _initialize(self, call: _Call) -> None:
         result = {
-            "protocolVersion": call.session.version,
+            "protocolVersion": self._negotiate(call.message),  # per request: never shared state
             "capabilities": {"tools": {"listChanged": True}},
             "serverInfo": SERVER_INFO,
         }
@@ -460,19 +578,64 @@ class ReferenceServer:
 
     async def _tools_call(self, call: _Call) -> None:
         params = call.params
-        name, arguments = params.get("name"), params.get("arguments") or {}
+        name, arguments = params.get("name"), params.get("arguments")
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             await self._answer(call, {**_text(f"unknown tool {name!r}"), "isError": True})
             return
-        await tool(call, arguments)
+        try:
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, dict):
+                raise _InvalidArgument("arguments must be an object")
+            await tool(call, arguments)
+        except _InvalidArgument as invalid:
+            text = f"Invalid params: {name}: {invalid}"
+            await call.http.error(200, call.ident, -32602, text, call.session_header)
+
+    # -- sessions: each a bounded claim on the server ------------------------------------
 
     def _new_session(self, message: dict[str, Any]) -> _Session:
-        session = _Session(uuid.uuid4().hex, self._negotiate(message))
-        self.sessions[session.ident] = session
-        while len(self.sessions) > MAX_SESSIONS:
-            self.sessions.popitem(last=False)
+        try:
+            return self._add_session(uuid.uuid4().hex, self._negotiate(message))
+        except _Refused as refused:
+            refused.ident = message.get("id")
+            raise
+
+    def _add_session(self, ident: str, version: str) -> _Session:
+        """A session, room made for it first: at ``max_sessions`` the least recently used
+        one that is not busy is dropped, and when all are busy the request is refused (503)."""
+        while len(self.sessions) >= self.max_sessions:
+            idle = next((each for each in self.sessions.values() if not each.busy), None)
+            if idle is None:
+                text = f"Server busy: all {self.max_sessions} sessions are in use; retry later"
+                raise _Refused(503, -32000, text, headers=[("retry-after", str(BUSY_RETRY_AFTER))])
+            self._drop_session(idle)
+        session = self.sessions[ident] = _Session(ident, version, last_seen=self.clock())
         return session
+
+    def _touch(self, session: _Session) -> None:
+        """Mark a session used now: it moves to the end of the least-recently-used order."""
+        session.last_seen = self.clock()
+        if self.sessions.get(session.ident) is session:
+            self.sessions.move_to_end(session.ident)
+
+    def _drop_idle_sessions(self) -> None:
+        """Drop every session idle past ``session_idle_timeout``. Sessions are kept least
+        recently used first, so the sweep stops at the first one used since."""
+        horizon = self.clock() - self.session_idle_timeout
+        stale = itertools.takewhile(lambda each: each.last_seen <= horizon, self.sessions.values())
+        for session in [each for each in stale if not each.busy]:
+            self._drop_session(session)
+
+    def _drop_session(self, session: _Session) -> None:
+        """Forget a session (its id is then 404), its kept streams and its running tools."""
+        self.sessions.pop(session.ident, None)
+        self.ended.append(session.ident)
+        for stream in list(session.streams.values()):
+            self._drop_stream(session, stream)
+        for task in session.tasks:
+            task.cancel()  # each producer still ends its stream on the way out
 
     def _negotiate(self, message: dict[str, Any]) -> str:
         """The version initialize agrees on: the client's if initialize exists in it, else ours."""
@@ -485,11 +648,11 @@ class ReferenceServer:
         await self._answer(call, _text(str(arguments.get("text", ""))))
 
     async def _big(self, call: _Call, arguments: dict[str, Any]) -> None:
-        size = min(int(arguments.get("size", 4 << 20)), 64 << 20)
+        size = _integer(arguments, "size", 4 << 20, high=64 << 20)
         await self._answer(call, _text("x" * size))
 
     async def _structured(self, call: _Call, arguments: dict[str, Any]) -> None:
-        n = arguments.get("n", 1)
+        n = _integer(arguments, "n", 1)
         value: Any = "not an integer" if Fault.OUTPUT_SCHEMA_VIOLATION in self.faults else n
         result = {
             "content": [{"type": "text", "text": json.dumps({"value": value})}],
@@ -502,9 +665,9 @@ class ReferenceServer:
         await self._streamed(call, lambda stream: self._ask(call.session, stream, question))
 
     async def _countdown_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
-        count = max(0, min(int(arguments.get("count", 20)), 10_000))
-        delay = max(0.0, min(float(arguments.get("delay", self.countdown_delay)), 5.0))
-        size = max(0, min(int(arguments.get("size", self.result_size)), 64 << 20))
+        count = _integer(arguments, "count", 20, high=10_000)
+        delay = _number(arguments, "delay", self.countdown_delay, high=5.0)
+        size = _integer(arguments, "size", self.result_size, high=64 << 20)
         if self.json_response:
             await asyncio.sleep(count * delay)
             await self._answer(call, _text(_filler(size)))
@@ -520,10 +683,15 @@ class ReferenceServer:
         self, call: _Call, produce: Callable[[_Stream], Coroutine[Any, Any, dict[str, Any]]]
     ) -> None:
         """Answer on a stream that a task of the server's fills: the task goes on whether or
-        not anyone reads, so a cut client resumes from the store."""
+        not anyone reads, so a cut client resumes from the store. At ``max_tasks`` running,
+        the call is refused (-32000) rather than start one more."""
+        if len(self.tasks) >= self.max_tasks:
+            text = f"Server busy: {self.max_tasks} tool calls are running; retry later"
+            await call.http.error(200, call.ident, -32000, text, call.session_header)
+            return
         stream = self._open_stream(call.session)
-        self._spawn(self._produce(call.session, stream, call.ident, produce(stream)))
-        await self._serve_stream(call.http, stream, 0, call.headers)
+        self._spawn(self._produce(call.session, stream, call.ident, produce(stream)), call.session)
+        await self._serve_stream(call.http, call.session, stream, 0, call.headers)
 
     async def _produce(
         self, session: _Session, stream: _Stream, ident: Any, work: Awaitable[dict[str, Any]]
@@ -541,10 +709,20 @@ class ReferenceServer:
         finally:
             stream.finish()
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None], session: _Session | None = None) -> None:
+        """Run ``work`` as a task of the server's (and of ``session``'s, which stays busy,
+        so never dropped, while it runs)."""
         task = asyncio.ensure_future(work)
         self.tasks.add(task)
         task.add_done_callback(self._reap)
+        if session is not None:
+            session.tasks.add(task)
+
+            def done(task: asyncio.Task[None]) -> None:
+                self._touch(session)  # idle from now on, not from its last request
+                session.tasks.discard(task)
+
+            task.add_done_callback(done)
 
     def _reap(self, task: asyncio.Task[None]) -> None:
         """Forget a finished task and surface its failure (retrieved here, so asyncio never
@@ -572,8 +750,8 @@ class ReferenceServer:
             }
             self._emit(session, stream, note)
             if Fault.BROADCAST_TWO_STREAMS in self.faults:
-                for queue in session.listeners:
-                    queue.put_nowait(encode_event(json.dumps(note), event="message"))
+                for listener in list(session.listeners):
+                    self._emit(session, listener, note)
         return _text(_filler(size))
 
     async def _ask(self, session: _Session, stream: _Stream, question: str) -> dict[str, Any]:
@@ -609,17 +787,49 @@ class ReferenceServer:
             self._emit(call.session, stream, reply)
         finally:
             stream.finish()
-        await self._serve_stream(call.http, stream, 0, call.headers)
+        del reply, result  # its encoded bytes are kept: the result need not live while they are sent
+        await self._serve_stream(call.http, call.session, stream, 0, call.headers)
+
+    # -- the event store: streams kept for resumption, bounded in count and bytes ----------
 
     def _open_stream(self, session: _Session, size: int | None = None) -> _Stream:
         number = next(session.numbers)
         stream = _Stream(number, size or self.store_size)
         session.streams[number] = stream
-        while len(session.streams) > 64:  # old finished streams go first
-            session.streams.pop(next(iter(session.streams)))
+        self.store[stream] = session
+        while len(session.streams) > self.max_streams:
+            kept = session.streams.values()
+            # finished streams go first (their readers lose nothing), the oldest running one
+            # only when every stream runs
+            oldest = next((each for each in kept if each.done), next(iter(kept)))
+            self._drop_stream(session, oldest)
         if self.profile.priming:
             self._emit(session, stream, None)
         return stream
+
+    def _drop_stream(self, session: _Session, stream: _Stream) -> None:
+        """Forget a stream: a Last-Event-ID of it is then refused (409). A reader still
+        writing it out keeps it until done; it is no longer counted in ``stored_bytes``."""
+        if session.streams.get(stream.number) is stream:
+            del session.streams[stream.number]
+        if self.store.pop(stream, None) is not None:
+            self.stored_bytes -= stream.stored
+
+    def _keep_within_budget(self, current: _Stream) -> None:
+        """Past ``max_store_bytes``: whole finished streams go first, oldest first across all
+        sessions, then the oldest events of the oldest running streams. The event just stored
+        stays: a stream can always deliver its newest event, however large."""
+        while self.stored_bytes > self.max_store_bytes:
+            finished = next((each for each in self.store if each.done and each is not current), None)
+            if finished is not None:
+                self._drop_stream(self.store[finished], finished)
+                continue
+            running = next(
+                (each for each in self.store if len(each.events) > (1 if each is current else 0)), None
+            )
+            if running is None:
+                return
+            self.stored_bytes -= running.drop_oldest()
 
     def _emit(self, session: _Session, stream: _Stream, message: dict[str, Any] | None) -> None:
         """Store one event (``None``: the priming event, an id and empty data)."""
@@ -641,20 +851,48 @@ class ReferenceServer:
             encoded = encode_event("", id=ident, retry=self.retry_ms)
         else:
             encoded = encode_event(json.dumps(message), event="message", id=ident)
-        stream.add(seq, encoded, message)
+        before = stream.stored
+        # the message itself only for the fault that re-encodes it: kept beside its bytes,
+        # it would double what the store holds past what max_store_bytes counts
+        kept = message if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults else None
+        stream.add(seq, encoded, kept)
+        if stream in self.store:
+            self.stored_bytes += stream.stored - before
+            self._keep_within_budget(stream)
 
     @property
     def _sse_type(self) -> str:
         return "text/plain" if Fault.WRONG_CONTENT_TYPE in self.faults else SSE
 
     async def _serve_stream(
-        self, http: _Http, stream: _Stream, after: int, headers: list[tuple[str, str]]
+        self,
+        http: _Http,
+        session: _Session,
+        stream: _Stream,
+        after: int,
+        headers: list[tuple[str, str]],
+        *,
+        standalone: bool = False,
     ) -> None:
+        """Write ``stream`` after ``after`` to the client; the session is busy meanwhile.
+        The standalone GET stream has keep-alive comments; a call's stream has none."""
         source = self._follow(stream, after)
-        if Fault.BUFFERED_STREAM in self.faults:
+        keepalive = 0.0
+        if standalone:
+            keepalive = 0.0 if Fault.NO_KEEPALIVES in self.faults else self.keepalive
+            if Fault.IDLE_CLOSE in self.faults:
+                source = _ended_when_idle(source, 2 * self.keepalive)
+        elif Fault.BUFFERED_STREAM in self.faults:
             source = _held_back(source)
-        app = EventStreamResponse(source, keepalive=0, headers=[("content-type", self._sse_type), *headers])
-        await app(http.scope, http.receive, http.send)
+        app = EventStreamResponse(
+            source, keepalive=keepalive, headers=[("content-type", self._sse_type), *headers]
+        )
+        session.open_streams += 1
+        try:
+            await app(http.scope, http.receive, http.send)
+        finally:
+            self._touch(session)  # idle from the end of its last stream (touched first: not
+            session.open_streams -= 1  # idle for a moment with a stale time)
 
     @staticmethod
     async def _follow(stream: _Stream, after: int) -> AsyncIterator[bytes]:
@@ -694,30 +932,18 @@ class ReferenceServer:
             await self._resume(http, session, cursor, headers)
 
     async def _listen(self, http: _Http, session: _Session, headers: list[tuple[str, str]]) -> None:
-        queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1024)
-        session.listeners.append(queue)
-        try:
-            keepalive = 0 if Fault.NO_KEEPALIVES in self.faults else self.keepalive
-            source = self._standalone(session, queue)
-            app = EventStreamResponse(
-                source, keepalive=keepalive, headers=[("content-type", self._sse_type), *headers]
-            )
-            await app(http.scope, http.receive, http.send)
-        finally:
-            session.listeners.remove(queue)
+        """The standalone GET stream: a priming event, then what the server sends on its own.
 
-    async def _standalone(self, session: _Session, queue: asyncio.Queue[bytes]) -> AsyncIterator[bytes]:
-        """The standalone GET stream: a priming event, then what the server sends on its own."""
-        if self.profile.priming:
-            stream = self._open_stream(session)
+        It is a stream of the store like any other, so it is bounded the same way and a
+        reader that falls ``store_size`` events behind is cut, not silently skipped; it ends
+        when its reader leaves (a resumption then replays what is kept, and ends)."""
+        stream = self._open_stream(session)
+        session.listeners.append(stream)
+        try:
+            await self._serve_stream(http, session, stream, 0, headers, standalone=True)
+        finally:
+            session.listeners.remove(stream)
             stream.finish()
-            yield stream.events[0][1]
-        idle_close = 2 * self.keepalive if Fault.IDLE_CLOSE in self.faults else None
-        while True:
-            try:
-                yield await asyncio.wait_for(queue.get(), idle_close)
-            except asyncio.TimeoutError:
-                return  # the idle-close fault: the body ends, the server's own close
 
     async def _resume(
         self, http: _Http, session: _Session, cursor: str, headers: list[tuple[str, str]]
@@ -736,7 +962,7 @@ class ReferenceServer:
             text = "cannot resume: events after Last-Event-ID were evicted"
             raise _Refused(409, -32000, text, headers=refusal)
         after = seq - 1 if Fault.REPLAY_BEFORE_CURSOR in self.faults else seq
-        await self._serve_stream(http, stream, after, headers)
+        await self._serve_stream(http, session, stream, after, headers)
 
     async def _torn_replay(
         self, http: _Http, session: _Session, stream: _Stream, headers: list[tuple[str, str]]
@@ -749,7 +975,7 @@ class ReferenceServer:
                     self._emit(session, fresh, message)
         finally:
             fresh.finish()
-        await self._serve_stream(http, fresh, 0, headers)
+        await self._serve_stream(http, session, fresh, 0, headers)
 
     async def _delete(self, http: _Http) -> None:
         if self.stateless_mode:
@@ -757,8 +983,7 @@ class ReferenceServer:
             return
         session = self._session(http.headers)
         if Fault.DELETE_NOT_INVALIDATING not in self.faults:
-            self.sessions.pop(session.ident, None)
-            self.ended.append(session.ident)
+            self._drop_session(session)
         await http.respond(200, http.cors)
 
 
@@ -769,6 +994,17 @@ def _negotiable(version: Any) -> TypeGuard[str]:
         return False
     profile = PROFILES.get(version)
     return profile is None or not profile.request_headers
+
+
+async def _ended_when_idle(source: AsyncIterator[bytes], idle: float) -> AsyncIterator[bytes]:
+    """The idle-close fault: the body ends (the server's own close) after ``idle`` seconds
+    without an event."""
+    events = source.__aiter__()
+    while True:
+        try:
+            yield await asyncio.wait_for(events.__anext__(), idle)
+        except (StopAsyncIteration, asyncio.TimeoutError):
+            return
 
 
 async def _held_back(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -803,21 +1039,31 @@ def _loopback_origin(origin: str) -> bool:
     return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK
 
 
-async def _body(receive: Any) -> bytes | None:
-    """The request body, or None past MAX_BODY (bounded memory)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b"".join(chunks)
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
+class _InvalidArgument(ValueError):
+    """A tool argument of the wrong type: the call is answered -32602 (Invalid params)."""
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _integer(arguments: dict[str, Any], name: str, default: int, *, high: int | None = None) -> int:
+    """An integer argument (JSON Schema's: 2.0 is one), clamped to ``[0, high]`` when
+    ``high`` is given; a bool, a fraction or a string is refused."""
+    value = arguments.get(name, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _InvalidArgument(f"{name} must be an integer, not {json.dumps(value)[:40]}")
+    return value if high is None else max(0, min(value, high))
+
+
+def _number(arguments: dict[str, Any], name: str, default: float, *, high: float) -> float:
+    """A number argument, clamped to ``[0, high]``."""
+    value = arguments.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _InvalidArgument(f"{name} must be a number, not {json.dumps(value)[:40]}")
+    return max(0.0, min(float(value), high))
 
 
 async def _respond(send: Any, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
