@@ -40,6 +40,13 @@ COVERED_ELSEWHERE = {
         "tests/mcp/test_resets.py runs it (--resets 20 --print); the full run rewrites docs/client.md"
     ),
     "python bench/render.py bench/results.json": "renders a saved full run; run after each one (docs/benchmarks.md)",
+    "python scripts/reset_table.py --share 0.9 --calls 20": (
+        "about 8 minutes (the official client hangs 20 s a call against the store that cannot replay); "
+        "tests/mcp/test_resets.py and test_client_sdk.py hold the ssewire columns"
+    ),
+    "python scripts/hostile_table.py": (
+        "about 5 minutes; tests/mcp/test_hostile.py runs the same servers through the same child (run_child)"
+    ),
 }
 
 

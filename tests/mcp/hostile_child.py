@@ -37,7 +37,7 @@ async def probe_run(url: str, timeout: float) -> str:
     from ssewire.mcp.live.probe import probe
 
     report = await probe(url, call_tools=("anything",), timeout=timeout, idle_check=timeout, max_requests=60)
-    found = sorted(report.detected)
+    found = sorted(report.detected())
     listed = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
     return f"report ({report.release}): {len(found)} detected ({listed})"
 

@@ -341,26 +341,50 @@ def test_at_the_session_cap_the_least_recently_used_session_makes_room():
         assert list(app.sessions) == [first, third]
 
 
-def test_when_every_session_is_busy_a_new_one_is_refused_503_with_retry_after():
-    """Two sessions each with a GET stream open: a third initialize is refused, nothing in
-    flight is cut; once one stream ends, its session makes room."""
+def test_when_every_session_is_working_a_new_one_is_refused_503_with_retry_after():
+    """Two sessions each with a tool call streaming: a third initialize is refused, nothing
+    in flight is cut; once the calls end, a session makes room."""
     app = ReferenceServer(max_sessions=2, keepalive=0.2)
     with running(app) as base, httpx.Client(timeout=DEADLINE) as client:
         url = base + app.path
         sessions = [_open_session(client, url) for _ in range(2)]
+        call = _rpc(5, "tools/call", name="countdown", arguments={"count": 40, "delay": 0.05})
         with contextlib.ExitStack() as streams:
             for session in sessions:
-                get = client.stream("GET", url, headers={"accept": SSE, "mcp-session-id": session})
-                assert streams.enter_context(get).status_code == 200
-            _wait_for(lambda: all(each.open_streams == 1 for each in app.sessions.values()))
+                post = client.stream(
+                    "POST", url, json=call, headers={"accept": BOTH, "mcp-session-id": session}
+                )
+                assert streams.enter_context(post).status_code == 200
+            _wait_for(lambda: all(each.working for each in app.sessions.values()))
             refused = _initialize(client, url)
             assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
             assert refused.json()["error"]["code"] == -32000
             assert "mcp-session-id" not in refused.headers
             assert list(app.sessions) == sessions
-        _wait_for(lambda: all(each.open_streams == 0 for each in app.sessions.values()))
+        _wait_for(lambda: not any(each.working for each in app.sessions.values()))
         assert _initialize(client, url).status_code == 200
         assert len(app.sessions) == 2
+
+
+def test_sessions_only_listening_make_room_and_their_stream_ends():
+    """A GET stream open is no work in flight: two clients each holding one cannot lock a
+    third out; the least recently used is dropped and its stream ends (then 404)."""
+    app = ReferenceServer(max_sessions=2, keepalive=0.2)
+    with running(app) as base, httpx.Client(timeout=DEADLINE) as client:
+        url = base + app.path
+        sessions = [_open_session(client, url) for _ in range(2)]
+        with contextlib.ExitStack() as streams:
+            gets = []
+            for session in sessions:
+                get = client.stream("GET", url, headers={"accept": SSE, "mcp-session-id": session})
+                gets.append(streams.enter_context(get))
+            _wait_for(lambda: all(each.open_streams == 1 for each in app.sessions.values()))
+            assert _initialize(client, url).status_code == 200
+            assert sessions[0] not in app.sessions and sessions[1] in app.sessions
+            for _ in gets[0].iter_bytes():  # ends: the dropped session's stream closed (a read
+                pass  # past DEADLINE would raise ReadTimeout instead)
+            assert not gets[1].is_closed
+        assert _ping(client, url, sessions[0]) == 404
 
 
 def _wait_for(condition, deadline: float = DEADLINE) -> None:

@@ -82,9 +82,9 @@ class _Broken(Exception):
     """A stream ended before its answer (reset, idle timeout, or closed early), after
     ``delivered`` new messages."""
 
-    def __init__(self, reason: str, delivered: int = 0) -> None:
+    def __init__(self, reason: str, delivered: int = 0, *, clean: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.delivered = reason, delivered
+        self.reason, self.delivered, self.clean = reason, delivered, clean
 
 
 class _Reissue(Exception):
@@ -290,11 +290,13 @@ class Client:
                 status, reply = await asyncio.wait_for(
                     self._exchange(out.body, out.headers, fresh_session=out.name == "initialize"), deadline
                 )
-            except (RPCError, StreamBroken, httpx.HTTPStatusError):
-                if not out.optional:
-                    raise
-                came = Incoming(None)  # discover found no 2026-07-28 server: initialize
-                continue
+            except (RPCError, StreamBroken, httpx.HTTPStatusError, asyncio.TimeoutError) as failed:
+                if out.optional:
+                    came = Incoming(None)  # discover found no 2026-07-28 server: initialize
+                    continue
+                if isinstance(failed, asyncio.TimeoutError) and not isinstance(failed, RequestTimeout):
+                    raise RequestTimeout(out.name, deadline) from None
+                raise
             came = Incoming(status, reply, self.session)
         self.profile, self.session, self.server_info = agreement.profile, agreement.session, agreement.server
         if self.guard.profile != agreement.profile:
@@ -510,6 +512,7 @@ class Client:
         brings nothing ``max_resumptions`` times in a row is given up."""
         stalled = 0  # resumptions in a row that brought no new message
         empty = 0  # resumptions answered with an empty stream (the store lost it?)
+        quiet = 0  # clean ends in a row without a new message (a polling server)
         current: Answer | None = answer
         while True:
             resumed = current is None
@@ -526,13 +529,17 @@ class Client:
                         self.guard.cannot_resume(
                             stream, "it answered the resumption twice with an empty stream"
                         )
-                raise _Broken("the stream ended before the response")
+                raise _Broken("the stream ended before the response", delivered, clean=True)
             except _Broken as broke:
                 if future.done():
                     return
                 if broke.delivered:
                     stalled = empty = 0
-                stalled += 1
+                if not broke.clean:  # a clean end is the server's polling (retry): only cuts stall
+                    stalled += 1
+                quiet = 0 if broke.delivered or not broke.clean else quiet + 1
+                if quiet and self._retry_ms is None:  # a server polled without a retry: not a busy loop
+                    await asyncio.sleep(min(0.05 * 2**quiet, MAX_RETRY_WAIT))
                 self.stats.resets += 1
                 recovery = self.guard.broken(stream, idempotent=idempotent)
                 if recovery.action == RESUME and stalled <= self.max_resumptions:
@@ -573,6 +580,7 @@ class Client:
             later = retry_after(answer.headers.get("retry-after"))
             if attempt == 0 and answer.status in TRANSIENT and (later or 0) <= MAX_RETRY_WAIT:
                 self.guard.ended(resumed)  # refused: the next attempt reopens the same chain
+                broken = resumed
                 await asyncio.sleep(later or 0.1)
                 continue
             self.guard.refused(resumed, answer.status, later)
@@ -698,11 +706,14 @@ class Client:
 
     async def _listening(self) -> None:
         stream: str | None = None
-        failures = 0
+        failures = 0  # in a row: the listener gives up past max_resumptions
+        quiet = 0  # clean ends in a row that brought nothing: a growing pause, not a failure
         while not self._closed and failures <= self.max_resumptions:
+            resuming = False
             try:
                 if stream is not None and self.guard.cursor(stream) is not None:
                     stream, answer = await self._resume(stream)
+                    resuming = True
                 else:
                     try:
                         answer = await self._send("GET", requests.get_headers(self._speaking, self.session))
@@ -718,12 +729,17 @@ class Client:
                         self.guard.finish(stream)  # the previous chain had nothing to resume from
                     stream = self.guard.open_get(self.session)
                 self._get_opened = time.monotonic()
+                leg = stream
                 try:
-                    await self._consume(stream, answer, None)
+                    delivered = await self._consume(leg, answer, None)
                     failures = 0
+                    quiet = 0 if delivered else quiet + 1
+                    if resuming and not delivered:  # the server has no more on this chain: a fresh GET
+                        self.guard.finish(leg)
+                        stream = None
                 except _Broken as broke:
                     self.stats.resets += 1
-                    self.guard.broken(stream)
+                    self.guard.broken(leg)
                     self._get_failed(broke)
                     failures += 1
                 finally:
@@ -740,7 +756,7 @@ class Client:
                 failures += 1
             if failures:
                 self.stats.get_failures += 1
-            await asyncio.sleep(min(0.05 * 2**failures, MAX_RETRY_WAIT))
+            await asyncio.sleep(min(0.05 * 2 ** (failures + quiet), MAX_RETRY_WAIT))
         if failures:
             log.error("gave up the GET stream after %d failures in a row: %s", failures, self.listen_error)
 

@@ -42,6 +42,8 @@ from .record import RECORD_MAX_ANSWER, RECORD_MAX_TOTAL
 
 MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited for
 RAW_KEPT = 16 << 20  # at most, bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
+SSE_KEPT = 64 << 10  # of an SSE body, enough to tell a small JSON answer mislabelled as SSE
+MAX_ITEMS = 4096  # SSE items one answer may bring to the checks: a flood is read no further
 
 
 class BudgetSpent(Exception):
@@ -163,7 +165,8 @@ class _Driver:
         keep-alives'; a JSON body (or one that looks like JSON under another label) parsed."""
         comments = 0
         try:
-            async with aclosing(reply.events(until=deadline, keep=self.keep)) as batches:
+            keep = min(self.keep, SSE_KEPT) if reply.is_sse else self.keep
+            async with aclosing(reply.events(until=deadline, keep=keep)) as batches:
                 async for batch in batches:
                     now = answer.last_byte = reply.elapsed()
                     items = [i for i in batch if not isinstance(i, TornTail)]
@@ -174,13 +177,15 @@ class _Driver:
                         comments = reply.comments
                     if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
                         break  # a deliberate cut
+                    if len(answer.items) >= MAX_ITEMS:
+                        break  # judged on what came, like an answer still open at the read limit
         except transport.Broken as broken:
             # a close with its time, not the read limit: what came is judged as it is
             answer.cut, answer.cut_after = broken.error, broken.after
         answer.ended_by_server = reply.ended
         answer.ttfb = reply.first_byte
         answer.retry = reply.retry
-        body = bytes(reply.kept)
+        body: bytes | bytearray = reply.kept  # parsed in place: a copy would double the peak
         if self.max_message_size is not None and len(body) > self.max_message_size:
             body = b""  # one JSON message over the size limit: not parsed, an answer without a body
         if reply.is_json or (not answer.items and body[:1] in (b"{", b"[")):

@@ -167,6 +167,13 @@ class _Session:
         """Work in flight: a stream open to its client, or a producer that may still be resumed."""
         return self.open_streams > 0 or bool(self.tasks)
 
+    @property
+    def working(self) -> bool:
+        """Busy with more than a standalone GET stream: a session only listening may make
+        room for a new one (its stream ends; its client re-initializes on the 404), or one
+        client holding idle GET streams would lock every other out."""
+        return self.open_streams > len(self.listeners) or bool(self.tasks)
+
 
 class _Refused(Exception):
     """A request refused before dispatch: answered with a JSON-RPC error and this HTTP status.
@@ -604,9 +611,10 @@ class ReferenceServer:
 
     def _add_session(self, ident: str, version: str) -> _Session:
         """A session, room made for it first: at ``max_sessions`` the least recently used
-        one that is not busy is dropped, and when all are busy the request is refused (503)."""
+        one that is not working (at most listening) is dropped, and when all are working the
+        request is refused (503)."""
         while len(self.sessions) >= self.max_sessions:
-            idle = next((each for each in self.sessions.values() if not each.busy), None)
+            idle = next((each for each in self.sessions.values() if not each.working), None)
             if idle is None:
                 text = f"Server busy: all {self.max_sessions} sessions are in use; retry later"
                 raise _Refused(503, -32000, text, headers=[("retry-after", str(BUSY_RETRY_AFTER))])
@@ -634,6 +642,8 @@ class ReferenceServer:
         self.ended.append(session.ident)
         for stream in list(session.streams.values()):
             self._drop_stream(session, stream)
+        for stream in session.listeners:
+            stream.finish()  # its GET stream ends: the client learns of the drop at its next request
         for task in session.tasks:
             task.cancel()  # each producer still ends its stream on the way out
 

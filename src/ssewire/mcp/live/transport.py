@@ -98,6 +98,13 @@ async def send(
     return Answer(response, start=start, max_message_size=max_message_size, record=record)
 
 
+def _abandon(step: asyncio.Future[Any]) -> None:
+    """Cancel a read no one waits for; its end, whatever it is, is retrieved (never logged
+    as an exception nobody saw)."""
+    step.cancel()
+    step.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
 class Answer:
     """A response being read: its head, and its body as chunks, SSE items or one JSON value.
 
@@ -187,10 +194,10 @@ class Answer:
         try:
             done, _ = await asyncio.wait((step,), timeout=wait)
         except asyncio.CancelledError:
-            step.cancel()
+            _abandon(step)
             raise
         if not done:
-            step.cancel()
+            _abandon(step)
             raise asyncio.TimeoutError
         return step.result()
 

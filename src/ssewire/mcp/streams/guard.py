@@ -156,9 +156,12 @@ class ResumptionGuard:
 
     def reopen(self, broken: str, scope: Hashable = None) -> Reopened:
         """Like ``resume``, under a name the guard gives: the resumption of ``broken``
-        continues its chain, named after the chain's first stream."""
+        continues its chain, named after the chain's first stream; ``broken`` itself is
+        forgotten (resume from the new name from now on)."""
         stream = f"{self.ledger.stream(broken).root}/r{next(self._numbers)}"
-        return Reopened(stream, self.resume(broken, stream, scope))
+        reopened = Reopened(stream, self.resume(broken, stream, scope))
+        self.ledger.forget([broken])  # the chain keeps its cursor and ids: a long chain stays small
+        return reopened
 
     def feed(self, stream: str, items: Iterable[Item]) -> list[Item]:
         """The items safe to deliver, in order: messages (and other events) that complete

@@ -321,6 +321,10 @@ class StreamLedger:
     def stream(self, name: str) -> Stream:
         return self._streams[name]
 
+    def known(self, name: str) -> bool:
+        """Whether stream ``name`` is in the books (open, or ended and not yet forgotten)."""
+        return name in self._streams
+
     def delivered(self, name: str) -> set[Any]:
         """JSON-RPC ids answered on the chain of ``name`` so far (resumptions included)."""
         return self._chain(name).answered
