@@ -126,6 +126,29 @@ def test_what_broke_the_get_stream_is_kept_and_logged(caplog):
     assert "the GET stream failed" in caplog.text
 
 
+def test_a_get_stream_the_server_keeps_ending_is_reopened_and_the_books_stay_small():
+    """The server ends its idle GET stream every 0.4 s (the idle-close fault): the client
+    resumes it once, then, the resumption bringing nothing new, opens a fresh one; it
+    never polls the same chain for ever, and the ledger keeps a stream or two."""
+
+    async def main(url):
+        async with Client(url, idle_timeout=5.0) as client:
+            await until_listening(client)
+            await asyncio.sleep(2.0)  # about five ends
+            reopened = False
+            for _ in range(40):  # bounded: 2 s
+                if client.listening:
+                    reopened = True
+                    break
+                await asyncio.sleep(0.05)
+            return reopened, client.guard.ledger.size, client.statistics()
+
+    with running(server(keepalive=0.2, faults=["idle-close"])) as base:
+        reopened, books, stats = asyncio.run(main(base + "/mcp"))
+    assert reopened and books <= 2, (books, stats)
+    assert stats["resumptions"] <= 8  # one per end at most, not one a retry interval
+
+
 def test_an_expired_session_is_reinitialized_and_said_so():
     async def main(url, app):
         async with Client(url) as client:

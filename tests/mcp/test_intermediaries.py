@@ -59,6 +59,12 @@ def test_a_clean_end_is_the_servers_even_behind_a_proxy():
     assert "server: nginx/1.22.1" in end.rests_on[1]  # named, and said to have passed the end on
 
 
+def test_an_unframed_body_ends_by_a_close_and_no_one_can_tell_whose():
+    unframed = {"content-type": "text/event-stream"}  # HTTP/1.0 style: the close is the end
+    end = ending(listened(unframed, ended_by_server=True, duration=4.0, last_byte=4.0), 1.0)
+    assert end is not None and end.by == "cannot tell" and "no framing" in end.rests_on[0]
+
+
 def test_a_cut_after_silence_behind_a_named_proxy_is_the_proxys():
     answer = listened(NGINX, cut="RemoteProtocolError", cut_after=1.0, last_byte=0.01, duration=1.0)
     end = ending(answer, None)

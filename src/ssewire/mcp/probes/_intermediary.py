@@ -99,6 +99,12 @@ def ending(answer: Received, keepalive_interval: float | None) -> Ending | None:
     intermediary's when one is named (or the silence is a common proxy's timeout) and the
     silence before it was longer than the server leaves between keep-alives."""
     signs = named_by(answer.headers)
+    framed = (
+        "chunked" in answer.headers.get("transfer-encoding", "").lower() or "content-length" in answer.headers
+    )
+    if answer.ended_by_server and not framed:  # a close is its end: anyone between may have closed it
+        rests_on = ["the body has no framing (neither chunked nor a length): its end is a close, by anyone"]
+        return Ending(True, "cannot tell", answer.duration, None, rests_on)
     if answer.ended_by_server:
         rests_on = [
             "the body ended cleanly, with its end (a proxy's idle timeout cuts the connection instead)"

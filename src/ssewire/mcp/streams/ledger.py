@@ -325,6 +325,11 @@ class StreamLedger:
         """Whether stream ``name`` is in the books (open, or ended and not yet forgotten)."""
         return name in self._streams
 
+    @property
+    def size(self) -> int:
+        """Streams in the books: a live session's stays small (finished chains are forgotten)."""
+        return len(self._streams)
+
     def delivered(self, name: str) -> set[Any]:
         """JSON-RPC ids answered on the chain of ``name`` so far (resumptions included)."""
         return self._chain(name).answered
