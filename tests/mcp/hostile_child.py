@@ -36,7 +36,14 @@ async def ssewire_call(url: str, timeout: float) -> str:
 async def probe_run(url: str, timeout: float) -> str:
     from ssewire.mcp.live.probe import probe
 
-    report = await probe(url, call_tools=("anything",), timeout=timeout, idle_check=timeout, max_requests=60)
+    report = await probe(
+        url,
+        call_tools=("anything",),
+        timeout=timeout,
+        idle_check=timeout,
+        max_requests=60,
+        max_seconds=4 * timeout,
+    )
     found = sorted(report.detected())
     listed = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
     return f"report ({report.release}): {len(found)} detected ({listed})"

@@ -389,9 +389,21 @@ def test_the_probe_passes_its_limits_on_and_leaves_the_defaults_to_the_library(m
 
     monkeypatch.setattr(live_probe, "run_probe", fake)
     run_cli(
-        capsys, "probe", "http://127.0.0.1:9/mcp", "--max-message-size", "4096", "--record-max-total", "9"
+        capsys,
+        "probe",
+        "http://127.0.0.1:9/mcp",
+        "--max-message-size",
+        "4096",
+        "--record-max-total",
+        "9",
+        "--max-seconds",
+        "30",
     )
     run_cli(capsys, "probe", "http://127.0.0.1:9/mcp")
-    assert (seen[0]["max_message_size"], seen[0]["record_max_total"]) == (4096, 9)
+    assert (seen[0]["max_message_size"], seen[0]["record_max_total"], seen[0]["max_seconds"]) == (
+        4096,
+        9,
+        30.0,
+    )
     assert "record_max_answer" not in seen[0]
-    assert not {"max_message_size", "record_max_answer", "record_max_total"} & set(seen[1])
+    assert not {"max_message_size", "record_max_answer", "record_max_total", "max_seconds"} & set(seen[1])

@@ -63,6 +63,13 @@ def add_parser(commands: Any) -> None:
         "--timeout", type=_seconds, default=10.0, metavar="S", help="deadline of each request (default 10)"
     )
     parser.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="each run's time budget; past it the checks left are not checked (default 300)",
+    )
+    parser.add_argument(
         "--max-message-size",
         type=positive_int,
         default=None,
@@ -139,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         "timeout": args.timeout,
         "headers": extra_headers(args),
     }
-    for option in ("max_message_size", "record_max_answer", "record_max_total"):
+    for option in ("max_message_size", "record_max_answer", "record_max_total", "max_seconds"):
         if getattr(args, option) is not None:  # unset: the library's default, stated there once
             options[option] = getattr(args, option)
     try:

@@ -44,10 +44,14 @@ MAX_RETRY_WAIT = 2.0  # seconds: a longer Retry-After is reported, not waited fo
 RAW_KEPT = 16 << 20  # at most, bytes of a body kept for JSON parsing (SSE is decoded as it arrives)
 SSE_KEPT = 64 << 10  # of an SSE body, enough to tell a small JSON answer mislabelled as SSE
 MAX_ITEMS = 4096  # SSE items one answer may bring to the checks: a flood is read no further
+MAX_RUN_ITEMS = 16_384  # and all answers of a run together (each item is kept for the checks)
+
+
+MAX_SECONDS = 300.0  # each run's time budget: a server that answers a byte a second still ends
 
 
 class BudgetSpent(Exception):
-    pass
+    """A run's request or time budget is spent: the checks left are not checked."""
 
 
 class _Driver:
@@ -58,6 +62,7 @@ class _Driver:
         *,
         timeout: float,
         max_requests: int,
+        max_seconds: float = MAX_SECONDS,
         extra_headers: Iterable[str] = (),
         max_message_size: int | None = transport.DEFAULT_MAX_MESSAGE_SIZE,
         record_max_answer: int | None = RECORD_MAX_ANSWER,
@@ -67,6 +72,8 @@ class _Driver:
         self.extra_headers = list(extra_headers)  # the caller's (sent by the client), recorded masked
         self.budget = max_requests
         self.used = 0
+        self.until = time.monotonic() + max_seconds  # the run's time budget
+        self.items_left = MAX_RUN_ITEMS
         self.max_message_size = max_message_size
         # a JSON body is parsed whole: one byte over the limit is enough to know it is over
         self.keep = RAW_KEPT if max_message_size is None else min(RAW_KEPT, max_message_size + 1)
@@ -116,7 +123,10 @@ class _Driver:
 
     async def _exchange(self, send: Send, group: str | None) -> Received:
         if self.used >= self.budget:
-            raise BudgetSpent
+            raise BudgetSpent(f"the request budget ({self.budget}) was spent")
+        left = self.until - time.monotonic()
+        if left <= 0:
+            raise BudgetSpent("the time budget (max_seconds) was spent")
         self.used += 1
         content = None if send.body is None else orjson.dumps(send.body)
         name = self._name(send.name or f"{send.method.lower()}-{self.used}")
@@ -133,7 +143,7 @@ class _Driver:
             concurrent_group=group,
         )
         answer = Received(send, None)
-        read_limit = send.read_for if send.read_for is not None else self.timeout
+        read_limit = min(send.read_for if send.read_for is not None else self.timeout, left)
         start = time.monotonic()
         try:
             reply = await transport.send(
@@ -142,7 +152,7 @@ class _Driver:
                 self.ctx.path,
                 headers,
                 content,
-                head_timeout=self.timeout,
+                head_timeout=min(self.timeout, left),
                 max_message_size=self.max_message_size,
                 record=record,
             )
@@ -177,11 +187,12 @@ class _Driver:
                         comments = reply.comments
                     if answer.send.stop_after is not None and len(answer.items) >= answer.send.stop_after:
                         break  # a deliberate cut
-                    if len(answer.items) >= MAX_ITEMS:
+                    if len(answer.items) >= min(MAX_ITEMS, self.items_left):
                         break  # judged on what came, like an answer still open at the read limit
         except transport.Broken as broken:
             # a close with its time, not the read limit: what came is judged as it is
             answer.cut, answer.cut_after = broken.error, broken.after
+        self.items_left = max(0, self.items_left - len(answer.items))
         answer.ended_by_server = reply.ended
         answer.ttfb = reply.first_byte
         answer.retry = reply.retry
@@ -224,6 +235,7 @@ async def probe(
     idle_check: float = 20.0,
     timeout: float = 10.0,
     max_requests: int = 400,
+    max_seconds: float = MAX_SECONDS,
     headers: Mapping[str, str] | None = None,
     max_message_size: int | None = transport.DEFAULT_MAX_MESSAGE_SIZE,
     record_max_answer: int | None = RECORD_MAX_ANSWER,
@@ -240,13 +252,16 @@ async def probe(
     unless a check sets the same field itself; the recording and the report carry their
     names only, the values masked.
 
-    ``max_requests`` is each run's budget; ``max_message_size`` bounds every SSE event and
+    ``max_requests`` and ``max_seconds`` are each run's budgets (past either, the checks
+    left are not checked); ``max_message_size`` bounds every SSE event and
     JSON answer read; ``record_max_answer`` / ``record_max_total`` bound what each run's
     recording keeps of response bodies (per answer, in total; None: no bound).
     """
     forced = resolve(profile)[0] if profile is not None else None
     extra = caller_headers(headers)  # ValueError for a header the probe sets itself
-    limits = _Limits(timeout, max_requests, max_message_size, record_max_answer, record_max_total)
+    limits = _Limits(
+        timeout, max_requests, max_message_size, record_max_answer, record_max_total, max_seconds
+    )
     runs: list[RevisionRun] = []
     refused: list[NotSpoken] = []
     for revision in [forced] if forced is not None else [NEWEST, NEWEST_WITH_SESSIONS]:
@@ -297,6 +312,7 @@ class _Limits:
     max_message_size: int | None
     record_max_answer: int | None
     record_max_total: int | None
+    max_seconds: float = MAX_SECONDS
 
 
 async def _run(
@@ -314,6 +330,7 @@ async def _run(
             ctx,
             timeout=limits.timeout,
             max_requests=budget,
+            max_seconds=limits.max_seconds,
             extra_headers=extra_headers,
             max_message_size=limits.max_message_size,
             record_max_answer=limits.record_max_answer,
@@ -327,9 +344,9 @@ async def _run(
         for check in CHECKS:
             try:
                 await driver.run(check.func(ctx))
-            except BudgetSpent:
+            except BudgetSpent as spent:
                 for ident in check.ids:
-                    ctx.not_checked(ident, f"the request budget ({budget}) was spent")
+                    ctx.not_checked(ident, str(spent).replace("max_seconds", f"{limits.max_seconds:g} s"))
         ctx.figures.sse_ttfb_s = [round(a.ttfb, 4) for a in ctx.received if a.is_sse and a.ttfb is not None]
         return RevisionRun.of(
             ctx.version,
