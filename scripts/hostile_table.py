@@ -38,7 +38,7 @@ WITHIN = 60.0  # the harness stops a client still running after this: "hung"
 
 
 def cell(seen: dict) -> str:
-    what = seen["error"] or "completed"
+    what = seen["error"] or ("a report" if seen["outcome"].startswith("report") else "a result")
     if what == "hung":
         return f"hung (stopped at {WITHIN:g} s)"
     grown = seen["peak_mib"] - seen["base_mib"]

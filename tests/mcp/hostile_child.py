@@ -82,8 +82,9 @@ def main() -> int:
         said = asyncio.run(RUNS[args.client](args.url, args.timeout))
         outcome = {"outcome": said, "error": None}
     except BaseException as exc:  # the outcome under test, whatever it is
-        group = getattr(exc, "exceptions", None)  # the SDK raises from task groups
-        inner = group[0] if group else exc
+        inner = exc
+        while getattr(inner, "exceptions", None):  # the SDK raises from (nested) task groups
+            inner = inner.exceptions[0]
         outcome = {"outcome": f"{type(inner).__name__}: {inner}"[:300], "error": type(inner).__name__}
     outcome |= {
         "seconds": round(time.monotonic() - start, 2),

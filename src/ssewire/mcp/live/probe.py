@@ -30,7 +30,7 @@ import httpx
 import orjson
 
 from ..._secrets import MASK
-from ...jsonrpc import TornTail
+from ...jsonrpc import InvalidMessage, TornTail
 from ..checks.report import NotSpoken, ProbeReport, RevisionRun
 from ..probes import CHECKS, HANDSHAKE, Context, Received, Send, Together, Unreachable
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, Profile, resolve
@@ -189,6 +189,10 @@ class _Driver:
                         break  # a deliberate cut
                     if len(answer.items) >= min(MAX_ITEMS, self.items_left):
                         break  # judged on what came, like an answer still open at the read limit
+                    if any(isinstance(i, InvalidMessage) and i.reason.startswith("too large") for i in items):
+                        break  # a message over the limit: the rest of it is not worth the read limit
+                    if not reply.is_sse and len(reply.kept) >= keep:
+                        break  # a body taken as JSON, already over the limit: not parsed, not read on
         except transport.Broken as broken:
             # a close with its time, not the read limit: what came is judged as it is
             answer.cut, answer.cut_after = broken.error, broken.after

@@ -243,4 +243,8 @@ class Answer:
             raise NotJSON(f"the {self.status} answer is not JSON: {exc}") from None
 
     async def aclose(self) -> None:
+        """Close the response and let go of the buffers now (a decoder may hold up to the
+        message limit; a reference cycle would keep it until the next garbage collection)."""
         await self.response.aclose()
+        self._decoder = None
+        self.kept = bytearray()
