@@ -142,6 +142,15 @@ def initialize_flood(url: str, count: int) -> Counter[int]:
     return statuses
 
 
+def _tool_call(ident: int, name: str, arguments: dict[str, object]) -> dict[str, object]:
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
 def big_answers(url: str, count: int, size: int) -> Counter[int]:
     """``count`` calls of the ``big`` tool, ``size`` bytes each, on one session, each answer
     read to its end: every answer is kept in the server's store for resumption."""
@@ -150,12 +159,7 @@ def big_answers(url: str, count: int, size: int) -> Counter[int]:
         session = initialize(client, url).headers["mcp-session-id"]
         headers = {"accept": BOTH, "mcp-session-id": session}
         for ident in range(count):
-            call = {
-                "jsonrpc": "2.0",
-                "id": ident,
-                "method": "tools/call",
-                "params": {"name": "big", "arguments": {"size": size}},
-            }
+            call = _tool_call(ident, "big", {"size": size})
             statuses[client.post(url, json=call, headers=headers).status_code] += 1
     return statuses
 
@@ -168,12 +172,7 @@ def busy_calls(url: str, count: int) -> Counter[str]:
         session = initialize(client, url).headers["mcp-session-id"]
         headers = {"accept": BOTH, "mcp-session-id": session}
         for ident in range(count):
-            call = {
-                "jsonrpc": "2.0",
-                "id": ident,
-                "method": "tools/call",
-                "params": {"name": "countdown", "arguments": {"count": 10_000, "delay": 5, "size": 10}},
-            }
+            call = _tool_call(ident, "countdown", {"count": 10_000, "delay": 5, "size": 10})
             with client.stream("POST", url, json=call, headers=headers) as answer:
                 kind = answer.headers.get("content-type", "")
                 body = answer.read() if kind.startswith("application/json") else b""
