@@ -149,6 +149,31 @@ def test_a_get_stream_the_server_keeps_ending_is_reopened_and_the_books_stay_sma
     assert stats["resumptions"] <= 8  # one per end at most, not one a retry interval
 
 
+def test_a_resumption_cut_before_its_answer_is_resumed_again():
+    """The call's answer is cut inside its result, then its first resumption before any
+    byte of its answer: the client resumes once more, from the same cursor, and completes."""
+    cuts: list[bytes] = []
+
+    def plan(n: int, head: bytes) -> Cut | None:
+        if not answers_a_tool_call(head) or len(cuts) >= 2:
+            return None
+        cuts.append(head[:4])
+        return Cut(at=2000 if head.startswith(b"POST") else 0)
+
+    async def main(url):
+        async with (
+            no_keepalive_httpx() as http,
+            Client(url, profile="2025-11-25", listen=False, http=http) as client,
+        ):
+            result = await client.call_tool("countdown", {"count": 2, "size": 100_000})
+            return result, client.statistics()
+
+    with running(server()) as base, fault_proxy(urlsplit(base).port, plan) as proxy:
+        result, stats = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
+    assert cuts == [b"POST", b"GET "]
+    assert len(text_of(result)) == 100_000 and stats["resumptions"] == 2
+
+
 def test_an_expired_session_is_reinitialized_and_said_so():
     async def main(url, app):
         async with Client(url) as client:

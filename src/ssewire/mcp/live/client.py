@@ -82,9 +82,12 @@ class _Broken(Exception):
     """A stream ended before its answer (reset, idle timeout, or closed early), after
     ``delivered`` new messages."""
 
-    def __init__(self, reason: str, delivered: int = 0, *, clean: bool = False) -> None:
+    def __init__(
+        self, reason: str, delivered: int = 0, *, clean: bool = False, stream: str | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason, self.delivered, self.clean = reason, delivered, clean
+        self.stream = stream  # a resumption that broke: its name, the chain's now
 
 
 class _Reissue(Exception):
@@ -531,6 +534,7 @@ class Client:
                         )
                 raise _Broken("the stream ended before the response", delivered, clean=True)
             except _Broken as broke:
+                stream = broke.stream or stream
                 if future.done():
                     return
                 if broke.delivered:
@@ -573,7 +577,8 @@ class Client:
             try:
                 answer = await self._send("GET", requests.get_headers(self._speaking, self.session, cursor))
             except (httpx.TransportError, asyncio.TimeoutError) as exc:
-                raise _Broken(f"the resumption failed: {type(exc).__name__}") from None  # try again
+                # try again, from the new leg: reopen forgot the one it resumed
+                raise _Broken(f"the resumption failed: {type(exc).__name__}", stream=resumed) from None
             if answer.status == 200:
                 return resumed, answer
             await answer.aclose()
@@ -746,6 +751,7 @@ class Client:
                     self.stats.get_uptime_s = self._get_uptime()
                     self._get_opened = None
             except _Broken as broke:
+                stream = broke.stream or stream
                 self._get_failed(broke)
                 failures += 1  # the resumption itself broke: try again from the same cursor
             except (UnsafeResumption, httpx.HTTPError) as exc:  # start a fresh GET stream
