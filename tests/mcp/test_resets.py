@@ -86,7 +86,7 @@ def test_an_evicting_store_surfaces_as_unsafe_never_as_a_torn_result():
     def plan(n: int, head: bytes) -> Cut | None:
         return Cut(at=rng.randint(1, 300)) if answers_a_tool_call(head) else None  # before the result
 
-    app = reference_server(store_size=2, countdown_delay=0.02, retry_ms=300)
+    app = reference_server(store_size=2, countdown_delay=0.02, retry_ms=50)
     tally, _ = through_proxy(ssewire_client(), plan, calls=20, app=app)
     assert tally.torn == 0 and tally.duplicated == 0 and tally.lost == 0 and tally.hung == 0
     assert tally.intact < 20  # cuts before the result met the evicted store
