@@ -45,8 +45,6 @@ RAW_KEPT = 16 << 20  # at most, bytes of a body kept for JSON parsing (SSE is de
 SSE_KEPT = 64 << 10  # of an SSE body, enough to tell a small JSON answer mislabelled as SSE
 MAX_ITEMS = 4096  # SSE items one answer may bring to the checks: a flood is read no further
 MAX_RUN_ITEMS = 16_384  # and all answers of a run together (each item is kept for the checks)
-
-
 MAX_SECONDS = 300.0  # each run's time budget: a server that answers a byte a second still ends
 
 
@@ -54,30 +52,33 @@ class BudgetSpent(Exception):
     """A run's request or time budget is spent: the checks left are not checked."""
 
 
+@dataclass(frozen=True)
+class _Limits:
+    """What bounds each run (see `probe`)."""
+
+    timeout: float
+    max_requests: int
+    max_message_size: int | None
+    record_max_answer: int | None
+    record_max_total: int | None
+    max_seconds: float = MAX_SECONDS
+
+
 class _Driver:
     def __init__(
-        self,
-        client: httpx.AsyncClient,
-        ctx: Context,
-        *,
-        timeout: float,
-        max_requests: int,
-        max_seconds: float = MAX_SECONDS,
-        extra_headers: Iterable[str] = (),
-        max_message_size: int | None = transport.DEFAULT_MAX_MESSAGE_SIZE,
-        record_max_answer: int | None = RECORD_MAX_ANSWER,
-        record_max_total: int | None = RECORD_MAX_TOTAL,
+        self, client: httpx.AsyncClient, ctx: Context, limits: _Limits, *, extra_headers: Iterable[str] = ()
     ) -> None:
-        self.client, self.ctx, self.timeout = client, ctx, timeout
+        self.client, self.ctx, self.limits = client, ctx, limits
+        self.timeout, self.max_message_size = limits.timeout, limits.max_message_size
         self.extra_headers = list(extra_headers)  # the caller's (sent by the client), recorded masked
-        self.budget = max_requests
         self.used = 0
-        self.until = time.monotonic() + max_seconds  # the run's time budget
+        self.until = time.monotonic() + limits.max_seconds  # the run's time budget
         self.items_left = MAX_RUN_ITEMS
-        self.max_message_size = max_message_size
         # a JSON body is parsed whole: one byte over the limit is enough to know it is over
-        self.keep = RAW_KEPT if max_message_size is None else min(RAW_KEPT, max_message_size + 1)
-        self.writer = TranscriptWriter(max_answer_bytes=record_max_answer, max_total_bytes=record_max_total)
+        self.keep = RAW_KEPT if self.max_message_size is None else min(RAW_KEPT, self.max_message_size + 1)
+        self.writer = TranscriptWriter(
+            max_answer_bytes=limits.record_max_answer, max_total_bytes=limits.record_max_total
+        )
         self.sent: dict[str, Send] = {}  # exchange id -> what was sent (its conforming flag may change)
         self.retried: set[tuple[str, str]] = set()
         self.group = 0
@@ -122,11 +123,11 @@ class _Driver:
         return answer
 
     async def _exchange(self, send: Send, group: str | None) -> Received:
-        if self.used >= self.budget:
-            raise BudgetSpent(f"the request budget ({self.budget}) was spent")
+        if self.used >= self.limits.max_requests:
+            raise BudgetSpent(f"the request budget ({self.limits.max_requests}) was spent")
         left = self.until - time.monotonic()
         if left <= 0:
-            raise BudgetSpent("the time budget (max_seconds) was spent")
+            raise BudgetSpent(f"the time budget ({self.limits.max_seconds:g} s) was spent")
         self.used += 1
         content = None if send.body is None else orjson.dumps(send.body)
         name = self._name(send.name or f"{send.method.lower()}-{self.used}")
@@ -307,18 +308,6 @@ def _context(
     )
 
 
-@dataclass(frozen=True)
-class _Limits:
-    """What bounds each run (see `probe`)."""
-
-    timeout: float
-    max_requests: int
-    max_message_size: int | None
-    record_max_answer: int | None
-    record_max_total: int | None
-    max_seconds: float = MAX_SECONDS
-
-
 async def _run(
     url: str, ctx: Context, judged: list[str], limits: _Limits, extra_headers: dict[str, str]
 ) -> RevisionRun | NotSpoken:
@@ -327,19 +316,8 @@ async def _run(
     already ``judged`` instead (an initialize answered with the newest one, say)."""
     parts = urlsplit(url)
     base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    budget = limits.max_requests
     async with httpx.AsyncClient(base_url=base, timeout=limits.timeout, headers=extra_headers) as client:
-        driver = _Driver(
-            client,
-            ctx,
-            timeout=limits.timeout,
-            max_requests=budget,
-            max_seconds=limits.max_seconds,
-            extra_headers=extra_headers,
-            max_message_size=limits.max_message_size,
-            record_max_answer=limits.record_max_answer,
-            record_max_total=limits.record_max_total,
-        )
+        driver = _Driver(client, ctx, limits, extra_headers=extra_headers)
         ctx.recording = driver.recording
         for step in HANDSHAKE:
             await driver.run(step.func(ctx))
@@ -350,7 +328,7 @@ async def _run(
                 await driver.run(check.func(ctx))
             except BudgetSpent as spent:
                 for ident in check.ids:
-                    ctx.not_checked(ident, str(spent).replace("max_seconds", f"{limits.max_seconds:g} s"))
+                    ctx.not_checked(ident, str(spent))
         ctx.figures.sse_ttfb_s = [round(a.ttfb, 4) for a in ctx.received if a.is_sse and a.ttfb is not None]
         return RevisionRun.of(
             ctx.version,
