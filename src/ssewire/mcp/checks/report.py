@@ -254,7 +254,7 @@ class RevisionRun:
         return release_verdict(self.verdicts)
 
     def counts(self) -> dict[str, int]:
-        return {str(s): sum(v.status == s for v in self.verdicts) for s in Status}
+        return _counts(self.verdicts)
 
 
 @dataclass(frozen=True)
@@ -367,7 +367,7 @@ class ProbeReport(Report):
         """Every run's verdicts in one list, each with its ``revision``; ``revisions`` says
         per revision whether it was spoken and, if so, its release verdict and figures."""
         every = [v for run in self.runs for v in run.verdicts]
-        counts = {str(s): sum(v.status == s for v in every) for s in Status}
+        counts = _counts(every)
         revisions: list[dict[str, Any]] = [
             {
                 "revision": run.revision,
@@ -505,6 +505,11 @@ def _junit(*suites: tuple[ElementTree.Element, int]) -> str:
         for key, value in element.attrib.items():
             element.set(key, xml_safe(value))
     return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _counts(verdicts: Sequence[Finding]) -> dict[str, int]:
+    """How many verdicts have each status."""
+    return {str(s): sum(v.status == s for v in verdicts) for s in Status}
 
 
 def _cell(text: str) -> str:
