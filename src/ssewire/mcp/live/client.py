@@ -94,6 +94,11 @@ class _Reissue(Exception):
     """The answer broke and the request is idempotent: send it again with a new id."""
 
 
+def _backoff(rounds: int) -> float:
+    """Seconds to pause after ``rounds`` fruitless tries in a row: doubling from 50 ms."""
+    return min(0.05 * 2.0**rounds, MAX_RETRY_WAIT)
+
+
 def _lost(what: str) -> StreamBroken:
     """An answer lost for good: say what happened and what the caller can do."""
     return StreamBroken(
@@ -543,7 +548,7 @@ class Client:
                     stalled += 1
                 quiet = 0 if broke.delivered or not broke.clean else quiet + 1
                 if quiet and self._retry_ms is None:  # a server polled without a retry: not a busy loop
-                    await asyncio.sleep(min(0.05 * 2**quiet, MAX_RETRY_WAIT))
+                    await asyncio.sleep(_backoff(quiet))
                 self.stats.resets += 1
                 recovery = self.guard.broken(stream, idempotent=idempotent)
                 if recovery.action == RESUME and stalled <= self.max_resumptions:
@@ -762,7 +767,7 @@ class Client:
                 failures += 1
             if failures:
                 self.stats.get_failures += 1
-            await asyncio.sleep(min(0.05 * 2 ** (failures + quiet), MAX_RETRY_WAIT))
+            await asyncio.sleep(_backoff(failures + quiet))
         if failures:
             log.error("gave up the GET stream after %d failures in a row: %s", failures, self.listen_error)
 
