@@ -50,7 +50,7 @@ def add_parser(commands: Any) -> None:
         "--max-sessions",
         type=positive_int,
         metavar="N",
-        help="sessions kept; the least recently used idle one makes room, 503 when all are busy (64)",
+        help="sessions kept; the least recently used one not working makes room, 503 when all work (64)",
     )
     bounds.add_argument(
         "--session-idle-timeout",

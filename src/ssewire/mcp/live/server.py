@@ -253,9 +253,10 @@ class ReferenceServer:
       largest request this server takes is a client's answer to ``ask``, a few KiB; 1 MiB is
       room for any initialize, and a quarter of the official Python SDK server's 4 MiB cap.
     - ``max_sessions`` (64): a new initialize at the cap drops the least recently used
-      session with no open stream and no running tool (its client gets 404 and initializes
-      again, as the spec provides); when every session is busy it is refused with 503 and
-      ``Retry-After``, so work in flight is never cut to make room for a flood of initializes.
+      session with no running tool and no open stream but its standalone GET stream (which
+      then ends; its client gets 404 and initializes again, as the spec provides); when every
+      session is working it is refused with 503 and ``Retry-After``, so work in flight is
+      never cut to make room for a flood of initializes.
     - ``session_idle_timeout`` (600 s): a session with no request and no open stream for
       that long is dropped (swept at each request, no task of its own). Long enough that a
       client pausing between calls rarely pays a re-initialize; the cap bounds a flood anyway.
