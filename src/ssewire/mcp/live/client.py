@@ -47,6 +47,9 @@ from .transport import MessageTooLarge as MessageTooLarge  # what a call over th
 CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
+GRACE = 0.1  # seconds an answer is read on after its response, to its end, so its connection is reused
+TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out
+FIGURES_KEPT = 1024  # the newest figures a session keeps in each list of its statistics
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
 
 log = logging.getLogger("ssewire.mcp.client")
@@ -99,6 +102,13 @@ def _backoff(rounds: int) -> float:
     return min(0.05 * 2.0**rounds, MAX_RETRY_WAIT)
 
 
+def _keep(figures: list[float], new: list[float]) -> None:
+    """Add ``new`` to a list of figures that keeps the newest `FIGURES_KEPT`."""
+    figures += new
+    if len(figures) > 2 * FIGURES_KEPT:
+        del figures[:-FIGURES_KEPT]
+
+
 def _lost(what: str) -> StreamBroken:
     """An answer lost for good: say what happened and what the caller can do."""
     return StreamBroken(
@@ -115,9 +125,9 @@ class _SessionGone(Exception):
 class ClientStats:
     """Stream health as numbers (see ``Client.statistics``)."""
 
-    ttfb_s: list[float] = field(default_factory=list)  # time to first byte of each SSE answer
+    ttfb_s: list[float] = field(default_factory=list)  # time to first byte of each SSE answer (the newest)
     get_uptime_s: float = 0.0
-    progress_gaps_s: list[float] = field(default_factory=list)
+    progress_gaps_s: list[float] = field(default_factory=list)  # between progress notifications (the newest)
     resets: int = 0
     reinitializations: int = 0
     reissues: int = 0  # idempotent requests sent again with a new id after a broken answer
@@ -126,6 +136,8 @@ class ClientStats:
     get_failures: int = 0  # GET streams that broke or could not be (re)opened
     callback_errors: int = 0  # on_notification / on_progress raised (logged; the stream goes on)
     server_requests_dropped: int = 0  # past MAX_SERVING at once (logged; the server times them out)
+    late_progress: int = 0  # progress for a call that had ended (a copy, or a server's straggler): dropped
+    drained: int = 0  # answers read to their end after their response (their connection is reused)
 
     def as_dict(self, guard: ResumptionGuard) -> dict[str, Any]:
         return {
@@ -395,7 +407,7 @@ class Client:
         params = dict(params or {})
         token = None
         if on_progress is not None:
-            token = f"p{ident}"
+            token = f"{TOKEN_PREFIX}{ident}"
             params["_meta"] = {**(params.get("_meta") or {}), "progressToken": token}
             self._progress[token] = _Progress(on_progress)
         headers = self._post_headers(method, requests.name_of(method, params))
@@ -424,8 +436,8 @@ class Client:
             )
         finally:
             if token is not None:
-                times = self._progress.pop(token).times
-                self.stats.progress_gaps_s += [round(b - a, 4) for a, b in itertools.pairwise(times)]
+                times = self._progress.pop(token).times[-FIGURES_KEPT - 1 :]
+                _keep(self.stats.progress_gaps_s, [round(b - a, 4) for a, b in itertools.pairwise(times)])
         if "error" in reply:
             raise RPCError(reply["error"])
         value = reply.get("result")
@@ -602,17 +614,17 @@ class Client:
         """Decode one SSE answer through the guard, routing what it delivers; returns the
         new messages it delivered when the stream ends cleanly (or ``future`` is answered),
         raises _Broken (with that count) otherwise."""
-        comments, first, delivered = 0, True, 0
+        comments, first, delivered, draining = 0, True, 0, False
         try:
             async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
                 async for items in batches:
                     if first and answer.first_byte is not None:
-                        self.stats.ttfb_s.append(round(answer.first_byte, 4))
+                        _keep(self.stats.ttfb_s, [round(answer.first_byte, 4)])
                         first = False
                     for item in self.guard.feed(stream, items):
-                        if isinstance(item, Message):
+                        if item.__class__ is Message:
                             delivered += 1
-                            self._route(item.payload)
+                            self._deliver(item)  # type: ignore[arg-type]
                         elif (
                             isinstance(item, InvalidMessage)
                             and item.reason.startswith("too large")  # the decoder dropped it for the limit
@@ -628,19 +640,46 @@ class Client:
                         comments = answer.comments
                     if answer.retry is not None:
                         self._retry_ms = answer.retry
-                    if future is not None and future.done():
-                        break
+                    if future is not None and future.done() and not draining:
+                        # answered: read on to the end (briefly), so the connection goes back to the pool
+                        draining = True
+                        answer.hurry(time.monotonic() + GRACE)
+            if draining and answer.ended:
+                self.stats.drained += 1
         except Idle as exc:
             self.stats.idle_timeouts += 1
             raise _Broken(f"idle: no event and no keep-alive for {exc.seconds:g} s", delivered) from None
         except Broken as exc:
             self.guard.feed(stream, answer.tail())  # count the torn tail; deliver nothing of it
+            if draining:
+                return delivered  # answered already: only the connection is lost
             raise _Broken(f"the connection broke: {exc}", delivered) from None
         finally:
             await answer.aclose()
         return delivered
 
     # -- routing -------------------------------------------------------------------------
+
+    def _deliver(self, item: Message) -> None:
+        """A message the guard let through: progress straight to its call (most of what a
+        long call receives), anything else routed by `_route`."""
+        if item.method == "notifications/progress":
+            params = item.payload.get("params")
+            token = params.get("progressToken") if type(params) is dict else None
+            if type(token) is str or type(token) is int:
+                watcher = self._progress.get(token)
+                if watcher is not None:
+                    watcher.times.append(time.monotonic())
+                    try:
+                        watcher.callback(params)
+                    except Exception:  # the caller's callback failed: its bug, not the stream's; say so
+                        self.stats.callback_errors += 1
+                        log.exception("a progress callback raised")
+                    return
+                if type(token) is str and token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
+                    self.stats.late_progress += 1
+                    return
+        self._route(item.payload)
 
     def _route(self, message: Any) -> None:
         """A message goes where its id or progressToken says, whatever stream it came on."""

@@ -134,6 +134,7 @@ class Answer:
         self.kept = bytearray()
         self._chunks = response.aiter_bytes()
         self._decoder: MessageDecoder | None = None
+        self._hurry: float | None = None  # a deadline set while reading (`hurry`)
 
     @property
     def media_type(self) -> str | None:
@@ -160,6 +161,8 @@ class Answer:
         ``keep``: bytes of the body to keep in ``kept``."""
         while True:
             wait = idle
+            if self._hurry is not None:
+                until = self._hurry if until is None else min(until, self._hurry)
             if until is not None:
                 left = until - time.monotonic()
                 if left <= 0:
@@ -185,6 +188,12 @@ class Answer:
             if len(self.kept) < keep:
                 self.kept += chunk[: keep - len(self.kept)]
             yield chunk
+
+    def hurry(self, until: float) -> None:
+        """From now on, the read ends at the monotonic time ``until`` at the latest (as if
+        it had been its ``until``): an answer read on to its end after what the caller
+        wanted, so its connection can be reused, but never for longer than that."""
+        self._hurry = until if self._hurry is None else min(until, self._hurry)
 
     async def _next_chunk(self, wait: float | None) -> bytes:
         """The next chunk within ``wait`` seconds (``asyncio.TimeoutError`` past it). Not

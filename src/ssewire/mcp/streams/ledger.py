@@ -25,7 +25,7 @@ import json
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -84,7 +84,7 @@ class LedgerMessage(NamedTuple):
     fingerprint: bytes = b""  # fingerprint(payload), when the caller has it already
 
 
-@dataclass
+@dataclass(slots=True)
 class Stream:
     """What the ledger learnt about one stream (facts, not verdicts)."""
 
@@ -115,28 +115,53 @@ class Stream:
         return event_id if event_id != self.previous_id else ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Chain:
     """One logical stream: a stream and the resumptions that continue it."""
 
     head: str  # the name of its first stream
+    scope: Hashable = None  # the scope of its first stream
     length: int = 0  # events dispatched on the chain so far
     cursor: str = ""  # the last event id delivered on it: where a resumption starts
     cursor_at: int = -1  # the cursor's position on the chain
-    delivered_ids: dict[str, bytes] = field(default_factory=dict)  # event id -> digest of its content
+    delivered_ids: dict[str, Any] = field(default_factory=dict)  # event id -> digest of its content
     answered: set[Any] = field(default_factory=set)  # JSON-RPC ids of the responses it carried
+    # what it owns in the scope's tables, taken back when it is forgotten (bounded ledgers only)
+    owned_ids: list[str] = field(default_factory=list)
+    owned_messages: list[Any] = field(default_factory=list)
+
+
+class Carried(Protocol):
+    """A message as the ledger reads it: a [`LedgerMessage`][ssewire.mcp.streams.ledger.LedgerMessage],
+    or the decoder's [`Message`][ssewire.jsonrpc.Message] itself (one that is not a batch)."""
+
+    @property
+    def kind(self) -> Kind: ...
+    @property
+    def id(self) -> Any: ...
+    @property
+    def payload(self) -> Any: ...
 
 
 class StreamLedger:
-    """Stream ownership and recovery for one conversation under one profile."""
+    """Stream ownership and recovery for one conversation under one profile.
 
-    def __init__(self, profile: Profile, *, bound: int | None = None) -> None:
+    :param bound: entries kept per table (oldest forgotten first), and a chain's entries
+        taken back when it is forgotten: a live session's books. None: remember
+        everything (a transcript is finite).
+    :param facts: keep each stream's facts for a report (which event set which id, the
+        copies and replays it carried); a live reader needs only the verdicts.
+    """
+
+    def __init__(self, profile: Profile, *, bound: int | None = None, facts: bool = True) -> None:
         self.profile = profile
-        self.bound = bound  # None: remember everything (a transcript is finite)
+        self.bound = bound
+        self.facts = facts
         self._streams: dict[str, Stream] = {}
         self._chains: dict[str, Chain] = {}  # by head
-        self._event_owner: dict[tuple[Hashable, str], tuple[str, int]] = {}  # -> (root, position)
-        self._message_owner: dict[tuple[Hashable, bytes], tuple[str, int]] = {}
+        # by scope: event id -> (root, position), message key -> (root, position)
+        self._event_owner: dict[Hashable, dict[str, tuple[str, int]]] = {}
+        self._message_owner: dict[Hashable, dict[Any, tuple[str, int]]] = {}
         self._requests: Counter[tuple[Hashable, Any]] = Counter()  # (scope, JSON-RPC id) -> requests sent
         self._reusing: dict[Hashable, None] = {}  # scopes whose new streams reuse event ids (ordered set)
 
@@ -151,17 +176,18 @@ class StreamLedger:
         """A new stream; with ``last_event_id``, a GET resuming the chain that used that id
         (a recording says no more: the chain is found by the id's first owner)."""
         self._unused(name)
-        owner = None if last_event_id is None else self._event_owner.get((scope, last_event_id))
+        owners = self._event_owner.get(scope)
+        owner = None if last_event_id is None or owners is None else owners.get(last_event_id)
         if owner is None:
             stream = Stream(name, scope, root=name, unknown_resume=last_event_id is not None)
             if name not in self._chains:  # a name reused while its old chain lives joins it
-                self._chains[name] = Chain(name)
+                self._chains[name] = Chain(name, scope)
         else:
             root, cursor = owner
             stream = Stream(name, scope, root=root, resumes=last_event_id, cursor=cursor)
             chain = self._chains.get(root)
             if chain is None:  # the id's chain was forgotten: it starts again
-                chain = self._chains[root] = Chain(root)
+                chain = self._chains[root] = Chain(root, scope)
             if not chain.cursor:
                 chain.cursor, chain.cursor_at = last_event_id, cursor  # type: ignore[assignment]
         self._streams[name] = stream
@@ -183,9 +209,10 @@ class StreamLedger:
         self,
         name: str,
         event_id: str,
-        messages: Sequence[LedgerMessage] = (),
+        messages: Sequence[Carried] = (),
         *,
-        content: bytes | None = None,
+        content: Any = None,
+        keys: Sequence[Any] | None = None,
         book_repeats: bool = True,
     ) -> EventVerdict:
         """One dispatched event: the stream's last event ID at dispatch and its messages;
@@ -193,31 +220,43 @@ class StreamLedger:
 
         :param content: a digest of what the event carried, compared when its id comes again
             (by default, from its messages' fingerprints).
+        :param keys: what each message is known by across streams, one per message (by
+            default its ``fingerprint``, else computed from its payload). A live reader
+            gives the digest of the bytes it read, so no message is serialized again.
         :param book_repeats: whether an event repeating an id its chain delivered is written in
             the books. A recording's is (it was on the wire); a live reader drops or refuses
             it, so there it owns nothing.
         """
         stream = self._streams[name]
-        if stream.closed:
+        if stream.state is not _OPEN:
             raise ValueError(f"stream {name!r} is closed")
-        own_id = stream.own_id(event_id)
+        own_id = event_id if event_id != stream.previous_id else ""  # Stream.own_id, inlined
         stream.previous_id = event_id
-        prints = [message.fingerprint or fingerprint(message.payload) for message in messages]
+        if keys is None:
+            keys = [getattr(m, "fingerprint", b"") or fingerprint(m.payload) for m in messages]
         if content is None:
-            content = prints[0] if len(prints) == 1 else digest(b"".join(prints)) if prints else b""
-        index, scope, root = stream.events, stream.scope, stream.root
+            content = keys[0] if len(keys) == 1 else digest(b"".join(keys)) if keys else b""
+        root = stream.root
         chain = self._chains[root]
-        repeat = _repeat(chain, own_id, content)
-        if repeat is not None and not book_repeats:
-            return repeat
-        position = chain.length
+        delivered = chain.delivered_ids.get(own_id) if own_id else None
+        repeat = None
+        if delivered is not None:
+            repeat = _REPLAY if delivered == content else _CHANGED_PAYLOAD
+            if not book_repeats:
+                return repeat
+        index, scope, position = stream.events, stream.scope, chain.length
         resumed = stream.resumes is not None
+        bound = self.bound
         foreign = restarted = copied = False
         if own_id and own_id != stream.last_event_id:
-            stream.event_ids.append((index, own_id))
-            self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
+            if self.facts:
+                stream.event_ids.append((index, own_id))
+                self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
             stream.last_event_id = own_id
-            seen = self._event_owner.get((scope, own_id))
+            owners = self._event_owner.get(scope)
+            if owners is None:
+                owners = self._event_owner[scope] = {}
+            seen = owners.get(own_id)
             if seen is not None:
                 if resumed:
                     restarted, copied = self._replay(stream, seen, index)
@@ -229,41 +268,59 @@ class StreamLedger:
                     self._reusing[scope] = None
                     self._trim(self._reusing)
             else:
-                self._event_owner[(scope, own_id)] = (root, position)
-                self._trim(self._event_owner)
-        for message, key in zip(messages, prints, strict=True):
-            seen = self._message_owner.get((scope, key))
-            if seen is not None:
-                if resumed:
-                    before, other = self._replay(stream, seen, index)
-                    restarted, copied = restarted or before, copied or other
-                elif seen[0] != root and not self._legitimate_copy(scope, message):
-                    has_id = message.kind != Kind.NOTIFICATION
-                    stream.copies[has_id].append(index)
-                    self._keep_recent(stream.copies[has_id])
-                    copied = True
-            else:
-                self._message_owner[(scope, key)] = (root, position)
-                self._trim(self._message_owner)
-            if message.kind.answers:
-                chain.answered.add(message.id)
-        stream.events += 1
+                owners[own_id] = (root, position)
+                if bound is not None:
+                    owned = chain.owned_ids
+                    owned.append(own_id)
+                    if len(owned) > 2 * bound:  # _keep_recent, inlined on this path
+                        del owned[:bound]
+                    if len(owners) > bound:
+                        trim(owners, bound)
+        if messages:
+            owners = self._message_owner.get(scope)
+            if owners is None:
+                owners = self._message_owner[scope] = {}
+            for message, key in zip(messages, keys) if len(messages) > 1 else ((messages[0], keys[0]),):
+                seen = owners.get(key)
+                if seen is not None:
+                    if resumed:
+                        before, other = self._replay(stream, seen, index)
+                        restarted, copied = restarted or before, copied or other
+                    elif seen[0] != root and not self._legitimate_copy(scope, message):
+                        if self.facts:
+                            has_id = message.kind is not _NOTIFICATION
+                            stream.copies[has_id].append(index)
+                            self._keep_recent(stream.copies[has_id])
+                        copied = True
+                else:
+                    owners[key] = (root, position)
+                    if bound is not None:
+                        owned = chain.owned_messages
+                        owned.append(key)
+                        if len(owned) > 2 * bound:
+                            del owned[:bound]
+                        if len(owners) > bound:
+                            trim(owners, bound)
+                if message.kind in _ANSWERS:
+                    chain.answered.add(message.id)
+        stream.events = index + 1
         chain.length = position + 1
         if repeat is not None:  # the chain delivered this id: its cursor stays
             return repeat
         if own_id:
             chain.delivered_ids[own_id] = content
-            self._trim(chain.delivered_ids)
+            if bound is not None and len(chain.delivered_ids) > bound:
+                trim(chain.delivered_ids, bound)
             chain.cursor, chain.cursor_at = own_id, position
         if foreign:
-            return EventVerdict.OTHER_STREAM
+            return _OTHER_STREAM
         # a message seen before is surely the same one only when its id says so, or its
         # progress value (which must increase); a list-changed or a log line may repeat
         if (restarted or copied) and messages and all(map(_identifiable, messages)):
-            return EventVerdict.RESTARTED if restarted else EventVerdict.COPY
-        return EventVerdict.NEW
+            return _RESTARTED if restarted else _COPY
+        return _NEW
 
-    def repeat(self, name: str, event_id: str, content: bytes) -> EventVerdict | None:
+    def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
         """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
         (same content), ``CHANGED_PAYLOAD``, or None. Reads only."""
         stream = self._streams[name]
@@ -287,12 +344,16 @@ class StreamLedger:
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop these streams, finished for good, and the chains left without a stream: a
-        live session stays bounded. What they delivered is still known as a first copy
-        (within ``bound``)."""
+        live session stays bounded. A bounded ledger also takes back what those chains
+        owned in the scope's tables, so a finished call leaves nothing behind; an
+        unbounded one still knows what they delivered, as first copies."""
         roots = {self._streams.pop(name).root for name in names if name in self._streams}
         roots -= {stream.root for stream in self._streams.values()}
         for root in roots:
-            self._chains.pop(root, None)
+            chain = self._chains.pop(root, None)
+            if chain is not None and self.bound is not None:
+                _disown(self._event_owner, chain.scope, chain.owned_ids, root)
+                _disown(self._message_owner, chain.scope, chain.owned_messages, root)
 
     def finish(self, name: str) -> list[str]:
         """The chain of ``name`` will be neither read nor resumed again: forget it with every
@@ -315,6 +376,14 @@ class StreamLedger:
     def _keep_recent(self, indices: list[Any]) -> None:
         if self.bound is not None and len(indices) > 2 * self.bound:
             del indices[: self.bound]
+
+    @property
+    def books(self) -> int:
+        """Entries in the ledger's tables over all scopes: what a live session holds now
+        (a finished call's are taken back by a bounded ledger)."""
+        tables = (*self._event_owner.values(), *self._message_owner.values())
+        chains = sum(len(c.delivered_ids) + len(c.answered) for c in self._chains.values())
+        return sum(map(len, tables)) + chains + len(self._streams)
 
     # -- reading -----------------------------------------------------------------
 
@@ -380,7 +449,7 @@ class StreamLedger:
             return True, False
         return False, False
 
-    def _legitimate_copy(self, scope: Hashable, message: LedgerMessage) -> bool:
+    def _legitimate_copy(self, scope: Hashable, message: Carried) -> bool:
         """Two equal messages on two streams that are not one message broadcast twice."""
         if message.kind.answers and self._requests[(scope, message.id)] > 1:
             return True  # the client sent two requests with this id: two answers
@@ -388,14 +457,38 @@ class StreamLedger:
         return message.kind == Kind.NOTIFICATION and self.profile.request_headers
 
 
-def _repeat(chain: Chain, own_id: str, content: bytes) -> EventVerdict | None:
+_ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR})
+# enum members bound once: read through their class, each costs a lookup in the enum's machinery
+_OPEN, _NOTIFICATION = StreamState.OPEN, Kind.NOTIFICATION
+_NEW, _REPLAY, _COPY = EventVerdict.NEW, EventVerdict.REPLAY, EventVerdict.COPY
+_CHANGED_PAYLOAD, _OTHER_STREAM, _RESTARTED = (
+    EventVerdict.CHANGED_PAYLOAD,
+    EventVerdict.OTHER_STREAM,
+    EventVerdict.RESTARTED,
+)
+
+
+def _disown(tables: dict[Hashable, dict[Any, tuple[str, int]]], scope: Hashable, keys: list[Any], root: str) -> None:
+    """Take back the entries ``root`` owns among ``keys`` in a scope's table."""
+    table = tables.get(scope)
+    if table is None:
+        return
+    for key in keys:
+        owner = table.get(key)
+        if owner is not None and owner[0] == root:
+            del table[key]
+    if not table:
+        del tables[scope]
+
+
+def _repeat(chain: Chain, own_id: str, content: Any) -> EventVerdict | None:
     delivered = chain.delivered_ids.get(own_id) if own_id else None
     if delivered is None:
         return None
     return EventVerdict.REPLAY if delivered == content else EventVerdict.CHANGED_PAYLOAD
 
 
-def _identifiable(message: LedgerMessage) -> bool:
+def _identifiable(message: Carried) -> bool:
     """Whether a message equal to this one is this one: it has a JSON-RPC id, or it is
     progress (which must increase)."""
     if message.kind != Kind.NOTIFICATION:
