@@ -206,7 +206,10 @@ def _floor(parse: bool) -> Callable[[str], contextlib.AbstractAsyncContextManage
 
             async def call(progress: int, size: int, ids: bool) -> tuple[int, int]:
                 ident = next(numbers)
-                params: dict[str, object] = {"name": "countdown", "arguments": _arguments(progress, size, ids)}
+                params: dict[str, object] = {
+                    "name": "countdown",
+                    "arguments": _arguments(progress, size, ids),
+                }
                 if progress:
                     params["_meta"] = {"progressToken": ident}
                 body = orjson.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
@@ -237,7 +240,9 @@ def _expected_from_length(length: int, progress: int, size: int, ids: bool) -> t
     read fails like a lost message would."""
     import cheap_server
 
-    return (progress, size) if length >= sum(map(len, cheap_server.template(progress, size, ids))) else (-1, -1)
+    return (
+        (progress, size) if length >= sum(map(len, cheap_server.template(progress, size, ids))) else (-1, -1)
+    )
 
 
 OPENERS: dict[str, Callable[[str], contextlib.AbstractAsyncContextManager[Call]]] = {

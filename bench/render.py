@@ -122,10 +122,27 @@ def render(data: dict, records: list[report.Record], *, draw: bool = True) -> st
 
 
 def client_table(data: dict, records: list[report.Record]) -> str:
-    """The MCP clients rows of the run, for docs/client.md, with the run they come from."""
+    """The MCP clients rows of the run, for docs/client.md, with the run they come from:
+    what each client costs (the server that costs nothing), then end to end."""
+    cheap = report.client_side_by_side_rows(records)
+    cheap_headers = [
+        "workload",
+        "client",
+        "time",
+        "x floor",
+        "official / this",
+        "peak MiB",
+        "connections per call",
+    ]
     rows = report.client_rows(records)
     headers = ["workload", "client", "time", "vs ssewire", "peak MiB, one call"]
-    return f"{report.markdown(headers, rows)}\n\nFrom [the benchmarks page](benchmarks.md)'s run: {measured(data)}."
+    return (
+        "Against a server whose answers cost nothing (`bench/cheap_server.py`), side by side with "
+        "the floors:\n\n"
+        f"{report.markdown(cheap_headers, cheap)}\n\n"
+        "End to end against the reference server (`ssewire serve`), whose own cost is in every row:\n\n"
+        f"{report.markdown(headers, rows)}\n\nFrom [the benchmarks page](benchmarks.md)'s run: {measured(data)}."
+    )
 
 
 def pages(json_path: Path, *, draw: bool = True) -> dict[Path, str]:

@@ -129,6 +129,67 @@ def client_rows(records: Iterable[Record]) -> list[list[str]]:
     return rows
 
 
+def _per_unit(seconds: float) -> str:
+    return f"{seconds * 1e3:,.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:,.2f} µs"
+
+
+def client_side_by_side_rows(records: Iterable[Record]) -> list[list[str]]:
+    """Each contender against the floor "read + parse" (the least a client must do with the
+    same bytes on the same HTTP stack) and against the official client, with its peak and
+    the connections each sequential call opened."""
+    rows = []
+    for workload, group in _by(records, "client-side-by-side").items():
+        floor = [r["min"] for r in group if r["contender"] == "floor: read + parse"]
+        floor_peak = [r["peak"] for r in group if r["contender"] == "floor: read + parse"]
+        official = [r["min"] for r in group if r["contender"].startswith("mcp SDK")]
+        for r in sorted(group, key=lambda r: r["min"]):
+            rows.append(
+                [
+                    workload,
+                    r["contender"],
+                    f"{_per_unit(r['min'] / r['units'])} per {r['unit']}",
+                    f"{r['min'] / floor[0]:.2f}x" if floor else "n/a",
+                    f"{official[0] / r['min']:.1f}x" if official else "n/a",
+                    f"{r['peak'] / 2**20:,.1f}"
+                    + (
+                        f" ({r['peak'] / floor_peak[0]:.2f}x)" if floor_peak and floor_peak[0] > 2**20 else ""
+                    ),
+                    f"{r['connections']:g}",
+                ]
+            )
+    return rows
+
+
+def parser_rows(records: Iterable[Record]) -> list[list[str]]:
+    """Each parser's time over orjson.loads's (what ssewire.jsonrpc calls) on the same
+    payload, and its peak: the RSS high-water of one parse in a fresh process above the
+    input, so what a Rust or C parser allocates outside Python's allocator counts too."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    shapes: list[str] = []
+    for record in records:
+        if record["kind"] == "parser":
+            groups[record["workload"]].append(record)
+            if record["shape"] not in shapes:
+                shapes.append(record["shape"])
+    rows = []
+    for group in sorted(groups.values(), key=lambda g: (shapes.index(g[0]["shape"]), g[0]["size"])):
+        orjson = [r["min"] for r in group if r["contender"] == "orjson.loads"]
+        for r in sorted(group, key=lambda r: r["min"]):
+            size, peak = r["bytes"], r.get("peak")
+            rows.append(
+                [
+                    r["title"],
+                    f"{size / 2**20:,.1f} MiB" if size >= 1000 * 2**10 else f"{size / 2**10:,.1f} KiB",
+                    r["contender"],
+                    f"{size / r['min'] / 1e6:,.0f}",
+                    f"{r['min'] / orjson[0]:.2f}x" if orjson else "n/a",
+                    f"{peak / 2**20:,.1f}" if peak is not None else "-",
+                    f"{peak / size:.2f}x" if peak is not None else "-",
+                ]
+            )
+    return rows
+
+
 def _by_contender(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
     groups: dict[str, list[Record]] = defaultdict(list)
     for record in records:
@@ -164,6 +225,20 @@ TABLES = (
         growth_rows,
     ),
     (
+        "MCP clients against a server whose answers cost nothing (bench/cheap_server.py, its own process), "
+        "side by side: interleaved rounds, time = min over calls",
+        [
+            "workload",
+            "client",
+            "time",
+            "x floor read + parse",
+            "official client's time / this",
+            "peak MiB (tracemalloc, one call; x floor's)",
+            "connections per call",
+        ],
+        client_side_by_side_rows,
+    ),
+    (
         "MCP clients end to end against the reference server in its own process (time = min over rounds)",
         ["workload", "client", "time", "time vs ssewire Client", "peak MiB (tracemalloc, one call)"],
         client_rows,
@@ -172,6 +247,20 @@ TABLES = (
         "Peak memory decoding one event (tracemalloc)",
         ["decoder", "event", "peak MiB", "peak / event size"],
         memory_rows,
+    ),
+    (
+        "JSON-RPC payload parsing, side by side: time and peak per parser, by shape and size "
+        "(time = min over interleaved rounds; peak = RSS high-water of one parse in a fresh process)",
+        [
+            "shape",
+            "size",
+            "parser",
+            "MB/s",
+            "time vs orjson",
+            "peak MiB (RSS high-water above input)",
+            "peak / size",
+        ],
+        parser_rows,
     ),
 )
 

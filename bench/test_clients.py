@@ -1,215 +1,163 @@
-"""C1, C2: MCP clients end to end, against the same local server.
+"""C1, C2: MCP clients end to end, each server in its own process on 127.0.0.1.
 
-The reference server (``ssewire serve``) runs in its own process on 127.0.0.1, so the
-client process holds only the client: its time and its memory. Each contender keeps one
-session open (in a thread with its own event loop) while the benchmark times one
-``tools/call`` at a time:
+Two servers, two questions:
 
-- C1: a 4 MiB tool result, one SSE event;
-- C2: 10,000 progress notifications, then a short result.
+- **What a client costs** (``test_clients_side_by_side``): against ``cheap_server.py``,
+  whose answers are pre-rendered bytes, the contenders are timed in turn over interleaved
+  rounds, beside two floors on the same HTTP stack (``clients.py``: read the bytes; read
+  them and parse every message). Time, peak memory and connections per call.
+- **End to end against a real server** (``test_client``): the reference server
+  (``ssewire serve``), one benchmark per contender; the server's own cost is in these
+  figures, so they say little of the clients' difference.
 
-Contenders: the ssewire ``Client``; the official MCP Python SDK client (``mcp.Client`` on
-its Streamable HTTP transport) with its 1 MiB SSE event cap lifted, and as shipped. As
-shipped, the SDK cannot read C1's event: ``test_as_shipped_the_sdk_client_fails_c1``
-states it instead of timing a failure.
+Workloads (one ``tools/call`` a unit of work):
 
-Peak memory: tracemalloc over one more call, after the timed ones (tracemalloc slows
-what it traces, so it never runs while timing).
+- C1: a 4 MiB tool result, one SSE event (with an event id);
+- C2: 10,000 progress notifications, then a short result, every event with an id (as a
+  resumable server sends them); C2-noid: the same without ids.
+
+As shipped, the SDK client cannot read C1's event: ``test_as_shipped_the_sdk_client_fails_c1``
+states it instead of timing a failure. Peak memory is tracemalloc over one more call after
+the timed ones (tracemalloc slows what it traces, so it never runs while timing).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import socket
-import subprocess
-import sys
-import threading
+import gc
+import statistics
 import time
-import tracemalloc
-from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Iterator
 
+import clients
 import pytest
 import report
 from workloads import MIB, ROUNDS, _scaled
 
 RESULT_SIZE = _scaled(4 * MIB, 64 * 1024)
 PROGRESS = _scaled(10_000, 20)
+CALLS = 3  # calls a contender makes in each interleaved round; its minimum is kept
 WORKLOADS = {
-    "C1": (f"one tools/call answered by a {RESULT_SIZE / MIB:g} MiB result (one SSE event)", 0, RESULT_SIZE),
+    # name: (title, unit, (progress notifications, result size, event ids))
+    "C1": (
+        f"one tools/call answered by a {RESULT_SIZE / MIB:g} MiB result (one SSE event)",
+        "result",
+        (0, RESULT_SIZE, True),
+    ),
     "C2": (
-        f"one tools/call streaming {PROGRESS:,} progress notifications, then a 10-byte result",
-        PROGRESS,
-        10,
+        f"one tools/call streaming {PROGRESS:,} progress notifications with event ids, then a 10-byte result",
+        "notification",
+        (PROGRESS, 10, True),
+    ),
+    "C2-noid": (
+        f"the same {PROGRESS:,} progress notifications without event ids",
+        "notification",
+        (PROGRESS, 10, False),
     ),
 }
-# keep-alives out of the way; a store that holds all of C2, so the server never cuts a reader
+SIDE_BY_SIDE = [clients.FLOOR_READ, clients.FLOOR_PARSE, clients.SSEWIRE, clients.SDK_LIFTED]
+# the reference server: keep-alives out of the way; a store that holds all of C2, so it never cuts a reader
 SERVE_OPTIONS = ["--keepalive", "60", "--store-size", "20000"]
-CONTENDERS = ["ssewire Client", "mcp SDK client (event cap lifted)", "mcp SDK client (as shipped, 1 MiB cap)"]
+END_TO_END = [clients.SSEWIRE, clients.SDK_LIFTED, clients.SDK_SHIPPED]
 
 
 @pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ssewire", "serve", "--port", str(port), *SERVE_OPTIONS],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("ssewire serve did not start")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-# (progress notifications, result size) -> (progress notifications seen, result length)
-Call = Callable[[int, int], Awaitable[tuple[int, int]]]
-
-
-class Session:
-    """One client session, open in its own thread and event loop for the whole module; a
-    call is submitted from the benchmark's thread and waited for (bounded)."""
-
-    def __init__(self, contender: str, url: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.ready: Future[Call] = Future()
-        self.stop: asyncio.Event | None = None
-        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self._run(contender, url),))
-        self.thread.start()
-        self.call = self.ready.result(30)
-
-    async def _run(self, contender: str, url: str) -> None:
-        self.stop = asyncio.Event()
-        try:
-            async with _open(contender, url) as call:
-                self.ready.set_result(call)
-                await self.stop.wait()
-        except BaseException as error:  # a session that cannot open fails the benchmark
-            if not self.ready.done():
-                self.ready.set_exception(error)
-            raise
-
-    def __call__(self, progress: int, size: int) -> tuple[int, int]:
-        return asyncio.run_coroutine_threadsafe(self.call(progress, size), self.loop).result(300)
-
-    def close(self) -> None:
-        assert self.stop is not None
-        self.loop.call_soon_threadsafe(self.stop.set)
-        self.thread.join(30)
-        self.loop.close()
-
-
-@contextlib.asynccontextmanager
-async def _open(contender: str, url: str):
-    arguments = {"delay": 0}
-    if contender == "ssewire Client":
-        from ssewire.mcp.live.client import Client
-
-        async with Client(url, profile="2025-11-25", listen=False, timeout=300) as client:
-
-            async def call(progress: int, size: int) -> tuple[int, int]:
-                seen: list[float] = []  # the value only, as the SDK's callback gets it
-                result = await client.call_tool(
-                    "countdown",
-                    {**arguments, "count": progress, "size": size},
-                    on_progress=lambda params: seen.append(params["progress"]),
-                )
-                return len(seen), len(result["content"][0]["text"])
-
-            yield call
-        return
-    import httpx2
-    from mcp import Client as SDKClient
-    from mcp.client.streamable_http import streamable_http_client
-
-    cap = None if "lifted" in contender else MIB
-    async with (
-        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
-        SDKClient(
-            streamable_http_client(url, http_client=http, max_sse_event_size=cap), mode="legacy"
-        ) as client,
-    ):
-
-        async def call(progress: int, size: int) -> tuple[int, int]:
-            seen: list[float] = []
-
-            async def on_progress(value: float, total: float | None, message: str | None) -> None:
-                seen.append(value)
-
-            result = await client.call_tool(
-                "countdown", {**arguments, "count": progress, "size": size}, progress_callback=on_progress
-            )
-            if result.is_error:
-                raise RuntimeError(f"the SDK client's call failed: {result.content}")
-            return len(seen), len(result.content[0].text)
-
-        yield call
+def cheap_sessions() -> Iterator[tuple[str, dict[str, clients.Session]]]:
+    with clients.cheap_server() as url, clients.sessions(url, SIDE_BY_SIDE) as opened:
+        yield url, opened
 
 
 @pytest.fixture(scope="module")
-def sessions(server_url) -> Iterator[dict[str, Session]]:
-    opened: dict[str, Session] = {}
-    try:
-        for contender in CONTENDERS:
-            opened[contender] = Session(contender, server_url)
+def reference_sessions() -> Iterator[dict[str, clients.Session]]:
+    with clients.reference_server(SERVE_OPTIONS) as url, clients.sessions(url, END_TO_END) as opened:
         yield opened
-    finally:
-        for session in opened.values():
-            session.close()
 
 
-def _peak(session: Session, progress: int, size: int) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        session(progress, size)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+def interleave(
+    opened: dict[str, clients.Session], work: tuple[int, int, bool], rounds: int, calls: int
+) -> dict[str, tuple[float, float]]:
+    """Every contender in turn, ``calls`` calls each, round after round (each round starts
+    one further along); ``{contender: (min, median)}`` in seconds per call."""
+    names = list(opened)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            for _ in range(calls):
+                gc.collect()
+                start = time.perf_counter()
+                seen = opened[name](work)
+                times[name].append(time.perf_counter() - start)
+                assert seen == work[:2], (name, seen)  # every notification and the whole text arrived
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
-CASES = [
-    (workload, contender)
-    for workload in WORKLOADS
-    for contender in CONTENDERS
-    if not (workload == "C1" and "as shipped" in contender)
-]
+def connections_per_call(url: str, session: clients.Session, work: tuple[int, int, bool]) -> float:
+    before = clients.connections(url)
+    for _ in range(CALLS):
+        session(work)
+    return (clients.connections(url) - before) / CALLS
 
 
-@pytest.mark.parametrize(("workload", "contender"), CASES)
-def test_client(benchmark, sessions, workload, contender):
-    title, progress, size = WORKLOADS[workload]
-    session = sessions[contender]
-    result = benchmark.pedantic(session, args=(progress, size), rounds=ROUNDS, warmup_rounds=1)
-    assert result == (progress, size)  # every notification and the whole text arrived
-    units = progress if progress else 1
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_clients_side_by_side(benchmark, cheap_sessions, workload):
+    url, opened = cheap_sessions
+    title, unit, work = WORKLOADS[workload]
+    result: dict[str, tuple[float, float]] = {}
+    rounds, calls = (1, 1) if benchmark.disabled else (ROUNDS, CALLS)
+    benchmark.pedantic(lambda: result.update(interleave(opened, work, rounds, calls)), rounds=1, iterations=1)
+    info = {
+        "kind": "client-side-by-side",
+        "workload": workload,
+        "title": title,
+        "unit": unit,
+        "units": work[0] or 1,
+        "rows": [
+            {
+                "contender": name,
+                "ours": name == clients.SSEWIRE,
+                "reference": name.startswith("floor"),
+                "min": low,
+                "median": middle,
+                "peak": opened[name].peak(work),
+                "connections": connections_per_call(url, opened[name], work),
+            }
+            for name, (low, middle) in result.items()
+        ],
+    }
+    benchmark.extra_info.update(info)
+    report.RECORDS.extend(report.side_by_side_records(info))
+    ours = next(row for row in info["rows"] if row["ours"])
+    assert ours["connections"] == 0, "sequential calls reuse the session's connection"
+
+
+@pytest.mark.parametrize(
+    ("workload", "contender"),
+    [
+        (workload, contender)
+        for workload in ("C1", "C2")
+        for contender in END_TO_END
+        if not (workload == "C1" and contender == clients.SDK_SHIPPED)
+    ],
+)
+def test_client(benchmark, reference_sessions, workload, contender):
+    title, unit, work = WORKLOADS[workload]
+    session = reference_sessions[contender]
+    seen = benchmark.pedantic(session, args=(work,), rounds=ROUNDS, warmup_rounds=1)
+    assert seen == work[:2]  # every notification and the whole text arrived
     benchmark.extra_info.update(
         kind="client",
         workload=workload,
         title=title,
         contender=contender,
-        ours=contender.startswith("ssewire"),
-        units=units,
-        unit="notification" if progress else "result",
-        peak=_peak(session, progress, size),
+        ours=contender == clients.SSEWIRE,
+        units=work[0] or 1,
+        unit=unit,
+        peak=session.peak(work),
     )
     report.keep(benchmark)
 
 
-def test_as_shipped_the_sdk_client_fails_c1(sessions):
+def test_as_shipped_the_sdk_client_fails_c1(reference_sessions):
     """Not timed: as shipped, the SDK client refuses an SSE event over 1 MiB."""
     with pytest.raises(Exception, match="1048576 byte limit"):
-        sessions["mcp SDK client (as shipped, 1 MiB cap)"](0, max(RESULT_SIZE, MIB + 1))
+        reference_sessions[clients.SDK_SHIPPED]((0, max(RESULT_SIZE, MIB + 1), True))

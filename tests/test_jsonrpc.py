@@ -9,7 +9,7 @@ import sys
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssewire.jsonrpc import (
@@ -242,6 +242,52 @@ def test_classify_is_usable_on_its_own():
     assert classify({"jsonrpc": "2.0", "id": "a", "method": "m"}) == ("request", "a", "m")
     with pytest.raises(ValueError, match="batch"):
         classify([])
+
+
+# every value an envelope's member may take, the wrong ones included (bool ids, float ids,
+# non-string methods, params that are neither object nor array)
+MEMBER_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False),
+    st.sampled_from(["", "2.0", "1.0", "m", "tools/call"]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["code", "message", "x"]), st.one_of(st.integers(), st.text(max_size=3))),
+)
+ENVELOPE = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "2.0", "2.0", "1.0"])},
+    optional={
+        "id": MEMBER_VALUE,
+        "method": st.one_of(st.sampled_from(["m", "notifications/progress"]), MEMBER_VALUE),
+        "params": MEMBER_VALUE,
+        "result": MEMBER_VALUE,
+        "error": MEMBER_VALUE,
+    },
+)
+
+
+@settings(max_examples=1000)
+@given(ENVELOPE)
+def test_the_quick_envelope_check_answers_as_the_rules_do(payload):
+    """classify's few-lookups path for the common shapes never disagrees with the
+    rule-by-rule check: same answer, or both refuse with the same reason."""
+    from ssewire.jsonrpc import _classify
+
+    def outcome(check):
+        try:
+            return check()
+        except ValueError as error:
+            return str(error)
+
+    assert outcome(lambda: classify(payload)) == outcome(lambda: _classify(payload, False))
+
+
+def test_a_message_keeps_the_bytes_it_came_in(messages):
+    """What the resumption guard fingerprints: the event's data exactly as it arrived."""
+    data = b'{"jsonrpc":"2.0","id":7,  "result":{"b":1,"a":2}}'
+    (item,) = messages().feed(b"data: " + data + b"\n\n")
+    assert isinstance(item, Message) and item.data == data and item.size == len(data)
 
 
 # -- any chunking of a valid message stream yields the same messages ----------------

@@ -11,6 +11,10 @@ the answer of the server's ``mode``:
 - ``drip``: an SSE answer of one byte a second (each byte is life: no idle timeout fires);
 - ``flood``: an SSE answer of server-to-client requests (sampling), as fast as they are read.
 
+And one that is not hostile, only slow to let go: ``held-open`` answers with its response
+and then keeps the SSE stream open, a keep-alive comment a second (not in ``MODES``: its
+calls succeed).
+
 Every answer stops by itself after ``LIFETIME`` seconds, and all of them when the server stops.
 """
 
@@ -73,6 +77,14 @@ async def _flood() -> AsyncIterator[bytes]:
         yield b"data: " + json.dumps(request).encode() + b"\n\n"
 
 
+async def _held_open(ident: object) -> AsyncIterator[bytes]:
+    reply = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": []}}).encode()
+    yield b"id: 1\ndata: " + reply + b"\n\n"
+    while True:
+        await asyncio.sleep(1.0)
+        yield b": keep-alive\n\n"
+
+
 def _answer(mode: str, ident: object) -> tuple[str, AsyncIterator[bytes]]:
     """The content type and the body of the hostile answer to request ``ident``."""
     if mode == "endless-event":
@@ -85,6 +97,8 @@ def _answer(mode: str, ident: object) -> tuple[str, AsyncIterator[bytes]]:
         return "text/event-stream", _drip(ident)
     if mode == "flood":
         return "text/event-stream", _flood()
+    if mode == "held-open":
+        return "text/event-stream", _held_open(ident)
     raise ValueError(f"unknown hostile mode {mode!r}: one of {', '.join(MODES)}")
 
 

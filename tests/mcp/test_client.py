@@ -5,10 +5,13 @@ proxy: ``test_resets.py``.)"""
 from __future__ import annotations
 
 import asyncio
+import time
 from urllib.parse import urlsplit
 
+import orjson
 import pytest
 
+from ssewire.jsonrpc import Kind, Message
 from ssewire.mcp.live.client import Client, MessageTooLarge, StreamBroken
 from ssewire.mcp.live.server import _filler, running
 
@@ -172,6 +175,70 @@ def test_a_resumption_cut_before_its_answer_is_resumed_again():
         result, stats = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
     assert cuts == [b"POST", b"GET "]
     assert len(text_of(result)) == 100_000 and stats["resumptions"] == 2
+
+
+def test_sequential_calls_reuse_one_connection():
+    """Each answer is read to its end after its response, so its connection goes back to
+    the pool: a session of sequential calls is one TCP connection, not one per call."""
+
+    async def main(url):
+        seen = []
+        async with Client(url, profile="2025-11-25", listen=False) as client:
+            for _ in range(5):
+                await client.call_tool("countdown", {"count": 3, "size": 100_000}, on_progress=seen.append)
+            return len(seen), client.statistics()
+
+    with running(server()) as base, fault_proxy(urlsplit(base).port, lambda n, head: None) as proxy:
+        notes, stats = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
+    assert notes == 15 and stats["drained"] >= 5
+    assert proxy.stats.connections == 1  # initialize, initialized, five calls and the DELETE
+
+
+def test_an_answer_held_open_after_its_response_is_let_go_after_the_grace():
+    """A server that keeps the stream open after the response: the call returns its result
+    within the short grace, and the connection (never ending) is closed, not reused."""
+    from ssewire.mcp.live.client import GRACE
+
+    from .hostile import hostile_server
+
+    async def main(url):
+        async with Client(url, profile="2025-11-25", listen=False) as client:
+            started = time.monotonic()
+            result = await client.call_tool("anything")
+            return result, time.monotonic() - started, client.statistics()
+
+    with hostile_server("held-open") as (url, _):
+        result, took, stats = asyncio.run(main(url))
+    assert result == {"content": []}
+    assert GRACE <= took < GRACE + 0.9  # the grace, and not the keep-alive's second
+    assert stats["drained"] == 0
+
+
+def test_late_progress_of_an_ended_call_is_dropped_and_counted():
+    """Progress for a call that ended (a server's straggler, or a copy on another stream
+    once the call's books are gone) is never handed to on_notification as if it were news."""
+    others, tokens = [], []
+
+    async def main(url):
+        async with Client(url, profile="2025-11-25", listen=False, on_notification=others.append) as client:
+            await client.call_tool(
+                "countdown", {"count": 2, "size": 10}, on_progress=lambda p: tokens.append(p["progressToken"])
+            )
+            late = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": tokens[0], "progress": 9},
+            }
+            raw = orjson.dumps(late)
+            # what the guard would hand over if it came now, on any stream
+            client._deliver(
+                Message(Kind.NOTIFICATION, late, None, late["method"], "message", "", len(raw), raw)
+            )
+            return client.statistics()
+
+    with running(server()) as base:
+        stats = asyncio.run(main(base + "/mcp"))
+    assert tokens and stats["late_progress"] == 1 and others == []
 
 
 def test_an_expired_session_is_reinitialized_and_said_so():

@@ -223,6 +223,51 @@ def test_a_long_session_stays_bounded():
     assert grown < 64 * 1024, grown  # unbounded, it would be about 3,000 x 1 KiB
 
 
+@pytest.mark.parametrize("with_ids", [True, False], ids=["event ids", "no event ids"])
+def test_a_finished_call_leaves_no_books(with_ids):
+    """A call's books live while it is open and are taken back when it ends (the default
+    guard, as the client uses it): a session of many calls holds what its open calls hold."""
+    guard = ResumptionGuard(V11)
+    events = [(f"s-{n}" if with_ids else None, progress(n)) for n in range(1, 1001)]
+    name = guard.open_post(7, "session")
+    delivered = read(guard, name, sse([*events, ("s-1001" if with_ids else None, result("done"))]))
+    assert len(delivered) == 1001
+    assert guard.ledger.books > 1000  # while it is open: what it delivered, to tell copies and replays
+    guard.ended(name)
+    guard.finish(name)
+    assert guard.ledger.books == 0
+
+
+def test_a_large_event_is_known_by_all_of_its_bytes():
+    """Two large events of one length that differ by a byte in the middle are told apart
+    (the CRC-32 of the whole, not only the ends, is in the digest); equal bytes match."""
+    from ssewire.mcp.streams.guard import LARGE, wire_digest
+
+    data = bytearray(b"x" * (4 * LARGE))
+    same = bytes(data)
+    data[2 * LARGE] = ord("y")
+    assert wire_digest(bytes(data)) != wire_digest(same) == wire_digest(bytes(same))
+    assert wire_digest(same[:LARGE]) != wire_digest(same[: LARGE - 1] + b"y")
+
+
+def test_a_replay_in_other_bytes_is_a_changed_payload():
+    """A replay is known by the bytes it came in: the same message serialized in another
+    key order is not the event that was delivered, and the resumption is refused."""
+    guard = ResumptionGuard(V11)
+    guard.open("call")
+    first = b'id: 1\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\n'
+    read(guard, "call", first)
+    guard.broken("call")
+    guard.resume("call", "call/1")
+    reordered = first.replace(
+        b'{"jsonrpc":"2.0","method":"notifications/progress",',
+        b'{"method":"notifications/progress","jsonrpc":"2.0",',
+    )
+    with pytest.raises(UnsafeResumption) as raised:
+        read(guard, "call/1", reordered)
+    assert raised.value.kind == "changed-payload"
+
+
 def test_a_refusal_is_raised_as_such():
     guard = ResumptionGuard(V11)
     guard.open("call")

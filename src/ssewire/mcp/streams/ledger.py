@@ -14,8 +14,11 @@ the event ids it delivered and the responses it carried. From that it knows, as 
 
 The transcript validator reads a recording through it; the resumption guard and the client
 feed it live. Feeding a stream whole or event by event gives the same answers. Messages are
-remembered by a 128-bit fingerprint, never by their bytes; a live session sets ``bound``
-(entries kept per table, oldest forgotten first) and forgets each chain it has finished.
+known by a key, never kept as bytes: by default a 128-bit fingerprint of the parsed value (a
+recording's replay may be re-serialized); a live reader gives the digest of the bytes it
+read instead (``keys=``), so nothing is serialized again. A live session sets ``bound``
+(entries kept per table, oldest forgotten first) and finishes each chain it is done with:
+its entries are taken back, so a session holds the books of its open calls only.
 """
 
 from __future__ import annotations
