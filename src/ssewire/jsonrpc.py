@@ -304,4 +304,4 @@ class MessageDecoder:
             kind, ident, method = classify(payload, allow_batches=self._allow_batches)
         except ValueError as exc:
             return InvalidMessage(str(exc), event.id, len(data), excerpt(data))
-        return _new(Message, (kind, payload, ident, method, event.type, event.id, len(data), data))  # type: ignore[no-any-return]
+        return _new(Message, (kind, payload, ident, method, event.type, event.id, len(data), data))

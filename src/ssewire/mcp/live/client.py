@@ -624,7 +624,7 @@ class Client:
                     for item in self.guard.feed(stream, items):
                         if item.__class__ is Message:
                             delivered += 1
-                            self._deliver(item)  # type: ignore[arg-type]
+                            self._deliver(item)
                         elif (
                             isinstance(item, InvalidMessage)
                             and item.reason.startswith("too large")  # the decoder dropped it for the limit

@@ -186,7 +186,9 @@ class ResumptionGuard:
                 content = wire_digest(item.data) if item.data else fingerprint(item.payload)
                 if item.kind is _BATCH:
                     members = messages_of(item)
-                    keys: list[Any] = [member.fingerprint or fingerprint(member.payload) for member in members]
+                    keys: list[Any] = [
+                        member.fingerprint or fingerprint(member.payload) for member in members
+                    ]
                     carried: Sequence[Any] = members
                 else:
                     keys, carried = [content], (item,)
@@ -213,7 +215,9 @@ class ResumptionGuard:
                         stats.delivered += 1
                 continue
             if verdict is _REPLAY or verdict is _COPY:
-                stats.duplicates += 1  # a replay of what was delivered, or a copy another stream delivered: drop it
+                stats.duplicates += (
+                    1  # a replay of what was delivered, or a copy another stream delivered: drop it
+                )
                 continue
             self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
         return safe

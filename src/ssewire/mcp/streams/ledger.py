@@ -283,7 +283,9 @@ class StreamLedger:
             owners = self._message_owner.get(scope)
             if owners is None:
                 owners = self._message_owner[scope] = {}
-            for message, key in zip(messages, keys) if len(messages) > 1 else ((messages[0], keys[0]),):
+            for message, key in (
+                zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
+            ):
                 seen = owners.get(key)
                 if seen is not None:
                     if resumed:
@@ -471,7 +473,9 @@ _CHANGED_PAYLOAD, _OTHER_STREAM, _RESTARTED = (
 )
 
 
-def _disown(tables: dict[Hashable, dict[Any, tuple[str, int]]], scope: Hashable, keys: list[Any], root: str) -> None:
+def _disown(
+    tables: dict[Hashable, dict[Any, tuple[str, int]]], scope: Hashable, keys: list[Any], root: str
+) -> None:
     """Take back the entries ``root`` owns among ``keys`` in a scope's table."""
     table = tables.get(scope)
     if table is None:
