@@ -47,7 +47,9 @@ from .transport import MessageTooLarge as MessageTooLarge  # what a call over th
 CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
-GRACE = 0.1  # seconds an answer is read on after its response, to its end, so its connection is reused
+# an answer is read on after its response, to its end, so its connection is reused: for at
+# most this long and this many bytes (a server that keeps talking is cut, not drained)
+GRACE, GRACE_BYTES = 0.1, 64 * 1024
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out
 FIGURES_KEPT = 1024  # the newest figures a session keeps in each list of its statistics
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
@@ -614,7 +616,7 @@ class Client:
         """Decode one SSE answer through the guard, routing what it delivers; returns the
         new messages it delivered when the stream ends cleanly (or ``future`` is answered),
         raises _Broken (with that count) otherwise."""
-        comments, first, delivered, draining = 0, True, 0, False
+        comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
         try:
             async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
                 async for items in batches:
@@ -640,10 +642,15 @@ class Client:
                         comments = answer.comments
                     if answer.retry is not None:
                         self._retry_ms = answer.retry
-                    if future is not None and future.done() and not draining:
-                        # answered: read on to the end (briefly), so the connection goes back to the pool
-                        draining = True
-                        answer.hurry(time.monotonic() + GRACE)
+                    if future is not None and future.done():
+                        if draining and answer.received > drain_limit:
+                            break  # it keeps talking: not worth its connection
+                        if not draining:
+                            if future.cancelled() or future.exception() is not None:
+                                break  # the call failed (an answer over the limit): read no further
+                            # answered: read on to the end (briefly), so the connection goes back to the pool
+                            draining, drain_limit = True, answer.received + GRACE_BYTES
+                            answer.hurry(time.monotonic() + GRACE)
             if draining and answer.ended:
                 self.stats.drained += 1
         except Idle as exc:

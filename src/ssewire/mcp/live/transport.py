@@ -131,6 +131,7 @@ class Answer:
         self.ended = False  # the body ended by itself (not by a deadline, a cut or an error)
         self.comments = 0  # comment lines (keep-alives) of an SSE body so far
         self.events_seen = 0  # SSE events (of any kind, torn tails aside) decoded so far
+        self.received = 0  # bytes of the body read so far (after content decoding)
         self.retry: int | None = None  # the SSE retry field, if one came
         self.kept = bytearray()
         self._chunks = response.aiter_bytes()
@@ -184,6 +185,7 @@ class Answer:
                 raise Broken(type(exc).__name__, self.elapsed()) from None
             if self.first_byte is None:
                 self.first_byte = self.elapsed()
+            self.received += len(chunk)
             if self.record is not None:
                 self.record.chunk(chunk)
             if len(self.kept) < keep:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -171,14 +171,12 @@ class ResumptionGuard:
         """The items safe to deliver, in order: messages (and other events) that complete
         an event never delivered before. Priming events only move the cursor.
 
-        O(1) per event: a message is known by the digest of the bytes it came in
-        (`wire_digest`), never serialized again."""
+        O(1) per event, a chunk's events booked in one call: a message is known by the
+        digest of the bytes it came in (`wire_digest`), never serialized again."""
         facts = self.ledger.stream(stream)
         resumed = facts.resumes is not None
-        check_order = resumed and self.parse_id is not None
-        event = self.ledger.event
-        stats = self.stats
-        safe: list[Item] = []
+        events: list[Item] = []
+        batch: list[Any] = []
         for item in items:
             kind = type(item)
             if kind is Message:
@@ -186,41 +184,52 @@ class ResumptionGuard:
                 content = wire_digest(item.data) if item.data else fingerprint(item.payload)
                 if item.kind is _BATCH:
                     members = messages_of(item)
-                    keys: list[Any] = [
-                        member.fingerprint or fingerprint(member.payload) for member in members
-                    ]
-                    carried: Sequence[Any] = members
+                    keys = [member.fingerprint or fingerprint(member.payload) for member in members]
+                    batch.append((item.event_id, members, content, keys))
                 else:
-                    keys, carried = [content], (item,)
+                    batch.append((item.event_id, (item,), content, (content,)))
             elif kind is TornTail:
                 assert isinstance(item, TornTail)
-                stats.torn += 1
-                stats.torn_bytes += item.discarded
+                self.stats.torn += 1
+                self.stats.torn_bytes += item.discarded
                 continue
             else:
                 if resumed and kind is OtherEvent and item.event_type == "error":  # type: ignore[union-attr]
                     self._unsafe(stream, "refused", "the server answered the resumption with an error event")
-                content, keys, carried = event_digest(item), [], ()
-            if check_order:
-                # before the ledger books the event: one out of order is refused unbooked,
-                # unless it repeats a delivered id (a replay is dropped, a change refused as such)
-                own_id = facts.own_id(item.event_id)
-                if own_id and self.ledger.repeat(stream, item.event_id, content) is None:
-                    self._check_order(stream, own_id, facts.resumes)
-            verdict = event(stream, item.event_id, carried, content=content, keys=keys, book_repeats=False)
+                batch.append((item.event_id, (), event_digest(item), ()))
+            events.append(item)
+        if resumed and self.parse_id is not None:
+            verdicts = []
+            for dispatched in batch:  # one at a time: the first unsafe one stops the booking
+                verdicts.append(self._ordered(stream, facts, dispatched))
+                if verdicts[-1].unsafe:
+                    break
+        else:
+            verdicts = self.ledger.events(stream, batch, book_repeats=False)
+        safe: list[Item] = []
+        for item, verdict in zip(events, verdicts, strict=False):  # the verdicts stop at an unsafe one
             if verdict is _NEW:
-                if kind is not Priming:
+                if type(item) is not Priming:
                     safe.append(item)
-                    if kind is Message:
-                        stats.delivered += 1
                 continue
             if verdict is _REPLAY or verdict is _COPY:
-                stats.duplicates += (
+                self.stats.duplicates += (
                     1  # a replay of what was delivered, or a copy another stream delivered: drop it
                 )
                 continue
             self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
+        self.stats.delivered += sum(type(item) is Message for item in safe)
         return safe
+
+    def _ordered(self, stream: str, facts: Any, dispatched: Any) -> EventVerdict:
+        """One event of a resumed stream read with the id parser: one out of order is
+        refused before the ledger books it, unless it repeats a delivered id (a replay is
+        dropped, a change refused as such)."""
+        event_id, _, content, _ = dispatched
+        own_id = facts.own_id(event_id)
+        if own_id and self.ledger.repeat(stream, event_id, content) is None:
+            self._check_order(stream, own_id, facts.resumes)
+        return self.ledger.events(stream, (dispatched,), book_repeats=False)[0]
 
     def cannot_resume(self, stream: str, detail: str) -> None:
         """The server answered resumptions with nothing (its store lost the stream): raises."""

@@ -146,6 +146,11 @@ class Carried(Protocol):
     def payload(self) -> Any: ...
 
 
+# one dispatched event as `StreamLedger.events` takes it: (its last event ID, the messages
+# it carried, the digest of what it carried, what each message is known by)
+Dispatched = tuple[str, Sequence[Carried], Any, Sequence[Any]]
+
+
 class StreamLedger:
     """Stream ownership and recovery for one conversation under one profile.
 
@@ -230,100 +235,122 @@ class StreamLedger:
             the books. A recording's is (it was on the wire); a live reader drops or refuses
             it, so there it owns nothing.
         """
-        stream = self._streams[name]
-        if stream.state is not _OPEN:
-            raise ValueError(f"stream {name!r} is closed")
-        own_id = event_id if event_id != stream.previous_id else ""  # Stream.own_id, inlined
-        stream.previous_id = event_id
         if keys is None:
             keys = [getattr(m, "fingerprint", b"") or fingerprint(m.payload) for m in messages]
         if content is None:
             content = keys[0] if len(keys) == 1 else digest(b"".join(keys)) if keys else b""
-        root = stream.root
+        return self.events(name, ((event_id, messages, content, keys),), book_repeats=book_repeats)[0]
+
+    def events(
+        self, name: str, batch: Iterable[Dispatched], *, book_repeats: bool = True
+    ) -> list[EventVerdict]:
+        """`event` for each of a stream's dispatched events in turn, ``(event_id, messages,
+        content, keys)`` each (a live reader's chunk at a time: the stream's, chain's and
+        scope's books are looked up once for all). Stops after the first unsafe verdict:
+        the events after it are not booked. The one implementation of the rules."""
+        stream = self._streams[name]
+        if stream.state is not _OPEN:
+            raise ValueError(f"stream {name!r} is closed")
+        root, scope = stream.root, stream.scope
         chain = self._chains[root]
-        delivered = chain.delivered_ids.get(own_id) if own_id else None
-        repeat = None
-        if delivered is not None:
-            repeat = _REPLAY if delivered == content else _CHANGED_PAYLOAD
-            if not book_repeats:
-                return repeat
-        index, scope, position = stream.events, stream.scope, chain.length
         resumed = stream.resumes is not None
-        bound = self.bound
-        foreign = restarted = copied = False
-        if own_id and own_id != stream.last_event_id:
-            if self.facts:
-                stream.event_ids.append((index, own_id))
-                self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
-            stream.last_event_id = own_id
-            owners = self._event_owner.get(scope)
-            if owners is None:
-                owners = self._event_owner[scope] = {}
-            seen = owners.get(own_id)
-            if seen is not None:
-                if resumed:
-                    restarted, copied = self._replay(stream, seen, index)
-                    foreign = seen[0] != root
-                    if scope in self._reusing:  # ids do not tell streams apart here: content does
-                        foreign = restarted = copied = False
-                elif seen[0] != root:
-                    stream.reused_ids += 1
-                    self._reusing[scope] = None
-                    self._trim(self._reusing)
-            else:
-                owners[own_id] = (root, position)
-                if bound is not None:
-                    owned = chain.owned_ids
-                    owned.append(own_id)
-                    if len(owned) > 2 * bound:  # _keep_recent, inlined on this path
-                        del owned[:bound]
-                    if len(owners) > bound:
-                        trim(owners, bound)
-        if messages:
-            owners = self._message_owner.get(scope)
-            if owners is None:
-                owners = self._message_owner[scope] = {}
-            for message, key in (
-                zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
-            ):
-                seen = owners.get(key)
+        bound, facts = self.bound, self.facts
+        delivered_ids = chain.delivered_ids
+        id_owners = self._event_owner.get(scope)
+        if id_owners is None:
+            id_owners = self._event_owner[scope] = {}
+        message_owners = self._message_owner.get(scope)
+        if message_owners is None:
+            message_owners = self._message_owner[scope] = {}
+        verdicts: list[EventVerdict] = []
+        for event_id, messages, content, keys in batch:
+            own_id = event_id if event_id != stream.previous_id else ""  # Stream.own_id, inlined
+            stream.previous_id = event_id
+            delivered = delivered_ids.get(own_id) if own_id else None
+            repeat = None
+            if delivered is not None:
+                repeat = _REPLAY if delivered == content else _CHANGED_PAYLOAD
+                if not book_repeats:
+                    verdicts.append(repeat)
+                    if repeat is _CHANGED_PAYLOAD:
+                        break
+                    continue
+            index, position = stream.events, chain.length
+            foreign = restarted = copied = False
+            if own_id and own_id != stream.last_event_id:
+                if facts:
+                    stream.event_ids.append((index, own_id))
+                    self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
+                stream.last_event_id = own_id
+                seen = id_owners.get(own_id)
                 if seen is not None:
                     if resumed:
-                        before, other = self._replay(stream, seen, index)
-                        restarted, copied = restarted or before, copied or other
-                    elif seen[0] != root and not self._legitimate_copy(scope, message):
-                        if self.facts:
-                            has_id = message.kind is not _NOTIFICATION
-                            stream.copies[has_id].append(index)
-                            self._keep_recent(stream.copies[has_id])
-                        copied = True
+                        restarted, copied = self._replay(stream, seen, index)
+                        foreign = seen[0] != root
+                        if scope in self._reusing:  # ids do not tell streams apart here: content does
+                            foreign = restarted = copied = False
+                    elif seen[0] != root:
+                        stream.reused_ids += 1
+                        self._reusing[scope] = None
+                        self._trim(self._reusing)
                 else:
-                    owners[key] = (root, position)
+                    id_owners[own_id] = (root, position)
                     if bound is not None:
-                        owned = chain.owned_messages
-                        owned.append(key)
-                        if len(owned) > 2 * bound:
+                        owned = chain.owned_ids
+                        owned.append(own_id)
+                        if len(owned) > 2 * bound:  # _keep_recent, inlined on this path
                             del owned[:bound]
-                        if len(owners) > bound:
-                            trim(owners, bound)
-                if message.kind in _ANSWERS:
-                    chain.answered.add(message.id)
-        stream.events = index + 1
-        chain.length = position + 1
-        if repeat is not None:  # the chain delivered this id: its cursor stays
-            return repeat
-        if own_id:
-            chain.delivered_ids[own_id] = content
-            if bound is not None and len(chain.delivered_ids) > bound:
-                trim(chain.delivered_ids, bound)
-            chain.cursor, chain.cursor_at = own_id, position
-        if foreign:
-            return _OTHER_STREAM
-        # a message seen before is surely the same one only when its id says so, or its
-        # progress value (which must increase); a list-changed or a log line may repeat
-        if (restarted or copied) and messages and all(map(_identifiable, messages)):
-            return _RESTARTED if restarted else _COPY
-        return _NEW
+                        if len(id_owners) > bound:
+                            trim(id_owners, bound)
+            if messages:
+                pairs = zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
+                for message, key in pairs:
+                    seen = message_owners.get(key)
+                    if seen is not None:
+                        if resumed:
+                            before, other = self._replay(stream, seen, index)
+                            restarted, copied = restarted or before, copied or other
+                        elif seen[0] != root and not self._legitimate_copy(scope, message):
+                            if facts:
+                                has_id = message.kind is not _NOTIFICATION
+                                stream.copies[has_id].append(index)
+                                self._keep_recent(stream.copies[has_id])
+                            copied = True
+                    else:
+                        message_owners[key] = (root, position)
+                        if bound is not None:
+                            owned = chain.owned_messages
+                            owned.append(key)
+                            if len(owned) > 2 * bound:
+                                del owned[:bound]
+                            if len(message_owners) > bound:
+                                trim(message_owners, bound)
+                    if message.kind in _ANSWERS:
+                        chain.answered.add(message.id)
+            stream.events = index + 1
+            chain.length = position + 1
+            if repeat is not None:  # the chain delivered this id: its cursor stays
+                verdicts.append(repeat)
+                if repeat is _CHANGED_PAYLOAD:
+                    break
+                continue
+            if own_id:
+                delivered_ids[own_id] = content
+                if bound is not None and len(delivered_ids) > bound:
+                    trim(delivered_ids, bound)
+                chain.cursor, chain.cursor_at = own_id, position
+            if foreign:
+                verdicts.append(_OTHER_STREAM)
+                break
+            # a message seen before is surely the same one only when its id says so, or its
+            # progress value (which must increase); a list-changed or a log line may repeat
+            if (restarted or copied) and messages and all(map(_identifiable, messages)):
+                verdicts.append(_RESTARTED if restarted else _COPY)
+                if restarted:
+                    break
+                continue
+            verdicts.append(_NEW)
+        return verdicts
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
         """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
