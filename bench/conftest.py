@@ -54,7 +54,17 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["ssewire"] = {"version": ssewire.__version__, "implementation": ssewire.IMPLEMENTATION}
     machine_info["platform_detail"] = platform.platform()
     packages = {}
-    for name in ("httpx-sse", "httpx2", "sseclient-py", "orjson", "Cython"):
+    for name in (
+        "httpx-sse",
+        "httpx",
+        "httpx2",
+        "sseclient-py",
+        "orjson",
+        "msgspec",
+        "jiter",
+        "mcp",
+        "Cython",
+    ):
         try:
             packages[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
