@@ -246,8 +246,9 @@ class StreamLedger:
     ) -> list[EventVerdict]:
         """`event` for each of a stream's dispatched events in turn, ``(event_id, messages,
         content, keys)`` each (a live reader's chunk at a time: the stream's, chain's and
-        scope's books are looked up once for all). Stops after the first unsafe verdict:
-        the events after it are not booked. The one implementation of the rules."""
+        scope's books are looked up once for all, and held to ``bound`` once for all, so a
+        table may pass it by one chunk's events in between). Stops after the first unsafe
+        verdict: the events after it are not booked. The one implementation of the rules."""
         stream = self._streams[name]
         if stream.state is not _OPEN:
             raise ValueError(f"stream {name!r} is closed")
@@ -255,101 +256,103 @@ class StreamLedger:
         chain = self._chains[root]
         resumed = stream.resumes is not None
         bound, facts = self.bound, self.facts
-        delivered_ids = chain.delivered_ids
+        delivered_ids, answered = chain.delivered_ids, chain.answered
+        owned_ids, owned_messages = chain.owned_ids, chain.owned_messages
         id_owners = self._event_owner.get(scope)
         if id_owners is None:
             id_owners = self._event_owner[scope] = {}
         message_owners = self._message_owner.get(scope)
         if message_owners is None:
             message_owners = self._message_owner[scope] = {}
+        # the stream's and chain's counters, kept here while the batch is read
+        previous_id, last_event_id = stream.previous_id, stream.last_event_id
+        index, position = stream.events, chain.length
         verdicts: list[EventVerdict] = []
-        for event_id, messages, content, keys in batch:
-            own_id = event_id if event_id != stream.previous_id else ""  # Stream.own_id, inlined
-            stream.previous_id = event_id
-            delivered = delivered_ids.get(own_id) if own_id else None
-            repeat = None
-            if delivered is not None:
-                repeat = _REPLAY if delivered == content else _CHANGED_PAYLOAD
-                if not book_repeats:
+        try:
+            for event_id, messages, content, keys in batch:
+                own_id = event_id if event_id != previous_id else ""  # Stream.own_id, inlined
+                previous_id = event_id
+                delivered = delivered_ids.get(own_id) if own_id else None
+                repeat = None
+                if delivered is not None:
+                    repeat = _REPLAY if delivered == content else _CHANGED_PAYLOAD
+                    if not book_repeats:
+                        verdicts.append(repeat)
+                        if repeat is _CHANGED_PAYLOAD:
+                            break
+                        continue
+                foreign = restarted = copied = False
+                if own_id and own_id != last_event_id:
+                    if facts:
+                        stream.event_ids.append((index, own_id))
+                        self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
+                    last_event_id = own_id
+                    seen = id_owners.get(own_id)
+                    if seen is not None:
+                        if resumed:
+                            restarted, copied = self._replay(stream, seen, index)
+                            foreign = seen[0] != root
+                            if scope in self._reusing:  # ids do not tell streams apart here: content does
+                                foreign = restarted = copied = False
+                        elif seen[0] != root:
+                            stream.reused_ids += 1
+                            self._reusing[scope] = None
+                            self._trim(self._reusing)
+                    else:
+                        id_owners[own_id] = (root, position)
+                        if bound is not None:
+                            owned_ids.append(own_id)
+                if messages:
+                    pairs = zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
+                    for message, key in pairs:
+                        seen = message_owners.get(key)
+                        if seen is not None:
+                            if resumed:
+                                before, other = self._replay(stream, seen, index)
+                                restarted, copied = restarted or before, copied or other
+                            elif seen[0] != root and not self._legitimate_copy(scope, message):
+                                if facts:
+                                    has_id = message.kind is not _NOTIFICATION
+                                    stream.copies[has_id].append(index)
+                                    self._keep_recent(stream.copies[has_id])
+                                copied = True
+                        else:
+                            message_owners[key] = (root, position)
+                            if bound is not None:
+                                owned_messages.append(key)
+                        if message.kind in _ANSWERS:
+                            answered.add(message.id)
+                index += 1
+                position += 1
+                if repeat is not None:  # the chain delivered this id: its cursor stays
                     verdicts.append(repeat)
                     if repeat is _CHANGED_PAYLOAD:
                         break
                     continue
-            index, position = stream.events, chain.length
-            foreign = restarted = copied = False
-            if own_id and own_id != stream.last_event_id:
-                if facts:
-                    stream.event_ids.append((index, own_id))
-                    self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
-                stream.last_event_id = own_id
-                seen = id_owners.get(own_id)
-                if seen is not None:
-                    if resumed:
-                        restarted, copied = self._replay(stream, seen, index)
-                        foreign = seen[0] != root
-                        if scope in self._reusing:  # ids do not tell streams apart here: content does
-                            foreign = restarted = copied = False
-                    elif seen[0] != root:
-                        stream.reused_ids += 1
-                        self._reusing[scope] = None
-                        self._trim(self._reusing)
-                else:
-                    id_owners[own_id] = (root, position)
-                    if bound is not None:
-                        owned = chain.owned_ids
-                        owned.append(own_id)
-                        if len(owned) > 2 * bound:  # _keep_recent, inlined on this path
-                            del owned[:bound]
-                        if len(id_owners) > bound:
-                            trim(id_owners, bound)
-            if messages:
-                pairs = zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
-                for message, key in pairs:
-                    seen = message_owners.get(key)
-                    if seen is not None:
-                        if resumed:
-                            before, other = self._replay(stream, seen, index)
-                            restarted, copied = restarted or before, copied or other
-                        elif seen[0] != root and not self._legitimate_copy(scope, message):
-                            if facts:
-                                has_id = message.kind is not _NOTIFICATION
-                                stream.copies[has_id].append(index)
-                                self._keep_recent(stream.copies[has_id])
-                            copied = True
-                    else:
-                        message_owners[key] = (root, position)
-                        if bound is not None:
-                            owned = chain.owned_messages
-                            owned.append(key)
-                            if len(owned) > 2 * bound:
-                                del owned[:bound]
-                            if len(message_owners) > bound:
-                                trim(message_owners, bound)
-                    if message.kind in _ANSWERS:
-                        chain.answered.add(message.id)
-            stream.events = index + 1
-            chain.length = position + 1
-            if repeat is not None:  # the chain delivered this id: its cursor stays
-                verdicts.append(repeat)
-                if repeat is _CHANGED_PAYLOAD:
+                if own_id:
+                    delivered_ids[own_id] = content
+                    chain.cursor, chain.cursor_at = own_id, position - 1
+                if foreign:
+                    verdicts.append(_OTHER_STREAM)
                     break
-                continue
-            if own_id:
-                delivered_ids[own_id] = content
-                if bound is not None and len(delivered_ids) > bound:
-                    trim(delivered_ids, bound)
-                chain.cursor, chain.cursor_at = own_id, position
-            if foreign:
-                verdicts.append(_OTHER_STREAM)
-                break
-            # a message seen before is surely the same one only when its id says so, or its
-            # progress value (which must increase); a list-changed or a log line may repeat
-            if (restarted or copied) and messages and all(map(_identifiable, messages)):
-                verdicts.append(_RESTARTED if restarted else _COPY)
-                if restarted:
-                    break
-                continue
-            verdicts.append(_NEW)
+                # a message seen before is surely the same one only when its id says so, or its
+                # progress value (which must increase); a list-changed or a log line may repeat
+                if (restarted or copied) and messages and all(map(_identifiable, messages)):
+                    verdicts.append(_RESTARTED if restarted else _COPY)
+                    if restarted:
+                        break
+                    continue
+                verdicts.append(_NEW)
+        finally:
+            stream.previous_id, stream.last_event_id = previous_id, last_event_id
+            stream.events, chain.length = index, position
+            if bound is not None:
+                for table in (id_owners, message_owners, delivered_ids):
+                    if len(table) > bound:
+                        trim(table, bound)
+                for owned in (owned_ids, owned_messages):
+                    if len(owned) > 2 * bound:  # _keep_recent
+                        del owned[: len(owned) - bound]
         return verdicts
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
