@@ -303,7 +303,9 @@ class StreamLedger:
                         if bound is not None:
                             owned_ids.append(own_id)
                 if messages:
-                    pairs = zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
+                    pairs = (
+                        zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
+                    )
                     for message, key in pairs:
                         seen = message_owners.get(key)
                         if seen is not None:
