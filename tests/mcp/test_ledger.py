@@ -19,6 +19,7 @@ from ssewire.mcp.streams.ledger import (
     EventVerdict,
     LedgerMessage,
     StreamState,
+    fingerprint,
     messages_of,
     trim,
 )
@@ -371,3 +372,106 @@ def test_a_long_lived_stream_keeps_its_lists_bounded():
         ledger.event("listen", f"g-{n}", messages_of(items(event(result(n), f"g-{n}"))[0]))
     copies = ledger.stream("listen").copies[True]
     assert 0 < len(copies) <= 2 * 50 and copies[-1] == 999  # the newest are kept
+
+
+# -- a chunk booked at once reads as its events booked one by one -----------------------
+
+POOL = [
+    LedgerMessage(Kind.NOTIFICATION, None, progress(1)),
+    LedgerMessage(Kind.NOTIFICATION, None, progress(2)),
+    LedgerMessage(Kind.NOTIFICATION, None, notification("notifications/message")),
+    LedgerMessage(Kind.RESPONSE, 7, result(7, {"n": 1})),
+    LedgerMessage(Kind.REQUEST, "s-1", request("s-1", "ping")),
+]
+# (stream 0 or 1, event id or None for "no id line", message index or None for priming),
+# or "resume": stream 0 breaks and is resumed from its cursor
+STEP = st.one_of(
+    st.tuples(
+        st.integers(0, 1),
+        st.one_of(st.none(), st.sampled_from("abcd")),
+        st.one_of(st.none(), st.integers(0, 4)),
+    ),
+    st.just("resume"),
+)
+
+
+def _dispatched(event_id: str, message: int | None):
+    messages = [] if message is None else [POOL[message]]
+    keys = [m.fingerprint or fingerprint(m.payload) for m in messages]
+    return (event_id, messages, keys[0] if keys else b"", keys)
+
+
+def _run(steps, *, at_once: bool, book_repeats: bool):
+    """Feed ``steps`` to a fresh ledger, consecutive events of one stream as one batch or
+    one by one, until the first unsafe verdict; (verdicts, cursors, books)."""
+    ledger = StreamLedger(V11, bound=10_000)
+    names = ["post", "get"]
+    for name in names:
+        ledger.open(name, "session-A")
+    verdicts: list = []
+    pending: list = []  # (stream, dispatched) of the batch being gathered
+    resumed = 0
+
+    def flush() -> bool:
+        if not pending:
+            return True
+        name = pending[0][0]
+        batches = [[d for _, d in pending]] if at_once else [[d] for _, d in pending]
+        pending.clear()
+        for batch in batches:
+            got = ledger.events(name, batch, book_repeats=book_repeats)
+            verdicts.extend(got)
+            if got and got[-1].unsafe:
+                return False
+        return True
+
+    last_id = ["", ""]
+    for step in steps:
+        if step == "resume":
+            if not flush():
+                break
+            if ledger.cursor(names[0]) is None:
+                continue
+            broken = names[0]
+            ledger.close(broken, disconnected=True)
+            resumed += 1
+            names[0] = f"post/r{resumed}"
+            ledger.resume(broken, names[0], "session-A")
+            last_id[0] = ledger.cursor(names[0]) or ""
+            continue
+        stream, ident, message = step
+        if ident is not None:
+            last_id[stream] = ident
+        if pending and pending[0][0] != names[stream] and not flush():
+            break
+        pending.append((names[stream], _dispatched(last_id[stream], message)))
+    else:
+        flush()
+    return verdicts, [ledger.cursor(name) for name in names], ledger.books
+
+
+@given(st.lists(STEP, max_size=40), st.booleans())
+def test_a_chunk_booked_at_once_reads_as_its_events_one_by_one(steps, book_repeats):
+    """``events`` keeps a batch's counters in locals and bounds its tables once a batch:
+    none of that may change a verdict, a cursor or what the books hold."""
+    assert _run(steps, at_once=True, book_repeats=book_repeats) == _run(
+        steps, at_once=False, book_repeats=book_repeats
+    )
+
+
+@pytest.mark.parametrize("at_once", [True, False], ids=["a chunk at once", "event by event"])
+def test_a_resumption_starts_at_the_position_of_the_cursor_event(at_once):
+    """The chain's cursor is its last delivered id, at that event's position on the chain
+    (events without an id line after it move neither)."""
+    ledger = StreamLedger(V11, bound=100)
+    ledger.open("call", "session-A")
+    batch = [
+        _dispatched("c-1", None),  # position 0: priming
+        _dispatched("c-2", 0),  # 1: the cursor
+        _dispatched("c-2", 1),  # 2: no id line of its own
+    ]
+    for part in [batch] if at_once else [[d] for d in batch]:
+        ledger.events("call", part)
+    ledger.close("call", disconnected=True)
+    resumed = ledger.resume("call", "call/1", "session-A")
+    assert (resumed.resumes, resumed.cursor) == ("c-2", 1)
