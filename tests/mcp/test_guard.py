@@ -268,6 +268,25 @@ def test_a_replay_in_other_bytes_is_a_changed_payload():
     assert raised.value.kind == "changed-payload"
 
 
+def test_an_event_without_an_id_after_the_cursor_is_not_delivered_twice():
+    """The cursor is the last id; an event after it without an id line of its own was
+    delivered, and a server resuming from the cursor rightly sends it again (under an id
+    now): a copy of what was delivered, dropped (a log line, which may repeat, is not)."""
+    guard = ResumptionGuard(V11)
+    name = guard.open_post(1, "session")
+    log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+    first = read(guard, name, sse([("a", progress(1))]) + sse([(None, progress(2)), (None, log)]))
+    assert first == [progress(1), progress(2), log]
+    guard.broken(name)
+    resumed, cursor = guard.reopen(name, "session")
+    assert cursor == "a"
+    assert read(guard, resumed, sse([("b", progress(2)), ("c", log), ("d", result("x"))])) == [
+        log,
+        result("x"),
+    ]
+    assert guard.stats.duplicates == 1
+
+
 def test_a_refusal_is_raised_as_such():
     guard = ResumptionGuard(V11)
     guard.open("call")

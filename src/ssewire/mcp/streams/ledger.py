@@ -474,8 +474,10 @@ class StreamLedger:
     # -- rules of ownership ------------------------------------------------------
 
     def _replay(self, stream: Stream, seen: tuple[str, int], index: int) -> tuple[bool, bool]:
-        """A resumed stream carries what a chain had: (from at or before the cursor, from
-        another chain)."""
+        """A resumed stream carries what a chain had: (from at or before the cursor, a copy).
+        A copy is another chain's, or its own chain's from after the cursor: an event
+        without an id line after the last id, which the server rightly replays, but which
+        was delivered already."""
         if seen[0] != stream.root:
             stream.replayed_other.append(index)
             self._keep_recent(stream.replayed_other)
@@ -484,7 +486,7 @@ class StreamLedger:
             stream.replayed_before.append(index)
             self._keep_recent(stream.replayed_before)
             return True, False
-        return False, False
+        return False, True
 
     def _legitimate_copy(self, scope: Hashable, message: Carried) -> bool:
         """Two equal messages on two streams that are not one message broadcast twice."""
