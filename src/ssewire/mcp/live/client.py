@@ -48,8 +48,9 @@ CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
 # an answer is read on after its response, to its end, so its connection is reused: for at
-# most this long and this many bytes (a server that keeps talking is cut, not drained)
-GRACE, GRACE_BYTES = 0.1, 64 * 1024
+# most this long and this many bytes. A server's end of body comes with its last event; one
+# that holds an answered stream open (or keeps talking) costs a call no more than this
+GRACE, GRACE_BYTES = 0.02, 64 * 1024
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out
 FIGURES_KEPT = 1024  # the newest figures a session keeps in each list of its statistics
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
