@@ -8,7 +8,8 @@ Sans-IO, on the stream ledger. A client feeds it each stream's decoded items (fr
 - a partial event at a disconnect is discarded and counted (it is a ``TornTail`` of the
   decoder, never a message), never appended to;
 - on a resumed stream, an event id already delivered is a duplicate: dropped (and counted)
-  when its payload is the same, unsafe when it differs;
+  when it carries the same bytes, unsafe when they differ (events are known by the digest
+  of their bytes as they came, never serialized again);
 - a message another stream already delivered, arriving under an id of its own, is a
   copy (a broadcast): dropped and counted as a duplicate when it is surely the same
   message (it has a JSON-RPC id, or it is progress, which must increase); any other
@@ -88,7 +89,7 @@ class GuardStats:
 
     torn: int = 0  # partial events discarded at a disconnect
     torn_bytes: int = 0
-    duplicates: int = 0  # replayed events dropped (same id, same payload)
+    duplicates: int = 0  # replayed events dropped (same id, same bytes) and copies
     resumptions: int = 0
     unsafe: int = 0
     delivered: int = 0  # messages handed to the caller
