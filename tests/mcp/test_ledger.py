@@ -19,7 +19,7 @@ from ssewire.mcp.streams.ledger import (
     EventVerdict,
     LedgerMessage,
     StreamState,
-    fingerprint,
+    dispatched,
     messages_of,
     trim,
 )
@@ -396,9 +396,7 @@ STEP = st.one_of(
 
 
 def _dispatched(event_id: str, message: int | None):
-    messages = [] if message is None else [POOL[message]]
-    keys = [m.fingerprint or fingerprint(m.payload) for m in messages]
-    return (event_id, messages, keys[0] if keys else b"", keys)
+    return dispatched(event_id, [] if message is None else [POOL[message]])
 
 
 def _run(steps, *, at_once: bool, book_repeats: bool):

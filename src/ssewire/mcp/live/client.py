@@ -670,24 +670,32 @@ class Client:
 
     def _deliver(self, item: Message) -> None:
         """A message the guard let through: progress straight to its call (most of what a
-        long call receives), anything else routed by `_route`."""
-        if item.method == "notifications/progress":
-            params = item.payload.get("params")
-            token = params.get("progressToken") if type(params) is dict else None
-            if type(token) is str or type(token) is int:
-                watcher = self._progress.get(token)
-                if watcher is not None:
-                    watcher.times.append(time.monotonic())
-                    try:
-                        watcher.callback(params)
-                    except Exception:  # the caller's callback failed: its bug, not the stream's; say so
-                        self.stats.callback_errors += 1
-                        log.exception("a progress callback raised")
-                    return
-                if type(token) is str and token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
-                    self.stats.late_progress += 1
-                    return
+        long call receives, so its envelope is not looked at again), anything else routed by
+        `_route`."""
+        if item.method == "notifications/progress" and self._progressed(item.payload.get("params")):
+            return
         self._route(item.payload)
+
+    def _progressed(self, params: Any) -> bool:
+        """Progress for one of this client's calls: handed to its callback, or, the call
+        having ended, dropped and counted (``late_progress``). False when the token is not
+        one this client handed out (such progress is a notification like any other)."""
+        token = params.get("progressToken") if type(params) is dict else None
+        if type(token) is not str and type(token) is not int:
+            return False
+        watcher = self._progress.get(token)
+        if watcher is None:
+            if type(token) is str and token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
+                self.stats.late_progress += 1
+                return True
+            return False
+        watcher.times.append(time.monotonic())
+        try:
+            watcher.callback(params)
+        except Exception:  # the caller's callback failed: its bug, not the stream's; say so
+            self.stats.callback_errors += 1
+            log.exception("a progress callback raised")
+        return True
 
     def _route(self, message: Any) -> None:
         """A message goes where its id or progressToken says, whatever stream it came on."""
@@ -710,17 +718,10 @@ class Client:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
-        raw = message.get("params")
-        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if message["method"] == "notifications/progress" and self._progressed(message.get("params")):
+            return
         try:
-            if (
-                message["method"] == "notifications/progress"
-                and params.get("progressToken") in self._progress
-            ):
-                watcher = self._progress[params["progressToken"]]
-                watcher.times.append(time.monotonic())
-                watcher.callback(params)
-            elif self.on_notification is not None:
+            if self.on_notification is not None:
                 self.on_notification(message)
         except Exception:  # the caller's callback failed: its bug, not the stream's; say so
             self.stats.callback_errors += 1

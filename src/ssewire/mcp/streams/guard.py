@@ -214,9 +214,8 @@ class ResumptionGuard:
                     safe.append(item)
                 continue
             if verdict is _REPLAY or verdict is _COPY:
-                self.stats.duplicates += (
-                    1  # a replay of what was delivered, or a copy another stream delivered: drop it
-                )
+                # a replay of what was delivered, or a copy another stream delivered: drop it
+                self.stats.duplicates += 1
                 continue
             self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
         self.stats.delivered += sum(type(item) is Message for item in safe)

@@ -235,11 +235,8 @@ class StreamLedger:
             the books. A recording's is (it was on the wire); a live reader drops or refuses
             it, so there it owns nothing.
         """
-        if keys is None:
-            keys = [getattr(m, "fingerprint", b"") or fingerprint(m.payload) for m in messages]
-        if content is None:
-            content = keys[0] if len(keys) == 1 else digest(b"".join(keys)) if keys else b""
-        return self.events(name, ((event_id, messages, content, keys),), book_repeats=book_repeats)[0]
+        one = dispatched(event_id, messages, content=content, keys=keys)
+        return self.events(name, (one,), book_repeats=book_repeats)[0]
 
     def events(
         self, name: str, batch: Iterable[Dispatched], *, book_repeats: bool = True
@@ -348,13 +345,10 @@ class StreamLedger:
         finally:
             stream.previous_id, stream.last_event_id = previous_id, last_event_id
             stream.events, chain.length = index, position
-            if bound is not None:
-                for table in (id_owners, message_owners, delivered_ids):
-                    if len(table) > bound:
-                        trim(table, bound)
-                for owned in (owned_ids, owned_messages):
-                    if len(owned) > 2 * bound:  # _keep_recent
-                        del owned[: len(owned) - bound]
+            for table in (id_owners, message_owners, delivered_ids):
+                self._trim(table)
+            self._keep_recent(owned_ids)
+            self._keep_recent(owned_messages)
         return verdicts
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
@@ -494,6 +488,19 @@ class StreamLedger:
             return True  # the client sent two requests with this id: two answers
         # 2026-07-28 has no broadcast rule; each request's notifications are its own.
         return message.kind == Kind.NOTIFICATION and self.profile.request_headers
+
+
+def dispatched(
+    event_id: str, messages: Sequence[Carried] = (), *, content: Any = None, keys: Sequence[Any] | None = None
+) -> Dispatched:
+    """One dispatched event as `StreamLedger.events` takes it; by default each message is
+    known by its ``fingerprint`` (computed from its payload when it has none) and the event's
+    content by its one message's key, or a digest of its messages' keys."""
+    if keys is None:
+        keys = [getattr(m, "fingerprint", b"") or fingerprint(m.payload) for m in messages]
+    if content is None:
+        content = keys[0] if len(keys) == 1 else digest(b"".join(keys)) if keys else b""
+    return (event_id, messages, content, keys)
 
 
 _ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR})
