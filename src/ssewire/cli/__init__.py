@@ -13,10 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import decode, probe, redact, serve, validate
+from . import decode, gateway, probe, redact, serve, validate
 from ._common import Command, InputError, extra_provides, input_error
 
-COMMANDS: dict[str, Command] = {module.NAME: module for module in (decode, validate, redact, probe, serve)}
+COMMANDS: dict[str, Command] = {
+    module.NAME: module for module in (decode, validate, redact, probe, serve, gateway)
+}
 
 DESCRIPTION = "Exact, fast Server-Sent Events decoding, and MCP Streamable HTTP transport checks."
 EPILOG = """exit codes:

@@ -214,6 +214,9 @@ class Client:
     :param max_message_size: bytes one message may take (an SSE event's data, a JSON answer);
         a call whose answer goes over it raises ``MessageTooLarge`` (the session goes on); on
         the GET stream such an event is dropped. None: no limit.
+    :param capabilities: the client capabilities to declare, in place of those the
+        ``handlers`` imply (a gateway declares its downstream client's).
+    :param info: the ``clientInfo`` to send at initialize (ssewire's by default).
     """
 
     def __init__(
@@ -232,6 +235,8 @@ class Client:
         auth: httpx.Auth | tuple[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
         max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
+        capabilities: dict[str, Any] | None = None,
+        info: dict[str, Any] | None = None,
     ) -> None:
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
@@ -243,6 +248,7 @@ class Client:
         self.idle_timeout, self.timeout = idle_timeout, timeout
         self.parse_id, self.max_resumptions, self.listen = parse_id, max_resumptions, listen
         self.max_message_size = max_message_size
+        self.declared, self.info = capabilities, info or CLIENT_INFO
         self._own_http = http is None
         self.http = http or httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=auth
@@ -290,7 +296,7 @@ class Client:
         """Drive the protocol layer's handshake over this client's requests."""
         self.profile, self.session = None, None
         opening = handshake(
-            wanted, ids=lambda: next(self._ids), client=CLIENT_INFO, answers=self._capabilities()
+            wanted, ids=lambda: next(self._ids), client=self.info, answers=self._capabilities()
         )
         came: Incoming | None = None
         while True:
@@ -328,7 +334,16 @@ class Client:
             self._listener = asyncio.ensure_future(self._listen())
 
     def _capabilities(self) -> dict[str, Any]:
-        return capabilities(self.handlers)
+        return capabilities(self.handlers) if self.declared is None else self.declared
+
+    async def attach(self, profile: str, session: str) -> None:
+        """Take up a session opened before, by this client or another process (a gateway
+        replica): no handshake; the standalone GET stream opens as ``connect`` would."""
+        self.profile, self.session = resolve(profile)[0], session
+        if self.guard.profile != self.profile:
+            self.guard = ResumptionGuard(self.profile, parse_id=self.parse_id)
+        if self.listen and self._listener is None:
+            self._listener = asyncio.ensure_future(self._listen())
 
     async def close(self) -> None:
         """Stop listening, end the session (DELETE), close the connections."""
@@ -387,6 +402,25 @@ class Client:
         :param timeout: this request's deadline (the client's ``timeout`` by default); past
             it, `RequestTimeout` (an ``asyncio.TimeoutError``).
         """
+        reply = await self.reply(
+            method, params, on_progress=on_progress, idempotent=idempotent, timeout=timeout
+        )
+        if "error" in reply:
+            raise RPCError(reply["error"])
+        value = reply.get("result")
+        return value if isinstance(value, dict) else {}
+
+    async def reply(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        idempotent: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Like ``request``, but the whole response message, a JSON-RPC error as it came
+        (what a relay forwards); its ``id`` is this client's own."""
         deadline = timeout or self.timeout
         try:
             return await asyncio.wait_for(
@@ -406,6 +440,7 @@ class Client:
         idempotent: bool = False,
         reinitialized: bool = False,
     ) -> dict[str, Any]:
+        """The response message to one request (session loss and re-issues handled)."""
         ident = next(self._ids)
         params = dict(params or {})
         token = None
@@ -441,10 +476,7 @@ class Client:
             if token is not None:
                 times = self._progress.pop(token).times[-FIGURES_KEPT - 1 :]
                 _keep(self.stats.progress_gaps_s, [round(b - a, 4) for a, b in itertools.pairwise(times)])
-        if "error" in reply:
-            raise RPCError(reply["error"])
-        value = reply.get("result")
-        return value if isinstance(value, dict) else {}
+        return reply
 
     async def _exchange(
         self,
@@ -741,6 +773,8 @@ class Client:
                 reply = requests.result(ident, value)
             except asyncio.TimeoutError:
                 reply = requests.error(ident, -32603, f"the handler took over {self.timeout} s")
+            except RPCError as refused:  # the handler's own JSON-RPC error (a relay's client's): as given
+                reply = {"jsonrpc": "2.0", "id": ident, "error": refused.error}
             except Exception:  # its text may hold anything of the caller's: logged here, not sent
                 log.exception("the handler for the server's %s raised", request["method"])
                 reply = requests.error(ident, -32603, f"the client's handler for {request['method']} failed")
@@ -818,6 +852,13 @@ class Client:
             await asyncio.sleep(_backoff(failures + quiet))
         if failures:
             log.error("gave up the GET stream after %d failures in a row: %s", failures, self.listen_error)
+
+    def listen_now(self) -> None:
+        """Open the standalone GET stream now, in a session opened with ``listen=False``
+        (a gateway does when its own client opens one)."""
+        self.listen = True
+        if self.session is not None and self._listener is None and not self._closed and not self.modern:
+            self._listener = asyncio.ensure_future(self._listen())
 
     def _get_failed(self, error: Exception) -> None:
         self.listen_error = error

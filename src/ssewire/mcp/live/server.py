@@ -40,7 +40,6 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
-from urllib.parse import urlsplit
 
 from ..._encoder import encode_event
 from ..._http import acceptable, media_type
@@ -48,13 +47,14 @@ from ...asgi import EventStreamResponse
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST_WITH_SESSIONS, PROFILES, resolve
 from ..protocol.wire import BOTH, JSON, SSE
+from .asgi_http import BodyTooLarge, loopback_host, loopback_origin, plain, read_body, respond
+from .asgi_http import error as json_error
 from .faults import Fault
 from .faults import resolve as resolve_faults
 
 logger = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "ssewire-reference", "version": "1"}
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"
 # The defaults of the bounds (the constructor's docstring says why each value).
 MAX_BODY = 1 << 20
@@ -206,12 +206,12 @@ class _Http:
     cors: list[tuple[str, str]] = field(default_factory=list)
 
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
-        await _respond(self.send, status, body, headers)
+        await respond(self.send, status, body, headers)
 
     async def error(
         self, status: int, ident: Any, code: int, text: str, headers: Iterable[tuple[str, str]] = ()
     ) -> None:
-        await _error(self.send, status, ident, code, text, [*self.cors, *headers])
+        await json_error(self.send, status, ident, code, text, [*self.cors, *headers])
 
 
 @dataclass
@@ -372,10 +372,10 @@ class ReferenceServer:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if scope["path"] != self.path:
-            await _plain(send, 404, "not found")
+            await plain(send, 404, "not found")
             return
         if not self._trusted(headers):
-            await _plain(send, 403, "forbidden: Origin or Host is not this server's")  # DNS rebinding
+            await plain(send, 403, "forbidden: Origin or Host is not this server's")  # DNS rebinding
             return
         http = _Http(scope, receive, send, headers, self._cors(headers.get("origin")))
         handler = self._http_methods.get(scope["method"], self._not_allowed)
@@ -404,7 +404,7 @@ class ReferenceServer:
         if Fault.ORIGIN_IGNORED in self.faults:
             return True
         origin = headers.get("origin")
-        return _loopback_host(headers.get("host")) and (origin is None or _loopback_origin(origin))
+        return loopback_host(headers.get("host")) and (origin is None or loopback_origin(origin))
 
     def _cors(self, origin: str | None) -> list[tuple[str, str]]:
         if origin is None:
@@ -515,32 +515,12 @@ class ReferenceServer:
         return self._session(headers)
 
     async def _body(self, http: _Http) -> bytes:
-        """The request body, read in pieces up to ``max_body``: past it (or a Content-Length
-        announcing more) 413, the rest left unread and the connection closed after the answer
-        (the ASGI server then stops reading it)."""
-        too_large = _Refused(
-            413,
-            -32600,
-            f"Request body too large: the limit is {self.max_body} bytes",
-            headers=[("connection", "close")],
-        )
-        length = http.headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.max_body:
-            raise too_large  # refused before a byte of it is read (no 100 Continue either)
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await http.receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise too_large
-            chunks.append(chunk)
-            more = bool(message.get("more_body"))
-        return b"".join(chunks)
+        """The request body, up to ``max_body``: past it 413, the rest left unread and the
+        connection closed after the answer (the ASGI server then stops reading it)."""
+        try:
+            return await read_body(http.receive, http.headers, self.max_body)
+        except BodyTooLarge as too_large:
+            raise _Refused(413, -32600, str(too_large), headers=[("connection", "close")]) from None
 
     async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
         """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
@@ -1038,18 +1018,6 @@ def _text(text: str) -> dict[str, Any]:  # a tool result of one text block
     return {"content": [{"type": "text", "text": text}]}
 
 
-def _loopback_host(host: str | None) -> bool:
-    if host is None:
-        return False
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name.lower() in LOOPBACK
-
-
-def _loopback_origin(origin: str) -> bool:
-    parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK
-
-
 class _InvalidArgument(ValueError):
     """A tool argument of the wrong type: the call is answered -32602 (Invalid params)."""
 
@@ -1075,23 +1043,6 @@ def _number(arguments: dict[str, Any], name: str, default: float, *, high: float
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise _InvalidArgument(f"{name} must be a number, not {json.dumps(value)[:40]}")
     return max(0.0, min(float(value), high))
-
-
-async def _respond(send: Any, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
-    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain(send: Any, status: int, text: str) -> None:
-    await _respond(send, status, text.encode(), [("content-type", "text/plain")])
-
-
-async def _error(
-    send: Any, status: int, ident: Any, code: int, text: str, headers: list[tuple[str, str]]
-) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": text}}).encode()
-    await _respond(send, status, body, [("content-type", JSON), *headers])
 
 
 @contextlib.contextmanager

@@ -24,6 +24,21 @@ NAME = "Mcp-Name"  # 2026-07-28
 META_VERSION = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28 _meta keys
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
+# Requests that list or read and change nothing on the server: sent twice, they do no harm,
+# so a relay may re-issue one whose answer broke (2026-07-28 has no resumption). A tool call,
+# a completion or a subscription may act or be billed: never repeated unasked.
+REPEATABLE = frozenset(
+    {
+        "ping",
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 
 # What the transport itself sets on a request: a caller's extra headers may not (the probe
 # omits or varies them on purpose, and the client's session would drift from its own state).

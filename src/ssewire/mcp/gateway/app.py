@@ -1,0 +1,466 @@
+"""The gateway as an ASGI app: MCP Streamable HTTP downstream, one upstream server.
+
+    app = Gateway("http://127.0.0.1:9000/mcp")          # uvicorn.run(app, host="127.0.0.1")
+
+Downstream it answers like a server (POST, GET, DELETE on ``path``; ``/metrics`` in the
+Prometheus text format) and checks what a server checks: Host and Origin (DNS rebinding),
+Accept and Content-Type, the body under the message limit, one JSON-RPC message per POST,
+the session. Upstream it is a client ([`Relay`][ssewire.mcp.gateway.relay.Relay], one per
+downstream session). Under 2026-07-28 there are no sessions: each request is relayed on its
+own, and a broken answer is re-issued upstream only for a request that lists or reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from ..._http import acceptable, media_type
+from ...asgi import EventStreamResponse
+from ..live.asgi_http import (
+    BodyTooLarge,
+    error,
+    loopback_host,
+    loopback_origin,
+    plain,
+    read_body,
+    respond,
+)
+from ..live.client import Client, RPCError, StreamBroken
+from ..live.stores import MAX_SESSIONS, SESSION_TTL, Gap, MemoryStore, SessionRecord, Store, parse_event_id
+from ..live.transport import DEFAULT_MAX_MESSAGE_SIZE
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, named
+from ..protocol.wire import JSON, SSE, caller_headers
+from .metrics import Metrics
+from .relay import Relay
+
+log = logging.getLogger("ssewire.mcp.gateway")
+
+RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
+SESSION_NOT_FOUND = -32001
+MODERN = "-stateless-"  # the private store's one session: 2026-07-28 requests, not resumable
+
+
+class _Refused(Exception):
+    """A downstream request refused before it is relayed: this HTTP status and JSON-RPC error."""
+
+    def __init__(self, status: int, code: int, text: str, ident: Any = None) -> None:
+        super().__init__(text)
+        self.status, self.code, self.text, self.ident = status, code, text, ident
+
+
+class Gateway:
+    """An ASGI application relaying MCP between downstream clients and ``upstream``.
+
+    :param upstream: the upstream server's MCP endpoint.
+    :param store: where downstream sessions and streams are kept (a `MemoryStore` by
+        default; a ``RedisStore`` shares them between replicas).
+    :param max_message_size: bytes one message may take, either way (a downstream body;
+        an upstream event or answer: that call gets an explicit error, the session goes on).
+    :param keepalive: seconds of silence after which a downstream stream gets a comment.
+    :param allowed_hosts: Host names accepted besides loopback (the names clients use).
+    :param allowed_origins: Origins accepted besides loopback ones (browsers send one).
+    :param timeout: the deadline of one relayed call, upstream resumptions included.
+    :param idle_timeout: seconds an upstream stream may stay silent before it is resumed.
+    :param headers: extra headers for every upstream request (credentials).
+    :param http: an ``httpx.AsyncClient`` of your own for the upstream (proxies, TLS, pool
+        limits; its read timeout None); the gateway does not close it.
+    :param replica: this process shares its store with others (a stopping replica leaves
+        the upstream sessions open for them).
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        store: Store | None = None,
+        path: str = "/mcp",
+        max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
+        keepalive: float = 15.0,
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+        timeout: float = 300.0,
+        idle_timeout: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        max_sessions: int = MAX_SESSIONS,
+        session_ttl: float = SESSION_TTL,
+        replica: bool = False,
+        retry_ms: int = RETRY_MS,
+    ) -> None:
+        self.upstream, self.path = upstream, path
+        self.store: Store = store or MemoryStore(max_sessions=max_sessions, ttl=session_ttl)
+        self.max_message_size, self.keepalive = max_message_size, keepalive
+        self.max_body = max_message_size or 1 << 30
+        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
+        self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
+        self.timeout, self.idle_timeout, self.retry_ms = timeout, idle_timeout, retry_ms
+        self.max_sessions, self.session_ttl, self.replica = max_sessions, session_ttl, replica
+        self.extra = caller_headers(headers)
+        if http is not None and self.extra:
+            raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
+        self.metrics = Metrics()
+        self.metrics.collect.append(self._relay_figures)
+        self.relays: OrderedDict[str, Relay] = OrderedDict()  # least recently used first
+        self._closed_figures: dict[str, float] = {}
+        self._modern: Relay | None = None
+        self._modern_lock = asyncio.Lock()
+        self._passing = MemoryStore(max_bytes=4 * self.max_body, max_sessions=1, ttl=float("inf"))
+        self._http, self._own_http = http, http is None
+
+    # -- ASGI --------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await self.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self._trusted(headers):
+            self.metrics.add("refused_total")
+            await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
+            return
+        if scope["path"] == "/metrics" and scope["method"] == "GET":
+            await respond(send, 200, self.metrics.render(), [("content-type", "text/plain; version=0.0.4")])
+            return
+        if scope["path"] != self.path:
+            await plain(send, 404, "not found")
+            return
+        handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(scope["method"])
+        try:
+            if handler is None:
+                await respond(send, 405, b"", [("allow", "GET, POST, DELETE")])
+                return
+            await self._expire()
+            await handler(scope, receive, send, headers)
+        except _Refused as refused:
+            self.metrics.add("refused_total")
+            await error(send, refused.status, refused.ident, refused.code, refused.text, [])
+
+    async def aclose(self) -> None:
+        """Stop every relay (ending the upstream sessions unless a replica), close the rest."""
+        relays = [*self.relays.values(), *([self._modern] if self._modern else [])]
+        self.relays.clear()
+        for relay in relays:
+            await self._close_relay(relay, end_upstream=not self.replica)
+        if self._http is not None and self._own_http:
+            await self._http.aclose()
+        await self.store.aclose()
+
+    def _trusted(self, headers: dict[str, str]) -> bool:
+        host = headers.get("host")
+        name = (host or "").rsplit(":", 1)[0].lower() if host and not host.endswith("]") else (host or "")
+        if not (loopback_host(host) or name in self.allowed_hosts):
+            return False
+        origin = headers.get("origin")
+        return origin is None or loopback_origin(origin) or origin.rstrip("/").lower() in self.allowed_origins
+
+    # -- POST --------------------------------------------------------------------------
+
+    async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
+        try:
+            body = await read_body(receive, headers, self.max_body)
+        except BodyTooLarge as too_large:
+            raise _Refused(413, -32600, str(too_large)) from None
+        accept = headers.get("accept")
+        if accept is None or not (acceptable(accept, JSON) and acceptable(accept, SSE)):
+            raise _Refused(
+                406, -32600, "Not Acceptable: Accept must list application/json and text/event-stream"
+            )
+        if media_type(headers.get("content-type")) != JSON:
+            raise _Refused(415, -32600, "Unsupported Media Type: send application/json")
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise _Refused(400, -32700, "Parse error") from None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
+        method = message.get("method")
+        if headers.get("mcp-protocol-version", "").strip() == NEWEST.name or method == "server/discover":
+            await self._post_modern(scope, receive, send, headers, message)
+            return
+        if method == "initialize" and "id" in message:
+            await self._initialize(send, message)
+            return
+        sid, relay = await self._session(headers)
+        if method is None:
+            relay.answered(message)  # the answer to a request the upstream sent down
+            await respond(send, 202, b"", [])
+        elif "id" not in message:
+            self._notification(relay, message)
+            await respond(send, 202, b"", [])
+        else:
+            stream = await relay.start_call(message)
+            await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)])
+
+    async def _initialize(self, send: Any, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        asked = named(params.get("protocolVersion"))
+        version = asked.name if asked is not None and asked.sessions else NEWEST_WITH_SESSIONS.name
+        capabilities = params.get("capabilities")
+        info = params.get("clientInfo")
+        record = SessionRecord(
+            secrets.token_hex(16),
+            version,
+            None,
+            capabilities if isinstance(capabilities, dict) else {},
+            info if isinstance(info, dict) else {},
+        )
+        await self._make_room()
+        relay = self._relay(record)
+        try:
+            result = await relay.open()
+        except RPCError as refused:  # the upstream's own answer: passed on as it is
+            await self._close_relay(relay, end_upstream=False)
+            body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": refused.error})
+            await respond(send, 200, body, [("content-type", JSON)])
+            return
+        except (StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
+            await self._close_relay(relay, end_upstream=False)
+            text = f"gateway: the upstream did not open a session ({failed})"
+            raise _Refused(502, -32603, text, message.get("id")) from None
+        await self.store.create(record)
+        self.relays[record.ident] = relay
+        self.metrics.add("sessions_opened_total")
+        body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result})
+        await respond(send, 200, body, [("content-type", JSON), ("mcp-session-id", record.ident)])
+
+    def _notification(self, relay: Relay, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        params = message.get("params")
+        if method == "notifications/initialized":
+            return  # the upstream got the gateway's own at initialize
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            relay.cancel(params.get("requestId"))
+            return
+        task = asyncio.ensure_future(
+            relay.client.notify(str(method), params if isinstance(params, dict) else None)
+        )
+        task.add_done_callback(_logged)
+
+    async def _post_modern(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], message: dict[str, Any]
+    ) -> None:
+        """2026-07-28: each request on its own; its answer streamed without ids (no resumption)."""
+        if "id" in message and "method" in message:
+            problem = ModernHeaders.of(headers, message).rejection()
+            if problem is not None:
+                raise _Refused(400, problem[0], problem[1], message.get("id"))
+        relay = await self._modern_relay(message.get("id"))
+        if "method" not in message:
+            await respond(send, 202, b"", [])  # no server-to-client requests are relayed here
+            return
+        if "id" not in message:
+            params = message.get("params")
+            params = params if isinstance(params, dict) else None
+            asyncio.ensure_future(relay.client.notify(str(message["method"]), params)).add_done_callback(
+                _logged
+            )
+            await respond(send, 202, b"", [])
+            return
+        stream = await relay.start_call(message)
+        await self._serve(scope, receive, send, MODERN, stream, 0, [], store=self._passing)
+
+    async def _modern_relay(self, ident: Any) -> Relay:
+        async with self._modern_lock:
+            if self._modern is None:
+                relay = Relay(
+                    SessionRecord(MODERN, NEWEST.name, None),
+                    store=self._passing,
+                    metrics=self.metrics,
+                    client=self._client,
+                    timeout=self.timeout,
+                )
+                try:
+                    await relay.open()
+                except (RPCError, StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
+                    await self._close_relay(relay, end_upstream=False)
+                    raise _Refused(
+                        502, -32603, f"gateway: the upstream does not answer {NEWEST.name} ({failed})", ident
+                    ) from None
+                self._modern = relay
+            return self._modern
+
+    # -- GET and DELETE ----------------------------------------------------------------
+
+    async def _get(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
+        accept = headers.get("accept")
+        if accept is None or not acceptable(accept, SSE):
+            raise _Refused(406, -32600, "Not Acceptable: Accept must list text/event-stream")
+        if headers.get("mcp-protocol-version", "").strip() == NEWEST.name:
+            await respond(send, 405, b"", [("allow", "POST")])
+            return
+        sid, relay = await self._session(headers)
+        cursor = headers.get("last-event-id")
+        if cursor is None:
+            stream = await relay.listen()
+            try:
+                await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)])
+            finally:
+                await relay.unlisten(stream)
+            return
+        place = parse_event_id(cursor)
+        state = await self.store.state(sid, place[0]) if place is not None else None
+        if place is None or state is None or state["evicted"] > place[1] or state["next"] <= place[1]:
+            raise _Refused(
+                409, -32000, "cannot resume: the Last-Event-ID is unknown or its events were evicted"
+            )
+        self.metrics.add("downstream_resumptions_total")
+        await self._serve(scope, receive, send, sid, place[0], place[1], [("mcp-session-id", sid)])
+
+    async def _delete(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
+        sid, relay = await self._session(headers)
+        self.relays.pop(sid, None)
+        await self._close_relay(relay, end_upstream=True)
+        await self.store.drop(sid)
+        await respond(send, 200, b"", [])
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def _session(self, headers: dict[str, str]) -> tuple[str, Relay]:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            raise _Refused(400, -32600, "Bad Request: Mcp-Session-Id required")
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version.strip() not in KNOWN_VERSIONS:
+            raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
+        relay = self.relays.get(sid)
+        if relay is None:
+            record = await self.store.load(sid)
+            if record is None:
+                raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
+            await self._make_room()
+            relay = self._relay(record)
+            try:
+                await relay.attach()  # a session another replica opened
+            except StreamBroken as failed:
+                raise _Refused(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
+            self.relays[sid] = relay
+        else:
+            await self.store.load(sid)  # keeps it from expiring
+        relay.used = time.monotonic()
+        self.relays.move_to_end(sid)
+        return sid, relay
+
+    def _client(self, **options: Any) -> Client:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, read=None),
+                headers=self.extra,
+                limits=httpx.Limits(max_connections=4 * self.max_sessions, max_keepalive_connections=64),
+            )
+        return Client(
+            self.upstream,
+            http=self._http,
+            listen=False,
+            timeout=self.timeout,
+            idle_timeout=self.idle_timeout,
+            max_message_size=self.max_message_size,
+            **options,
+        )
+
+    def _relay(self, record: SessionRecord) -> Relay:
+        return Relay(
+            record, store=self.store, metrics=self.metrics, client=self._client, timeout=self.timeout
+        )
+
+    async def _make_room(self) -> None:
+        """At ``max_sessions``: the least recently used idle session goes, or 503."""
+        while len(self.relays) >= self.max_sessions:
+            idle = next((sid for sid, relay in self.relays.items() if not relay.busy), None)
+            if idle is None:
+                raise _Refused(503, -32000, f"gateway busy: {self.max_sessions} sessions are working")
+            await self._close_relay(self.relays.pop(idle), end_upstream=not self.replica)
+
+    async def _expire(self) -> None:
+        """Sessions unused past ``session_ttl`` (and doing nothing) are closed."""
+        limit = time.monotonic() - self.session_ttl
+        for sid in [sid for sid, relay in self.relays.items() if relay.used < limit and not relay.busy]:
+            await self._close_relay(self.relays.pop(sid), end_upstream=not self.replica)
+
+    async def _close_relay(self, relay: Relay, *, end_upstream: bool) -> None:
+        for name, value in relay.figures().items():  # its figures outlive it
+            self._closed_figures[name] = self._closed_figures.get(name, 0.0) + value
+        try:
+            await relay.close(end_upstream=end_upstream)
+        except Exception:  # closing is best effort: never a reason to fail a request
+            log.exception("closing a relay failed")
+
+    def _relay_figures(self) -> dict[str, float]:
+        figures = dict(self._closed_figures)
+        relays = [*self.relays.values(), *([self._modern] if self._modern else [])]
+        for relay in relays:
+            for name, value in relay.figures().items():
+                figures[name] = figures.get(name, 0.0) + value
+        figures["sessions_open"] = float(len(self.relays))
+        return figures
+
+    # -- writing a stream downstream ---------------------------------------------------
+
+    async def _serve(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send: Any,
+        sid: str,
+        stream: int,
+        after: int,
+        headers: list[tuple[str, str]],
+        *,
+        store: Store | None = None,
+    ) -> None:
+        """Write a stream of the store after ``after``; keep-alive comments while it is silent."""
+        source = self._events(store or self.store, sid, stream, after, ids=store is None)
+        app = EventStreamResponse(
+            source,
+            keepalive=self.keepalive,
+            headers=[("content-type", SSE), ("cache-control", "no-cache"), *headers],
+        )
+        self.metrics.gauges["streams_open"] += 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            self.metrics.gauges["streams_open"] -= 1
+
+    async def _events(
+        self, store: Store, sid: str, stream: int, after: int, *, ids: bool
+    ) -> AsyncIterator[bytes]:
+        retry = f"retry: {self.retry_ms}\n".encode()
+        try:
+            async for batch in store.follow(sid, stream, after):
+                now = time.time()
+                pieces: list[bytes] = []
+                for stored in batch:
+                    head = b"id: " + stored.event_id.encode() + b"\n" if ids else b""
+                    if not stored.data:  # the priming event: an id to resume from, and when
+                        pieces.append(head + retry + b"data: \n\n")
+                        continue
+                    # orjson writes no CR or LF (it escapes them): the message is one data line
+                    pieces += (head, b"event: message\ndata: ", stored.data, b"\n\n")
+                body = b"".join(pieces)
+                self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
+                self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
+                self.metrics.add("downstream_bytes_total", len(body))
+                yield body
+        except Gap:
+            # cut, never a silent gap: the client resumes and is refused (409) explicitly
+            raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
+
+
+def _logged(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("forwarding a notification upstream failed: %s", task.exception())

@@ -1,0 +1,91 @@
+"""The gateway's figures in the Prometheus text format (``GET /metrics``): counters,
+gauges and one histogram, with no client library (the format is a few lines of text)."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+
+# seconds a message spends in the gateway: from its arrival (complete, past the guard) to
+# its write downstream; the buckets straddle the 5 ms goal for small messages
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+
+PREFIX = "ssewire_gateway_"
+COUNTERS = {
+    "sessions_opened_total": "downstream sessions opened",
+    "upstream_reinitializations_total": "upstream sessions re-initialized after a 404",
+    "upstream_resets_absorbed_total": "upstream streams that broke and were resumed or re-issued",
+    "resumptions_total": "upstream resumptions with Last-Event-ID",
+    "unsafe_resumptions_total": "upstream resumptions refused as unsafe (the call got an explicit error)",
+    "reissues_total": "idempotent requests re-issued upstream after a broken answer (2026-07-28)",
+    "downstream_resumptions_total": "downstream GETs with Last-Event-ID served from the gateway's store",
+    "messages_total": "messages written downstream",
+    "downstream_bytes_total": "bytes of events written downstream",
+    "calls_failed_total": "calls answered with the gateway's own JSON-RPC error",
+    "refused_total": "downstream requests refused (bad body, unknown session, foreign Origin...)",
+    "undeliverable_total": "upstream messages with no downstream stream open to take them",
+}
+GAUGES = {
+    "sessions_open": "downstream sessions held by this process",
+    "streams_open": "downstream streams being written now",
+}
+
+
+class Metrics:
+    """Counters and gauges by name (without the prefix), the latency histogram, and
+    ``collect``: callables adding figures read at scrape time (the upstream clients')."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(COUNTERS, 0.0)
+        self.gauges = dict.fromkeys(GAUGES, 0.0)
+        self.buckets = [0] * (len(BUCKETS) + 1)
+        self.latency_sum = 0.0
+        self.collect: list[Callable[[], dict[str, float]]] = []
+
+    def add(self, name: str, value: float = 1.0) -> None:
+        self.counts[name] += value
+
+    def observe(self, seconds: Iterable[float]) -> None:
+        for value in seconds:
+            self.buckets[bisect.bisect_left(BUCKETS, value)] += 1
+            self.latency_sum += value
+
+    def snapshot(self) -> dict[str, float]:
+        """Counters and gauges, the collected figures added in."""
+        figures = {**self.counts, **self.gauges}
+        for collect in self.collect:
+            for name, value in collect().items():
+                figures[name] = figures.get(name, 0.0) + value
+        return figures
+
+    def render(self) -> bytes:
+        figures = self.snapshot()
+        lines: list[str] = []
+        for kind, table in (("counter", COUNTERS), ("gauge", GAUGES)):
+            for name, text in table.items():
+                lines += [f"# HELP {PREFIX}{name} {text}", f"# TYPE {PREFIX}{name} {kind}"]
+                lines.append(f"{PREFIX}{name} {figures.get(name, 0.0):g}")
+        name = f"{PREFIX}added_latency_seconds"
+        lines += [
+            f"# HELP {name} time from a message's arrival to its write downstream",
+            f"# TYPE {name} histogram",
+        ]
+        total = 0
+        for bound, count in zip((*BUCKETS, float("inf")), self.buckets, strict=True):
+            total += count
+            label = "+Inf" if bound == float("inf") else f"{bound:g}"
+            lines.append(f'{name}_bucket{{le="{label}"}} {total}')
+        lines += [f"{name}_sum {self.latency_sum:.6f}", f"{name}_count {total}"]
+        return ("\n".join(lines) + "\n").encode()
+
+    def quantile(self, q: float) -> float | None:
+        """The bucket bound under which ``q`` of the observed latencies fall (None: none)."""
+        total = sum(self.buckets)
+        if not total:
+            return None
+        seen = 0
+        for bound, count in zip((*BUCKETS, float("inf")), self.buckets, strict=True):
+            seen += count
+            if seen >= q * total:
+                return bound
+        return float("inf")  # pragma: no cover - the loop reaches the total

@@ -1,0 +1,314 @@
+"""One downstream session relayed to one upstream session (the 2025 revisions).
+
+The upstream side is a [`Client`][ssewire.mcp.live.client.Client]: every upstream stream is
+read through its resumption guard and resumed upstream with ``Last-Event-ID``; a 404
+re-initializes the upstream session. The downstream side is written by the gateway: each
+call gets a stream of the store with the gateway's own event ids, written by a task of
+its own, so a downstream client that loses its connection resumes from the store while
+the upstream call goes on.
+
+Routing: a call's progress goes to its stream with the downstream client's own token;
+the server's requests (sampling, elicitation, roots) go to the newest call stream open
+(they relate to a call) or the standalone GET stream, and the downstream answer goes back
+up; other notifications go to the GET stream, or to the newest call stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import orjson
+
+from ..live.asgi_http import error_message
+from ..live.client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken
+from ..live.stores import Gap, SessionRecord, Store
+from ..protocol.handshake import CAPABILITY_OF
+from ..protocol.profiles import named
+from ..protocol.wire import REPEATABLE
+from ..streams.guard import UnsafeResumption
+from .metrics import Metrics
+
+log = logging.getLogger("ssewire.mcp.gateway")
+
+GATEWAY_ERROR = -32603  # Internal error: the gateway's own failures, with data.gateway saying which
+MAX_CALLS = 64  # calls in flight per session; past it a call is refused at once (-32603, "busy")
+
+
+def gateway_error(ident: Any, kind: str, text: str) -> dict[str, Any]:
+    return error_message(ident, GATEWAY_ERROR, f"gateway: {text}", {"gateway": kind})
+
+
+class Outbox:
+    """Messages for one downstream stream, stored in order by one task: the upstream
+    client's callbacks are synchronous, a store's writes are not."""
+
+    def __init__(self, store: Store, session: str, stream: int) -> None:
+        self.store, self.session, self.stream = store, session, stream
+        self.items: list[tuple[bytes, float]] = []
+        self.wake = asyncio.Event()
+        self.closing = False
+        self.task = asyncio.ensure_future(self._drain())
+
+    def put(self, message: dict[str, Any], arrived: float | None = None) -> None:
+        self.items.append((orjson.dumps(message), time.time() if arrived is None else arrived))
+        self.wake.set()
+
+    async def _drain(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            items, self.items = self.items, []
+            if items:
+                try:
+                    await self.store.append(self.session, self.stream, items)
+                except Gap:  # the store dropped the stream (its budget): its reader was cut
+                    log.warning("stream %s of a session was evicted while written", self.stream)
+            if self.closing and not self.items:
+                await self.store.finish(self.session, self.stream)
+                return
+
+    async def close(self) -> None:
+        """Store what is queued, then finish the stream."""
+        self.closing = True
+        self.wake.set()
+        await asyncio.shield(self.task)
+
+
+class Relay:
+    """A downstream session and its upstream client."""
+
+    def __init__(
+        self,
+        record: SessionRecord,
+        *,
+        store: Store,
+        metrics: Metrics,
+        client: Callable[..., Client],
+        timeout: float,
+    ) -> None:
+        self.record, self.store, self.metrics, self.timeout = record, store, metrics, timeout
+        declared = record.capabilities if isinstance(record.capabilities, dict) else {}
+        handlers = {
+            method: self._asker(method)
+            for method, capability in CAPABILITY_OF.items()
+            if capability in declared
+        }
+        self.client = client(
+            profile=record.version,
+            handlers=handlers,
+            on_notification=self._notified,
+            capabilities=declared,
+            info=record.info or None,
+        )
+        self.outboxes: dict[int, Outbox] = {}  # streams being written, oldest first
+        self.listeners: list[int] = []  # the downstream GET streams open now
+        self.calls: dict[Any, asyncio.Task[None]] = {}  # by downstream request id
+        self.asked: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the server's requests sent down
+        self._asks = itertools.count(1)
+        self.used = time.monotonic()
+
+    # -- the session -------------------------------------------------------------------
+
+    async def open(self) -> dict[str, Any]:
+        """Initialize upstream; the result to answer the downstream initialize with."""
+        await self.client.connect()
+        self.record.version, self.record.upstream = self.client.version, self.client.session
+        return {**self.client.server_info, "protocolVersion": self.client.version}
+
+    async def attach(self) -> None:
+        """Take up the upstream session of a record another process opened."""
+        if self.record.upstream is None:
+            raise StreamBroken("the session's record names no upstream session")
+        await self.client.attach(self.record.version, self.record.upstream)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.calls or self.listeners)
+
+    async def close(self, *, end_upstream: bool = True) -> None:
+        """Stop the calls, finish the streams, end the upstream session (DELETE)."""
+        for task in list(self.calls.values()):
+            task.cancel()
+        await asyncio.gather(*self.calls.values(), return_exceptions=True)
+        for outbox in list(self.outboxes.values()):
+            await outbox.close()
+        if not end_upstream:
+            self.client.session = None  # no DELETE: another replica may still relay it
+        await self.client.close()
+
+    # -- streams -----------------------------------------------------------------------
+
+    async def open_stream(self, call: dict[str, Any] | None = None) -> int:
+        stream = await self.store.open_stream(self.record.ident, call)
+        priming = named(self.record.version)
+        if priming is not None and priming.priming:
+            await self.store.append(self.record.ident, stream, [(b"", time.time())])  # an id to resume from
+        self.outboxes[stream] = Outbox(self.store, self.record.ident, stream)
+        return stream
+
+    async def listen(self) -> int:
+        """A downstream GET stream; the upstream one opens with the first."""
+        stream = await self.open_stream()
+        self.listeners.append(stream)
+        self.client.listen_now()
+        return stream
+
+    async def unlisten(self, stream: int) -> None:
+        if stream in self.listeners:
+            self.listeners.remove(stream)
+        outbox = self.outboxes.pop(stream, None)
+        if outbox is not None:
+            await outbox.close()
+
+    def _target(self, *, listener_first: bool) -> Outbox | None:
+        calls = [n for n in self.outboxes if n not in self.listeners]
+        order = (
+            [*self.listeners[::-1], *calls[::-1]] if listener_first else [*calls[::-1], *self.listeners[::-1]]
+        )
+        return self.outboxes.get(order[0]) if order else None
+
+    # -- calls -------------------------------------------------------------------------
+
+    async def start_call(self, message: dict[str, Any]) -> int:
+        """A downstream request: its stream, written by a task of its own."""
+        ident = message.get("id")
+        stream = await self.open_stream({"id": ident, "method": message.get("method")})
+        outbox = self.outboxes[stream]
+        if len(self.calls) >= MAX_CALLS or ident in self.calls:
+            why = (
+                "a call with this id is in flight" if ident in self.calls else f"{MAX_CALLS} calls in flight"
+            )
+            outbox.put(gateway_error(ident, "busy", f"the session is busy ({why}); try again later"))
+            await self._finished(stream)
+            return stream
+        task = asyncio.ensure_future(self._call(stream, outbox, message))
+        self.calls[ident] = task
+        task.add_done_callback(
+            lambda _: self.calls.pop(ident, None) if self.calls.get(ident) is task else None
+        )
+        return stream
+
+    async def _call(self, stream: int, outbox: Outbox, message: dict[str, Any]) -> None:
+        ident, method = message.get("id"), str(message.get("method"))
+        params = message.get("params")
+        params = dict(params) if isinstance(params, dict) else {}
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+
+        def progressed(upstream: dict[str, Any]) -> None:
+            notice = {**upstream, "progressToken": token}
+            outbox.put({"jsonrpc": "2.0", "method": "notifications/progress", "params": notice})
+
+        try:
+            reply = await self.client.reply(
+                method,
+                params,
+                on_progress=progressed if token is not None else None,
+                idempotent=method in REPEATABLE,
+                timeout=self.timeout,
+            )
+            answer: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
+            if "error" in reply:
+                answer["error"] = reply["error"]
+            else:
+                answer["result"] = reply.get("result")
+        except asyncio.CancelledError:
+            await self._finished(stream)
+            raise
+        except Exception as failed:  # every failure becomes this call's explicit error
+            answer = self._failure(ident, method, failed)
+        await self._note_session()
+        outbox.put(answer)
+        await self._finished(stream)
+
+    def _failure(self, ident: Any, method: str, failed: Exception) -> dict[str, Any]:
+        self.metrics.add("calls_failed_total")
+        if isinstance(failed, MessageTooLarge):
+            return gateway_error(ident, "too-large", str(failed))
+        if isinstance(failed, UnsafeResumption):
+            return gateway_error(
+                ident,
+                "unsafe-resumption",
+                f"the upstream could not resume {method}'s answer safely ({failed.kind}: {failed.detail}); "
+                "the request may have been processed: check its effects before sending it again",
+            )
+        if isinstance(failed, RequestTimeout):
+            return gateway_error(ident, "timeout", str(failed))
+        if isinstance(failed, (StreamBroken, httpx.HTTPError, RPCError)):
+            return gateway_error(ident, "upstream", f"{method}: {failed}")
+        log.exception("relaying %s failed", method, exc_info=failed)
+        return gateway_error(ident, "internal", f"{method}: the gateway failed ({type(failed).__name__})")
+
+    async def _finished(self, stream: int) -> None:
+        outbox = self.outboxes.pop(stream, None)
+        if outbox is not None:
+            await outbox.close()
+
+    async def _note_session(self) -> None:
+        """The upstream session may have been re-initialized (404): the record follows."""
+        if self.client.session != self.record.upstream and self.client.session is not None:
+            self.record.upstream = self.client.session
+            await self.store.update(self.record)
+
+    def cancel(self, ident: Any) -> None:
+        """The downstream client cancelled a call: stop relaying it (its stream ends)."""
+        task = self.calls.get(ident)
+        if task is not None:
+            task.cancel()
+
+    # -- what the upstream sends on its own --------------------------------------------
+
+    def _notified(self, message: dict[str, Any]) -> None:
+        target = self._target(listener_first=True)
+        if target is None:
+            self.metrics.add("undeliverable_total")
+            return
+        target.put(message)
+
+    def _asker(self, method: str) -> Callable[[dict[str, Any]], Any]:
+        async def ask(params: dict[str, Any]) -> Any:
+            target = self._target(listener_first=False)
+            if target is None:
+                self.metrics.add("undeliverable_total")
+                raise RPCError(
+                    {"code": GATEWAY_ERROR, "message": f"gateway: no downstream stream to carry {method}"}
+                )
+            ident = f"gw-{next(self._asks)}"
+            waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self.asked[ident] = waiting
+            try:
+                target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+                reply = await asyncio.wait_for(waiting, self.timeout)
+            finally:
+                self.asked.pop(ident, None)
+            if isinstance(reply.get("error"), dict):
+                raise RPCError(reply["error"])
+            return reply.get("result")
+
+        return ask
+
+    def answered(self, message: dict[str, Any]) -> bool:
+        """A downstream response to one of the server's requests: it goes up."""
+        waiting = self.asked.get(message.get("id"))  # type: ignore[arg-type]
+        if waiting is None or waiting.done():
+            return False
+        waiting.set_result(message)
+        return True
+
+    # -- figures -----------------------------------------------------------------------
+
+    def figures(self) -> dict[str, float]:
+        stats = self.client.statistics()
+        return {
+            "upstream_resets_absorbed_total": stats["resets"],
+            "resumptions_total": stats["resumptions"],
+            "unsafe_resumptions_total": stats["unsafe_resumptions"],
+            "reissues_total": stats["reissues"],
+            "upstream_reinitializations_total": stats["reinitializations"],
+        }

@@ -1,0 +1,40 @@
+"""A gateway for the tests: in front of an upstream, optionally behind the fault proxy
+(the cuts fall between the gateway and the upstream, where resets are healed)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ssewire.mcp.gateway import Gateway
+from ssewire.mcp.live.server import running
+
+from ..faultproxy import FaultProxy, Plan, fault_proxy
+from .resets import no_keepalive_httpx
+
+
+@dataclass
+class Running:
+    url: str  # the gateway's MCP endpoint
+    app: Gateway
+    proxy: FaultProxy | None  # between the gateway and the upstream, when cuts were planned
+
+
+@contextlib.contextmanager
+def gateway_over(upstream: str, plan: Plan | None = None, **options: Any) -> Iterator[Running]:
+    """A gateway relaying to the MCP endpoint ``upstream``; with ``plan``, through a fault
+    proxy cutting as it says (the gateway then opens one upstream connection per request,
+    so the proxy's plan is a per-request plan)."""
+    with contextlib.ExitStack() as stack:
+        proxy = None
+        if plan is not None:
+            parts = urlsplit(upstream)
+            proxy = stack.enter_context(fault_proxy(parts.port or 80, plan))
+            upstream = f"http://127.0.0.1:{proxy.port}{parts.path}"
+            options.setdefault("http", no_keepalive_httpx())
+        app = Gateway(upstream, **{"keepalive": 0.5, "idle_timeout": 10.0, **options})
+        root = stack.enter_context(running(app))
+        yield Running(root + app.path, app, proxy)
