@@ -1,0 +1,317 @@
+"""The gateway's behaviour, one thing a test, against the reference server on 127.0.0.1:
+downstream resumption from the gateway's store, the message limit, keep-alives, upstream
+session loss, server-to-client requests, 2026-07-28 per-request relaying and re-issues,
+metrics, and bad downstream input (each an explicit error or a bounded wait, other
+sessions unaffected)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import orjson
+import pytest
+
+from ssewire import Decoder
+from ssewire.cli import main as cli
+from ssewire.mcp.live.client import Client, RPCError
+from ssewire.mcp.live.server import running
+from ssewire.mcp.protocol.wire import BOTH, JSON
+
+from ..faultproxy import Cut
+from .gateways import gateway_over
+from .resets import reference_server
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+POST = {"Accept": BOTH, "Content-Type": JSON}
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with running(reference_server(store_size=4096)) as root:
+        yield root + "/mcp"
+
+
+@pytest.fixture(scope="module")
+def gateway(upstream):
+    with gateway_over(upstream, max_message_size=256 * 1024, keepalive=0.2) as gw:
+        yield gw
+
+
+def session(http: httpx.Client, url: str) -> dict[str, str]:
+    answer = http.post(url, json=INIT, headers=POST)
+    assert answer.status_code == 200, answer.text
+    headers = {
+        **POST,
+        "Mcp-Session-Id": answer.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return headers
+
+
+def countdown(ident, count, delay, size=0, token="tok"):
+    arguments = {"count": count, "delay": delay, "size": size}
+    params = {"name": "countdown", "arguments": arguments, "_meta": {"progressToken": token}}
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+def messages(events):
+    return [json.loads(event.data) for event in events if event.data]
+
+
+def test_a_downstream_client_resumes_from_the_gateway_store_without_gap_or_copy(gateway):
+    with httpx.Client(timeout=30) as http:
+        headers = session(http, gateway.url)
+        decoder, first = Decoder(), []
+        with http.stream("POST", gateway.url, json=countdown(7, 6, 0.1), headers=headers) as answer:
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            for chunk in answer.iter_bytes():
+                first += decoder.feed(chunk)
+                if len(messages(first)) >= 2:
+                    break  # the connection goes: the call goes on upstream
+        cursor = decoder.last_event_id
+        assert cursor
+        resumed = http.get(
+            gateway.url, headers={**headers, "Accept": "text/event-stream", "Last-Event-ID": cursor}
+        )
+        assert resumed.status_code == 200
+        rest = Decoder().feed(resumed.content)
+    got = messages(first) + messages(rest)
+    progress = [m["params"]["progress"] for m in got if m.get("method") == "notifications/progress"]
+    assert progress == [1, 2, 3, 4, 5, 6]  # each once, in order, across the two connections
+    assert all(m["params"]["progressToken"] == "tok" for m in got if "method" in m)  # the client's own token
+    assert [m["id"] for m in got if "result" in m] == [7]  # the downstream id, once
+
+
+def test_an_unknown_or_evicted_cursor_is_refused_explicitly(gateway):
+    with httpx.Client(timeout=10) as http:
+        headers = {**session(http, gateway.url), "Accept": "text/event-stream"}
+        for cursor in ("99-1", "not-ours"):
+            answer = http.get(gateway.url, headers={**headers, "Last-Event-ID": cursor})
+            assert answer.status_code == 409
+            assert answer.json()["error"]["code"] == -32000
+
+
+def test_an_upstream_message_over_the_limit_fails_that_call_and_the_session_goes_on(gateway):
+    async def calls():
+        async with Client(gateway.url, profile="2025-11-25", listen=False) as client:
+            with pytest.raises(RPCError) as failed:
+                await client.call_tool("big", {"size": 512 * 1024})
+            assert failed.value.error["data"] == {"gateway": "too-large"}
+            assert (await client.call_tool("echo", {"text": "still here"}))["content"][0][
+                "text"
+            ] == "still here"
+
+    asyncio.run(calls())
+
+
+def test_keepalives_flow_downstream_while_the_upstream_is_silent(gateway):
+    with httpx.Client(timeout=30) as http:
+        headers = session(http, gateway.url)
+        decoder = Decoder()
+        answer = http.post(gateway.url, json=countdown(3, 2, 0.8), headers=headers)
+        events = decoder.feed(answer.content)
+    assert decoder.comments >= 4  # 1.6 s of upstream silence, one comment every 0.2 s
+    assert [m["id"] for m in messages(events) if "result" in m] == [3]
+
+
+def test_an_upstream_session_lost_is_reinitialized_and_the_call_goes_through(gateway, upstream):
+    async def calls():
+        async with Client(gateway.url, profile="2025-11-25", listen=False) as client:
+            await client.call_tool("echo", {"text": "one"})
+            relay = gateway.app.relays[client.session]
+            before = relay.client.session
+            async with httpx.AsyncClient() as http:  # behind the gateway's back
+                gone = await http.delete(
+                    upstream, headers={"Mcp-Session-Id": before, "MCP-Protocol-Version": "2025-11-25"}
+                )
+                assert gone.status_code == 200
+            result = await client.call_tool("echo", {"text": "two"})
+            assert result["content"][0]["text"] == "two"
+            assert relay.client.session != before
+            assert relay.record.upstream == relay.client.session  # the record follows
+
+    reinitialized = gateway.app.metrics.snapshot()["upstream_reinitializations_total"]
+    asyncio.run(calls())
+    assert gateway.app.metrics.snapshot()["upstream_reinitializations_total"] == reinitialized + 1
+
+
+def test_a_server_request_reaches_the_downstream_client_and_its_answer_goes_up(gateway):
+    asked = []
+
+    def sample(params):
+        asked.append(params["messages"][0]["content"]["text"])
+        return {"role": "assistant", "content": {"type": "text", "text": "forty-two"}, "model": "m"}
+
+    async def calls():
+        handlers = {"sampling/createMessage": sample}
+        async with Client(gateway.url, profile="2025-11-25", listen=False, handlers=handlers) as client:
+            return await client.call_tool("ask", {"question": "the answer?"})
+
+    result = asyncio.run(calls())
+    assert asked == ["the answer?"]
+    assert "forty-two" in result["content"][0]["text"]
+
+
+def test_metrics_are_served_in_the_prometheus_text_format(gateway):
+    asyncio.run(_echo(gateway.url))
+    answer = httpx.get(gateway.url.removesuffix("/mcp") + "/metrics")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    lines = dict(line.rsplit(" ", 1) for line in answer.text.splitlines() if not line.startswith("#"))
+    assert float(lines["ssewire_gateway_messages_total"]) >= 1
+    assert float(lines["ssewire_gateway_sessions_opened_total"]) >= 1
+    assert float(lines['ssewire_gateway_added_latency_seconds_bucket{le="+Inf"}']) == float(
+        lines["ssewire_gateway_added_latency_seconds_count"]
+    )
+
+
+async def _echo(url: str, text: str = "hi") -> str:
+    async with Client(url, profile="2025-11-25", listen=False) as client:
+        result = await client.call_tool("echo", {"text": text})
+        return result["content"][0]["text"]
+
+
+# -- bad input downstream -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code"),
+    [
+        pytest.param(b"{", {}, 400, -32700, id="malformed-json"),
+        pytest.param(b"[" + orjson.dumps(INIT) + b"]", {}, 400, -32600, id="a-batch"),
+        pytest.param(b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', {}, 400, -32600, id="not-json-rpc-2"),
+        pytest.param(b"x" * 300_000, {}, 413, -32600, id="oversized-body"),
+        pytest.param(orjson.dumps(INIT), {"Accept": "text/html"}, 406, -32600, id="wrong-accept"),
+        pytest.param(
+            orjson.dumps(INIT), {"Content-Type": "text/plain"}, 415, -32600, id="wrong-content-type"
+        ),
+        pytest.param(
+            b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}',
+            {"Mcp-Session-Id": "nobody"},
+            404,
+            -32001,
+            id="unknown-session",
+        ),
+        pytest.param(b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}', {}, 400, -32600, id="no-session"),
+    ],
+)
+def test_bad_downstream_requests_get_an_explicit_error(gateway, body, headers, status, code):
+    answer = httpx.post(gateway.url, content=body, headers={**POST, **headers}, timeout=10)
+    assert answer.status_code == status
+    assert answer.json()["error"]["code"] == code
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Origin": "https://evil.example"}, {"Host": "evil.example"}], ids=["origin", "host"]
+)
+def test_foreign_origins_and_hosts_are_refused(gateway, headers):
+    answer = httpx.post(gateway.url, json=INIT, headers={**POST, **headers}, timeout=10)
+    assert answer.status_code == 403
+
+
+def test_a_client_that_never_reads_costs_a_bounded_store_and_slows_no_one(upstream):
+    with gateway_over(upstream, keepalive=0.2) as gw, httpx.Client(timeout=30) as http:
+        stalled = session(http, gw.url)
+        big = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "big", "arguments": {"size": 8 << 20}},
+        }
+        with http.stream("POST", gw.url, json=big, headers=stalled):  # opened, never read
+            started = time.monotonic()
+            assert asyncio.run(_echo(gw.url, "others go on")) == "others go on"
+            assert time.monotonic() - started < 5
+            deadline = time.monotonic() + 10
+            while gw.app.store.stored < 8 << 20 and time.monotonic() < deadline:
+                time.sleep(0.05)  # the call completes upstream, into the store
+            assert gw.app.store.stored <= gw.app.store.max_bytes
+
+
+def test_a_deleted_session_is_gone(gateway):
+    with httpx.Client(timeout=10) as http:
+        headers = session(http, gateway.url)
+        assert http.delete(gateway.url, headers=headers).status_code == 200
+        again = http.post(gateway.url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"}, headers=headers)
+        assert again.status_code == 404
+
+
+# -- 2026-07-28: per request ----------------------------------------------------------
+
+
+def first(pattern: bytes, at: int):
+    """Cut the first upstream connection whose request holds ``pattern``."""
+    done = []
+
+    def plan(n, head):
+        if pattern in head and not done:
+            done.append(n)
+            return Cut(at=at)
+        return None
+
+    return plan
+
+
+def test_2026_requests_are_relayed_and_a_broken_listing_is_reissued():
+    with (
+        running(reference_server(profile="2026-07-28")) as root,
+        gateway_over(root + "/mcp", first(b'"tools/list"', 20)) as gw,
+    ):
+
+        async def calls():
+            async with Client(gw.url, profile="2026-07-28") as client:
+                tools = await client.request("tools/list")
+                ticks = []
+                result = await client.call_tool(
+                    "countdown", {"count": 3, "size": 10}, on_progress=ticks.append
+                )
+                return tools, result, ticks
+
+        tools, result, ticks = asyncio.run(calls())
+        assert {tool["name"] for tool in tools["tools"]} >= {"echo", "countdown"}
+        assert [tick["progress"] for tick in ticks] == [1, 2, 3]
+        assert len(result["content"][0]["text"]) == 10
+        assert gw.app.metrics.snapshot()["reissues_total"] == 1
+
+
+def test_2026_a_broken_tool_call_is_not_repeated_but_answered_with_an_error():
+    with (
+        running(reference_server(profile="2026-07-28")) as root,
+        gateway_over(root + "/mcp", first(b'"tools/call"', 20)) as gw,
+    ):
+
+        async def calls():
+            async with Client(gw.url, profile="2026-07-28") as client:
+                with pytest.raises(RPCError) as failed:
+                    await client.call_tool("echo", {"text": "once"})
+                return failed.value.error
+
+        error = asyncio.run(calls())
+        assert error["data"] == {"gateway": "upstream"}
+        assert "may have been processed" in error["message"]
+        assert gw.app.metrics.snapshot()["reissues_total"] == 0
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--upstream", "ftp://x"], ["--upstream", "http://127.0.0.1:1/mcp", "--store", "sqlite://x"]],
+    ids=["not-http", "unknown-store"],
+)
+def test_the_command_refuses_bad_arguments(argv, capsys):
+    assert cli(["gateway", *argv]) == 2
+    assert "gateway" in capsys.readouterr().err
