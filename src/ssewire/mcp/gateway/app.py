@@ -35,13 +35,22 @@ from ..live.asgi_http import (
     respond,
 )
 from ..live.client import Client, RPCError, StreamBroken
-from ..live.stores import MAX_SESSIONS, SESSION_TTL, Gap, MemoryStore, SessionRecord, Store, parse_event_id
+from ..live.stores import (
+    MAX_SESSIONS,
+    SESSION_TTL,
+    Abandoned,
+    Gap,
+    MemoryStore,
+    SessionRecord,
+    Store,
+    parse_event_id,
+)
 from ..live.transport import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from .metrics import Metrics
-from .relay import Relay
+from .relay import Relay, gateway_error
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -350,8 +359,10 @@ class Gateway:
             except StreamBroken as failed:
                 raise _Refused(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
             self.relays[sid] = relay
-        else:
-            await self.store.load(sid)  # keeps it from expiring
+        elif await self.store.load(sid) is None:  # (the load keeps it from expiring)
+            # ended (DELETE) or expired in the store, at another replica perhaps: gone here too
+            await self._close_relay(self.relays.pop(sid), end_upstream=False)
+            raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
         relay.used = time.monotonic()
         self.relays.move_to_end(sid)
         return sid, relay
@@ -440,25 +451,49 @@ class Gateway:
         self, store: Store, sid: str, stream: int, after: int, *, ids: bool
     ) -> AsyncIterator[bytes]:
         retry = f"retry: {self.retry_ms}\n".encode()
-        try:
-            async for batch in store.follow(sid, stream, after):
-                now = time.time()
-                pieces: list[bytes] = []
-                for stored in batch:
-                    head = b"id: " + stored.event_id.encode() + b"\n" if ids else b""
-                    if not stored.data:  # the priming event: an id to resume from, and when
-                        pieces.append(head + retry + b"data: \n\n")
-                        continue
-                    # orjson writes no CR or LF (it escapes them): the message is one data line
-                    pieces += (head, b"event: message\ndata: ", stored.data, b"\n\n")
-                body = b"".join(pieces)
-                self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
-                self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
-                self.metrics.add("downstream_bytes_total", len(body))
-                yield body
-        except Gap:
-            # cut, never a silent gap: the client resumes and is refused (409) explicitly
-            raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
+        sent = after
+        while True:
+            try:
+                async for batch in store.follow(sid, stream, sent):
+                    now = time.time()
+                    pieces: list[bytes] = []
+                    for stored in batch:
+                        head = b"id: " + stored.event_id.encode() + b"\n" if ids else b""
+                        if not stored.data:  # the priming event: an id to resume from, and when
+                            pieces.append(head + retry + b"data: \n\n")
+                            continue
+                        # orjson writes no CR or LF (it escapes them): the message is one data line
+                        pieces += (head, b"event: message\ndata: ", stored.data, b"\n\n")
+                    body = b"".join(pieces)
+                    self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
+                    self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
+                    self.metrics.add("downstream_bytes_total", len(body))
+                    sent += len(batch)
+                    yield body
+                return
+            except Gap:
+                # cut, never a silent gap: the client resumes and is refused (409) explicitly
+                raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
+            except Abandoned as abandoned:
+                await self._adopt(store, sid, stream, abandoned.call)
+
+    async def _adopt(self, store: Store, sid: str, stream: int, call: dict[str, Any] | None) -> None:
+        """The replica writing a call's stream stopped: end the stream with an explicit error
+        (the call's outcome upstream is unknown), once, whichever replica comes first."""
+        if await store.adopt(sid, stream) is None:
+            return  # another follower took it, or it ended meanwhile: follow on
+        if call is not None:
+            self.metrics.add("calls_failed_total")
+            text = (
+                f"the gateway replica relaying {call.get('method')} stopped before its answer; "
+                "the request may have been processed: check its effects before sending it again"
+            )
+            await store.append(
+                sid,
+                stream,
+                [(orjson.dumps(gateway_error(call.get("id"), "replica-lost", text)), time.time())],
+            )
+        await store.finish(sid, stream)
 
 
 def _logged(task: asyncio.Task[Any]) -> None:

@@ -35,6 +35,15 @@ class Gap(Exception):
     continued without a gap."""
 
 
+class Abandoned(Exception):
+    """A stream is unfinished and its writer is gone (a replica that stopped): a follower
+    may `adopt` it, to end it with an explicit error."""
+
+    def __init__(self, call: dict[str, Any] | None) -> None:
+        super().__init__("the replica writing this stream stopped")
+        self.call = call
+
+
 @dataclass
 class SessionRecord:
     """A downstream session: what any replica needs to relay it."""
@@ -87,6 +96,8 @@ class Store(Protocol):
     async def finish(self, session: str, stream: int) -> None: ...
 
     async def state(self, session: str, stream: int) -> dict[str, Any] | None: ...
+
+    async def adopt(self, session: str, stream: int) -> int | None: ...
 
     def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]: ...
 
@@ -207,6 +218,10 @@ class MemoryStore:
         if log is not None:
             log.done = True
             log.changed.set()
+
+    async def adopt(self, session: str, stream: int) -> int | None:
+        """Never: one process writes every stream it follows."""
+        return None
 
     async def state(self, session: str, stream: int) -> dict[str, Any] | None:
         """A stream's call (what it answers) and whether it is done; None if not kept."""
