@@ -19,6 +19,7 @@ class Failover:
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -32,6 +33,10 @@ class Failover:
                 writer.close()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)  # a strong reference, and cancelled when the front stops
+        task.add_done_callback(self._handlers.discard)
         for port in self.ports:
             try:
                 server_r, server_w = await asyncio.open_connection("127.0.0.1", port)
@@ -49,6 +54,9 @@ class Failover:
         self._ready.set()
         async with server:
             await self._stop.wait()
+        for task in list(self._handlers):
+            task.cancel()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
 
     def run(self) -> None:
         self._loop.run_until_complete(self._serve())

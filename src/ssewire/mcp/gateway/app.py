@@ -347,6 +347,10 @@ class Gateway:
         version = headers.get("mcp-protocol-version")
         if version is not None and version.strip() not in KNOWN_VERSIONS:
             raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
+        return sid, await self._relay_for(sid)
+
+    async def _relay_for(self, sid: str) -> Relay:
+        """The session's relay here: kept, or taken up from the store's record."""
         relay = self.relays.get(sid)
         if relay is None:
             record = await self.store.load(sid)
@@ -365,7 +369,7 @@ class Gateway:
             raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
         relay.used = time.monotonic()
         self.relays.move_to_end(sid)
-        return sid, relay
+        return relay
 
     def _client(self, **options: Any) -> Client:
         if self._http is None:
@@ -376,6 +380,7 @@ class Gateway:
             )
         return Client(
             self.upstream,
+            first_id=secrets.randbits(32) << 20,  # replicas share upstream sessions: ids far apart
             http=self._http,
             listen=False,
             timeout=self.timeout,
@@ -478,10 +483,23 @@ class Gateway:
                 await self._adopt(store, sid, stream, abandoned.call)
 
     async def _adopt(self, store: Store, sid: str, stream: int, call: dict[str, Any] | None) -> None:
-        """The replica writing a call's stream stopped: end the stream with an explicit error
-        (the call's outcome upstream is unknown), once, whichever replica comes first."""
+        """The replica writing a call's stream stopped, once, whichever replica comes first:
+        resume its upstream answer from where the stored events end (the stored position)
+        and write the rest; without a position (no event id upstream yet), end the stream
+        with an explicit error, since the call's outcome upstream is unknown."""
         if await store.adopt(sid, stream) is None:
             return  # another follower took it, or it ended meanwhile: follow on
+        state = await store.state(sid, stream)
+        position = state.get("position") if state is not None else None
+        if call is not None and isinstance(position, dict) and position.get("cursor"):
+            try:
+                relay = await self._relay_for(sid)
+            except _Refused:
+                relay = None
+            if relay is not None:
+                relay.take_over(stream, call, position, call.get("token"))
+                self.metrics.add("takeovers_total")
+                return
         if call is not None:
             self.metrics.add("calls_failed_total")
             text = (

@@ -4,11 +4,14 @@ gauges and one histogram, with no client library (the format is a few lines of t
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Callable, Iterable
 
 # seconds a message spends in the gateway: from its arrival (complete, past the guard) to
 # its write downstream; the buckets straddle the 5 ms goal for small messages
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+RECENT = 65536  # the newest latencies kept for exact quantiles (a summary beside the histogram)
+QUANTILES = (0.5, 0.99)
 
 PREFIX = "ssewire_gateway_"
 COUNTERS = {
@@ -18,6 +21,7 @@ COUNTERS = {
     "resumptions_total": "upstream resumptions with Last-Event-ID",
     "unsafe_resumptions_total": "upstream resumptions refused as unsafe (the call got an explicit error)",
     "reissues_total": "idempotent requests re-issued upstream after a broken answer (2026-07-28)",
+    "takeovers_total": "calls of a stopped replica taken up here and resumed upstream",
     "downstream_resumptions_total": "downstream GETs with Last-Event-ID served from the gateway's store",
     "messages_total": "messages written downstream",
     "downstream_bytes_total": "bytes of events written downstream",
@@ -40,6 +44,7 @@ class Metrics:
         self.gauges = dict.fromkeys(GAUGES, 0.0)
         self.buckets = [0] * (len(BUCKETS) + 1)
         self.latency_sum = 0.0
+        self.recent: deque[float] = deque(maxlen=RECENT)
         self.collect: list[Callable[[], dict[str, float]]] = []
 
     def add(self, name: str, value: float = 1.0) -> None:
@@ -49,6 +54,7 @@ class Metrics:
         for value in seconds:
             self.buckets[bisect.bisect_left(BUCKETS, value)] += 1
             self.latency_sum += value
+            self.recent.append(value)
 
     def snapshot(self) -> dict[str, float]:
         """Counters and gauges, the collected figures added in."""
@@ -76,16 +82,11 @@ class Metrics:
             label = "+Inf" if bound == float("inf") else f"{bound:g}"
             lines.append(f'{name}_bucket{{le="{label}"}} {total}')
         lines += [f"{name}_sum {self.latency_sum:.6f}", f"{name}_count {total}"]
+        name = f"{PREFIX}recent_latency_seconds"
+        lines += [f"# HELP {name} the newest {RECENT} added latencies", f"# TYPE {name} summary"]
+        ordered = sorted(self.recent)
+        for q in QUANTILES:
+            value = ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+            lines.append(f'{name}{{quantile="{q:g}"}} {value:.6f}')
+        lines += [f"{name}_sum {sum(ordered):.6f}", f"{name}_count {len(ordered)}"]
         return ("\n".join(lines) + "\n").encode()
-
-    def quantile(self, q: float) -> float | None:
-        """The bucket bound under which ``q`` of the observed latencies fall (None: none)."""
-        total = sum(self.buckets)
-        if not total:
-            return None
-        seen = 0
-        for bound, count in zip((*BUCKETS, float("inf")), self.buckets, strict=True):
-            seen += count
-            if seen >= q * total:
-                return bound
-        return float("inf")  # pragma: no cover - the loop reaches the total

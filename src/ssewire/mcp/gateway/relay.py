@@ -19,7 +19,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import httpx
@@ -48,12 +48,29 @@ class Outbox:
     """Messages for one downstream stream, stored in order by one task: the upstream
     client's callbacks are synchronous, a store's writes are not."""
 
-    def __init__(self, store: Store, session: str, stream: int) -> None:
-        self.store, self.session, self.stream = store, session, stream
+    def __init__(self, store: Store, session: str, stream: int, client: Client | None = None) -> None:
+        self.store, self.session, self.stream, self.client = store, session, stream, client
         self.items: list[tuple[bytes, float]] = []
+        self.upstream: Any = None  # the upstream request id of the call written here
+        self.progress: float | None = None  # the highest progress value put
         self.wake = asyncio.Event()
         self.closing = False
         self.task = asyncio.ensure_future(self._drain())
+
+    def _position(self) -> dict[str, Any] | None:
+        """Where the upstream answer stands, taken with the items it covers."""
+        if self.client is None or self.upstream is None:
+            return None
+        return {
+            "upstream": self.upstream,
+            "cursor": self.client.position(self.upstream),
+            "progress": self.progress,
+        }
+
+    def progressed(self, params: dict[str, Any]) -> None:
+        value = params.get("progress")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.progress = value if self.progress is None else max(self.progress, value)
 
     def put(self, message: dict[str, Any], arrived: float | None = None) -> None:
         self.items.append((orjson.dumps(message), time.time() if arrived is None else arrived))
@@ -66,9 +83,11 @@ class Outbox:
             items, self.items = self.items, []
             if items:
                 try:
-                    await self.store.append(self.session, self.stream, items)
+                    await self.store.append(self.session, self.stream, items, self._position())
                 except Gap:  # the store dropped the stream (its budget): its reader was cut
                     log.warning("stream %s of a session was evicted while written", self.stream)
+                except Exception:  # the store failed (Redis gone, the stream taken over): never silent
+                    log.exception("storing events of stream %s failed", self.stream)
             if self.closing and not self.items:
                 await self.store.finish(self.session, self.stream)
                 return
@@ -149,7 +168,7 @@ class Relay:
         priming = named(self.record.version)
         if priming is not None and priming.priming:
             await self.store.append(self.record.ident, stream, [(b"", time.time())])  # an id to resume from
-        self.outboxes[stream] = Outbox(self.store, self.record.ident, stream)
+        self.outboxes[stream] = Outbox(self.store, self.record.ident, stream, self.client)
         return stream
 
     async def listen(self) -> int:
@@ -178,7 +197,10 @@ class Relay:
     async def start_call(self, message: dict[str, Any]) -> int:
         """A downstream request: its stream, written by a task of its own."""
         ident = message.get("id")
-        stream = await self.open_stream({"id": ident, "method": message.get("method")})
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        stream = await self.open_stream({"id": ident, "method": message.get("method"), "token": token})
         outbox = self.outboxes[stream]
         if len(self.calls) >= MAX_CALLS or ident in self.calls:
             why = (
@@ -201,18 +223,63 @@ class Relay:
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
 
+        def sent(upstream: Any) -> None:
+            outbox.upstream = upstream
+
+        replying = self.client.reply(
+            method,
+            params,
+            on_progress=self._progress_to(outbox, token) if token is not None else None,
+            idempotent=method in REPEATABLE,
+            timeout=self.timeout,
+            on_sent=sent,
+        )
+        await self._relayed(stream, outbox, ident, method, replying)
+
+    def take_over(self, stream: int, call: dict[str, Any], position: dict[str, Any], token: Any) -> None:
+        """A call whose replica stopped: resume its upstream answer from where the stored
+        events end, and write the rest of its stream (adopted already)."""
+        outbox = Outbox(self.store, self.record.ident, stream, self.client)
+        outbox.upstream, outbox.progress = position["upstream"], position.get("progress")
+        self.outboxes[stream] = outbox
+        ident, method = call.get("id"), str(call.get("method"))
+        on_progress = self._progress_to(outbox, token, outbox.progress) if token is not None else None
+        replying = self.client.resume_call(
+            position["upstream"], position["cursor"], on_progress=on_progress, timeout=self.timeout
+        )
+        key = ("taken", stream)
+        task = asyncio.ensure_future(self._relayed(stream, outbox, ident, method, replying))
+        self.calls[key] = task
+        task.add_done_callback(lambda _: self.calls.pop(key, None))
+
+    def _progress_to(
+        self, outbox: Outbox, token: Any, above: float | None = None
+    ) -> Callable[[dict[str, Any]], None]:
+        """Upstream progress onto the downstream stream, under the downstream token. With
+        ``above``, only progress past that value: a taker's replay repeats what the stopped
+        replica stored, and progress must increase with each notification."""
+
         def progressed(upstream: dict[str, Any]) -> None:
+            value = upstream.get("progress")
+            if above is not None and isinstance(value, (int, float)) and value <= above:
+                return
+            outbox.progressed(upstream)
             notice = {**upstream, "progressToken": token}
             outbox.put({"jsonrpc": "2.0", "method": "notifications/progress", "params": notice})
 
+        return progressed
+
+    async def _relayed(
+        self,
+        stream: int,
+        outbox: Outbox,
+        ident: Any,
+        method: str,
+        replying: Coroutine[Any, Any, dict[str, Any]],
+    ) -> None:
+        """Await the upstream reply; write the downstream answer, or the explicit error."""
         try:
-            reply = await self.client.reply(
-                method,
-                params,
-                on_progress=progressed if token is not None else None,
-                idempotent=method in REPEATABLE,
-                timeout=self.timeout,
-            )
+            reply = await replying
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
             if "error" in reply:
                 answer["error"] = reply["error"]

@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ...jsonrpc import InvalidMessage, Message
+from ...jsonrpc import InvalidMessage, Message, Priming
 from ..protocol import requests
 from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client_info, handshake
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
@@ -217,6 +217,8 @@ class Client:
     :param capabilities: the client capabilities to declare, in place of those the
         ``handlers`` imply (a gateway declares its downstream client's).
     :param info: the ``clientInfo`` to send at initialize (ssewire's by default).
+    :param first_id: the first JSON-RPC id this client sends; clients sharing a session
+        (gateway replicas) start far apart, so their ids never meet.
     """
 
     def __init__(
@@ -237,6 +239,7 @@ class Client:
         max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
         capabilities: dict[str, Any] | None = None,
         info: dict[str, Any] | None = None,
+        first_id: int = 1,
     ) -> None:
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
@@ -258,7 +261,8 @@ class Client:
         self.server_info: dict[str, Any] = {}
         self.guard = ResumptionGuard(self.wanted or NEWEST_WITH_SESSIONS, parse_id=parse_id)
         self.stats = ClientStats()
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(first_id)
+        self._positions: dict[Any, str | None] = {}  # unanswered requests: their answer's cursor
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._progress: dict[Any, _Progress] = {}  # by progress token
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -418,18 +422,60 @@ class Client:
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
         idempotent: bool = False,
         timeout: float | None = None,
+        on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Like ``request``, but the whole response message, a JSON-RPC error as it came
-        (what a relay forwards); its ``id`` is this client's own."""
+        (what a relay forwards); its ``id`` is this client's own. ``on_sent`` is told the
+        id each time the request is sent (a re-issue has a new one): with `position`, what
+        another process needs to take the answer up (`resume_call`)."""
         deadline = timeout or self.timeout
         try:
             return await asyncio.wait_for(
-                self._call(method, params, on_progress=on_progress, idempotent=idempotent), deadline
+                self._call(method, params, on_progress=on_progress, idempotent=idempotent, on_sent=on_sent),
+                deadline,
             )
         except asyncio.TimeoutError as exc:
             if isinstance(exc, RequestTimeout):
                 raise
             raise RequestTimeout(method, deadline) from None
+
+    def position(self, ident: Any) -> str | None:
+        """The cursor of request ``ident``'s answer so far, while it is unanswered (None
+        before any event id, or once answered)."""
+        return self._positions.get(ident)
+
+    async def resume_call(
+        self,
+        ident: Any,
+        cursor: str,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Take up the answer to request ``ident``, sent in this session by another process
+        (a gateway replica that stopped): its stream resumed from ``cursor`` through the
+        guard, progress to ``on_progress``; the whole response message, as ``reply``."""
+        deadline = timeout or self.timeout
+        token = f"{TOKEN_PREFIX}{ident}"  # the token the sender gave it: this client's formula
+        if on_progress is not None:
+            self._progress[token] = _Progress(on_progress)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        stream = self.guard.open_post(ident, self.session)
+        self.guard.feed(stream, [Priming(cursor)])  # where the sender's reading stopped
+        self.guard.broken(stream)
+        try:
+            await asyncio.wait_for(self._read_answer(stream, None, future, False, ident), deadline)
+            return await future
+        except asyncio.TimeoutError as exc:
+            if isinstance(exc, RequestTimeout):
+                raise
+            raise RequestTimeout("a resumed call", deadline) from None
+        finally:
+            self.guard.finish(stream)  # answered or given up: never read again (as _answered)
+            self._pending.pop(ident, None)
+            self._positions.pop(ident, None)
+            self._progress.pop(token, None)
 
     async def _call(
         self,
@@ -439,6 +485,7 @@ class Client:
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
         idempotent: bool = False,
         reinitialized: bool = False,
+        on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """The response message to one request (session loss and re-issues handled)."""
         ident = next(self._ids)
@@ -454,6 +501,8 @@ class Client:
                 body = requests.request(
                     ident, method, params, self.profile, capabilities=self._capabilities()
                 )
+                if on_sent is not None:
+                    on_sent(ident)
                 try:
                     _, reply = await self._exchange(
                         body, headers, idempotent=idempotent, retry_gone=not reinitialized
@@ -470,7 +519,12 @@ class Client:
         except _SessionGone:
             await self._reinitialize()  # the request was never processed: send it once more
             return await self._call(
-                method, params, on_progress=on_progress, idempotent=idempotent, reinitialized=True
+                method,
+                params,
+                on_progress=on_progress,
+                idempotent=idempotent,
+                reinitialized=True,
+                on_sent=on_sent,
             )
         finally:
             if token is not None:
@@ -516,6 +570,7 @@ class Client:
             return answer.status, await future
         finally:
             self._pending.pop(ident, None)
+            self._positions.pop(ident, None)
 
     async def _answered(
         self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
@@ -526,7 +581,7 @@ class Client:
             return
         stream = self.guard.open_post(ident, self.session)
         try:
-            await self._read_answer(stream, answer, future, idempotent)
+            await self._read_answer(stream, answer, future, idempotent, ident)
         finally:
             self.guard.finish(stream)  # answered or given up: never read again
 
@@ -558,7 +613,12 @@ class Client:
             raise StreamBroken(f"the answer ({answer.status}) carries no response to request {ident}")
 
     async def _read_answer(
-        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]], idempotent: bool
+        self,
+        stream: str,
+        answer: Answer | None,
+        future: asyncio.Future[dict[str, Any]],
+        idempotent: bool,
+        ident: Any = None,
     ) -> None:
         """An SSE answer, resumed through the guard until the response came or it is unsafe.
 
@@ -574,7 +634,7 @@ class Client:
             try:
                 if current is None:
                     stream, current = await self._resume(stream)
-                delivered = await self._consume(stream, current, future)
+                delivered = await self._consume(stream, current, future, ident)
                 if future.done():
                     self.guard.ended(stream)
                     return
@@ -644,7 +704,7 @@ class Client:
         raise AssertionError("unreachable: the second refusal raised")  # pragma: no cover
 
     async def _consume(
-        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]] | None
+        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]] | None, ident: Any = None
     ) -> int:
         """Decode one SSE answer through the guard, routing what it delivers; returns the
         new messages it delivered when the stream ends cleanly (or ``future`` is answered),
@@ -670,6 +730,11 @@ class Client:
                             future.set_exception(
                                 MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
                             )
+                    if ident is not None and future is not None and not future.done():
+                        # the cursor of what was delivered, while the answer has not come: a
+                        # taker resuming from it gets nothing twice but progress (dropped by
+                        # its value) and never misses the answer
+                        self._positions[ident] = self.guard.cursor(stream)
                     if answer.comments != comments:
                         self.stats.keepalives += answer.comments - comments
                         comments = answer.comments

@@ -104,7 +104,13 @@ class RedisStore:
             await asyncio.sleep(LEASE / 3)
             await self.redis.set(lease, "1", px=int(LEASE * 1000))
 
-    async def append(self, session: str, stream: int, items: list[tuple[bytes, float]]) -> None:
+    async def append(
+        self,
+        session: str,
+        stream: int,
+        items: list[tuple[bytes, float]],
+        position: dict[str, Any] | None = None,
+    ) -> None:
         seq = self._next.get((session, stream))
         if seq is None:
             raise Gap(f"stream {stream} is not written by this process")
@@ -120,6 +126,8 @@ class RedisStore:
                 )
                 seq += 1
             pipe.hset(self._key("m", session, stream), "next", seq)
+            if position is not None:  # in the same transaction: a taker never resumes past what is stored
+                pipe.hset(self._key("m", session, stream), "position", json.dumps(position))
             pipe.pexpire(events, self.ttl_ms)
             await pipe.execute()
         self._next[(session, stream)] = seq
@@ -166,6 +174,7 @@ class RedisStore:
             "done": "done" in fields,
             "next": following,
             "evicted": evicted,
+            "position": json.loads(fields["position"]) if "position" in fields else None,
         }
 
     async def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]:

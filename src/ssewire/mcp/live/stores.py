@@ -91,7 +91,13 @@ class Store(Protocol):
 
     async def open_stream(self, session: str, call: dict[str, Any] | None = None) -> int: ...
 
-    async def append(self, session: str, stream: int, items: list[tuple[bytes, float]]) -> None: ...
+    async def append(
+        self,
+        session: str,
+        stream: int,
+        items: list[tuple[bytes, float]],
+        position: dict[str, Any] | None = None,
+    ) -> None: ...
 
     async def finish(self, session: str, stream: int) -> None: ...
 
@@ -197,9 +203,17 @@ class MemoryStore:
         self.logs[(session, number)] = _Log(session, number, call)
         return number
 
-    async def append(self, session: str, stream: int, items: list[tuple[bytes, float]]) -> None:
+    async def append(
+        self,
+        session: str,
+        stream: int,
+        items: list[tuple[bytes, float]],
+        position: dict[str, Any] | None = None,
+    ) -> None:
         """Add events (each its payload and the ``time.time()`` its message arrived) to a
-        stream, in order; `Gap` if the stream is no longer kept."""
+        stream, in order; `Gap` if the stream is no longer kept. ``position``: where the
+        upstream answer stands once these are stored (for a replica taking the call up;
+        one process has no use for it)."""
         log = self.logs.get((session, stream))
         if log is None:
             raise Gap(f"stream {stream} of the session is no longer kept")
