@@ -12,8 +12,9 @@ call: 4 progress notifications, then a 4 MiB result of multi-byte text.
     python scripts/gateway_table.py --calls 4 --print
 
 Needs the ``test`` extra and nginx (Debian's nginx-light); node for the TypeScript rows.
-nginx keeps its upstream connections alive, so a connection it reuses is not cut again:
-its rows see fewer cuts than the others.
+Every path opens one upstream connection per request (the gateway and nginx without
+upstream keep-alive, the clients without their own), so the proxy's per-connection plan
+is a per-request plan on each.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def path_to(kind: str, upstream: str, share: float) -> Iterator[tuple[str, objec
             return
         from tests.nginx import nginx_proxy
 
-        with nginx_proxy(cut, gzip=False) as front:
+        with nginx_proxy(cut, gzip=False, keepalive=False) as front:  # each request its own connection
             yield front + parts.path, proxy
 
 

@@ -48,7 +48,7 @@ http {{
 {gzip}
     upstream mcp {{
         server {upstream};
-        keepalive 8;
+        {keepalive}
     }}
     server {{
         listen 127.0.0.1:{port};
@@ -87,13 +87,19 @@ def _accepts(port: int) -> bool:
 
 @contextlib.contextmanager
 def nginx_proxy(
-    upstream_url: str, *, gzip: bool = True, read_timeout: float = 300.0, rewrite_host: bool = False
+    upstream_url: str,
+    *,
+    gzip: bool = True,
+    read_timeout: float = 300.0,
+    rewrite_host: bool = False,
+    keepalive: bool = True,
 ) -> Iterator[str]:
     """nginx in front of ``upstream_url`` (``http://127.0.0.1:PORT``); yields the proxy's base URL.
 
     ``read_timeout``: seconds the upstream may stay silent before nginx ends the answer
     (``proxy_read_timeout``); ``rewrite_host``: send the upstream its own address as Host
-    (``proxy_set_header Host <upstream>``) instead of the client's."""
+    (``proxy_set_header Host <upstream>``) instead of the client's; ``keepalive=False``: a
+    new upstream connection for each request (nginx keeps none)."""
     binary = nginx_binary()
     upstream = upstream_url.removeprefix("http://").rstrip("/")
     with tempfile.TemporaryDirectory(prefix="ssewire-nginx-") as tmp:
@@ -106,6 +112,7 @@ def nginx_proxy(
                 port=port,
                 gzip=GZIP if gzip else "",
                 host=upstream if rewrite_host else "$http_host",
+                keepalive="keepalive 8;" if keepalive else "",
                 read_timeout=max(1, round(read_timeout * 1000)),  # nginx takes milliseconds
             )
         )

@@ -315,3 +315,60 @@ def test_2026_a_broken_tool_call_is_not_repeated_but_answered_with_an_error():
 def test_the_command_refuses_bad_arguments(argv, capsys):
     assert cli(["gateway", *argv]) == 2
     assert "gateway" in capsys.readouterr().err
+
+
+def test_a_cancelled_call_stops_and_the_upstream_is_told_under_its_own_id():
+    seen: list[bytes] = []
+    app = reference_server(store_size=256)
+
+    async def spying(scope, receive, send):
+        async def received():
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen.append(message.get("body", b""))
+            return message
+
+        await app(scope, received, send)
+
+    with running(spying) as root, gateway_over(root + "/mcp") as gw, httpx.Client(timeout=30) as http:
+        headers = session(http, gw.url)
+        started = time.monotonic()
+        with http.stream("POST", gw.url, json=countdown(11, 100, 0.05), headers=headers) as answer:
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 11}}
+            assert http.post(gw.url, json=cancel, headers=headers).status_code == 202
+            events = Decoder().feed(answer.read())
+        assert time.monotonic() - started < 4  # not the 5 s the call would take
+        assert not [m for m in messages(events) if "result" in m or "error" in m]
+        deadline = time.monotonic() + 5
+        while not any(b"notifications/cancelled" in body for body in seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    upstream_call = next(json.loads(body) for body in seen if b'"tools/call"' in body)
+    told = next(json.loads(body) for body in seen if b"notifications/cancelled" in body)
+    assert told["params"]["requestId"] == upstream_call["id"] != 11  # the gateway's own id upstream
+
+
+@pytest.mark.parametrize("related", [True, False], ids=["on-the-call-stream", "on-the-get-stream"])
+def test_a_server_request_comes_down_the_stream_it_relates_to(related):
+    from ssewire.mcp.live.client import delivering
+
+    from .sdk_servers import probe_app
+
+    came_on = []
+
+    def sample(params):
+        came_on.append(delivering())  # the id of the call whose stream carried it, or None (GET)
+        return {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"}
+
+    async def calls(url, gw):
+        handlers = {"sampling/createMessage": sample}
+        async with Client(url, profile="2025-11-25", handlers=handlers) as client:
+            deadline = time.monotonic() + 10
+            while not all(r.client.listening for r in gw.app.relays.values()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)  # the gateway's own GET stream upstream is open
+            return await client.call_tool("ask", {"question": "?", "related": related})
+
+    with running(probe_app()) as root, gateway_over(root + "/mcp") as gw:
+        result = asyncio.run(calls(gw.url, gw))
+    assert "yes" in result["content"][0]["text"]
+    assert len(came_on) == 1
+    assert (came_on[0] is not None) is related

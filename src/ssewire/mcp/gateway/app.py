@@ -254,7 +254,7 @@ class Gateway:
         if method == "notifications/initialized":
             return  # the upstream got the gateway's own at initialize
         if method == "notifications/cancelled" and isinstance(params, dict):
-            relay.cancel(params.get("requestId"))
+            relay.cancel(params.get("requestId"), params.get("reason"))
             return
         task = asyncio.ensure_future(
             relay.client.notify(str(method), params if isinstance(params, dict) else None)

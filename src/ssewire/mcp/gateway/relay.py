@@ -8,9 +8,9 @@ its own, so a downstream client that loses its connection resumes from the store
 the upstream call goes on.
 
 Routing: a call's progress goes to its stream with the downstream client's own token;
-the server's requests (sampling, elicitation, roots) go to the newest call stream open
-(they relate to a call) or the standalone GET stream, and the downstream answer goes back
-up; other notifications go to the GET stream, or to the newest call stream.
+the server's requests (sampling, elicitation, roots) and notifications (logs) go down
+the stream of the call whose upstream stream carried them, else the GET stream, else the
+newest call stream; the downstream answer to a server's request goes back up.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import httpx
 import orjson
 
 from ..live.asgi_http import error_message
-from ..live.client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken
+from ..live.client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, delivering
 from ..live.stores import Gap, SessionRecord, Store
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import named
@@ -52,6 +52,7 @@ class Outbox:
         self.store, self.session, self.stream, self.client = store, session, stream, client
         self.items: list[tuple[bytes, float]] = []
         self.upstream: Any = None  # the upstream request id of the call written here
+        self.call_id: Any = None  # the downstream request id of that call
         self.progress: float | None = None  # the highest progress value put
         self.wake = asyncio.Event()
         self.closing = False
@@ -130,6 +131,7 @@ class Relay:
         self.calls: dict[Any, asyncio.Task[None]] = {}  # by downstream request id
         self.asked: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the server's requests sent down
         self._asks = itertools.count(1)
+        self._cancelling: asyncio.Future[None] | None = None  # the last cancellation sent up
         self.used = time.monotonic()
 
     # -- the session -------------------------------------------------------------------
@@ -185,11 +187,16 @@ class Relay:
         if outbox is not None:
             await outbox.close()
 
-    def _target(self, *, listener_first: bool) -> Outbox | None:
+    def _target(self) -> Outbox | None:
+        """Where a message the upstream sent goes: the stream of the call it came with
+        (its answer's stream upstream); else the GET stream, else the newest call stream."""
+        related = delivering()
+        if related is not None:
+            for outbox in self.outboxes.values():
+                if outbox.upstream == related:
+                    return outbox
         calls = [n for n in self.outboxes if n not in self.listeners]
-        order = (
-            [*self.listeners[::-1], *calls[::-1]] if listener_first else [*calls[::-1], *self.listeners[::-1]]
-        )
+        order = [*self.listeners[::-1], *calls[::-1]]
         return self.outboxes.get(order[0]) if order else None
 
     # -- calls -------------------------------------------------------------------------
@@ -202,6 +209,7 @@ class Relay:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         stream = await self.open_stream({"id": ident, "method": message.get("method"), "token": token})
         outbox = self.outboxes[stream]
+        outbox.call_id = ident
         if len(self.calls) >= MAX_CALLS or ident in self.calls:
             why = (
                 "a call with this id is in flight" if ident in self.calls else f"{MAX_CALLS} calls in flight"
@@ -243,6 +251,7 @@ class Relay:
         outbox.upstream, outbox.progress = position["upstream"], position.get("progress")
         self.outboxes[stream] = outbox
         ident, method = call.get("id"), str(call.get("method"))
+        outbox.call_id = ident
         on_progress = self._progress_to(outbox, token, outbox.progress) if token is not None else None
         replying = self.client.resume_call(
             position["upstream"], position["cursor"], on_progress=on_progress, timeout=self.timeout
@@ -323,16 +332,22 @@ class Relay:
             self.record.upstream = self.client.session
             await self.store.update(self.record)
 
-    def cancel(self, ident: Any) -> None:
-        """The downstream client cancelled a call: stop relaying it (its stream ends)."""
+    def cancel(self, ident: Any, reason: Any = None) -> None:
+        """The downstream client cancelled a call: stop relaying it (its stream ends), and
+        tell the upstream, under the id it knows the request by."""
         task = self.calls.get(ident)
-        if task is not None:
-            task.cancel()
+        if task is None:
+            return
+        upstream = next((o.upstream for o in self.outboxes.values() if o.call_id == ident), None)
+        task.cancel()
+        if upstream is not None:
+            params = {"requestId": upstream, **({"reason": reason} if isinstance(reason, str) else {})}
+            self._cancelling = asyncio.ensure_future(self.client.notify("notifications/cancelled", params))
 
     # -- what the upstream sends on its own --------------------------------------------
 
     def _notified(self, message: dict[str, Any]) -> None:
-        target = self._target(listener_first=True)
+        target = self._target()
         if target is None:
             self.metrics.add("undeliverable_total")
             return
@@ -340,7 +355,7 @@ class Relay:
 
     def _asker(self, method: str) -> Callable[[dict[str, Any]], Any]:
         async def ask(params: dict[str, Any]) -> Any:
-            target = self._target(listener_first=False)
+            target = self._target()
             if target is None:
                 self.metrics.add("undeliverable_total")
                 raise RPCError(

@@ -22,6 +22,7 @@ httpx. Every stream goes through one [`ResumptionGuard`][ssewire.mcp.streams.gua
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import logging
 import time
@@ -56,6 +57,18 @@ FIGURES_KEPT = 1024  # the newest figures a session keeps in each list of its st
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
 
 log = logging.getLogger("ssewire.mcp.client")
+
+# the request whose answer stream carries the message being routed (None: the GET stream);
+# set while a batch is routed, so a callback, and a handler's task (which copies the
+# context), can tell which call a notification or a server request relates to
+_DELIVERING: contextvars.ContextVar[Any] = contextvars.ContextVar("ssewire_delivering", default=None)
+
+
+def delivering() -> Any:
+    """In ``on_notification`` or a handler: the id of the request whose answer stream
+    carried the message (a server's request or log relating to that call), or None."""
+    return _DELIVERING.get()
+
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -716,20 +729,25 @@ class Client:
                     if first and answer.first_byte is not None:
                         _keep(self.stats.ttfb_s, [round(answer.first_byte, 4)])
                         first = False
-                    for item in self.guard.feed(stream, items):
-                        if item.__class__ is Message:
-                            delivered += 1
-                            self._deliver(item)
-                        elif (
-                            isinstance(item, InvalidMessage)
-                            and item.reason.startswith("too large")  # the decoder dropped it for the limit
-                            and future is not None
-                            and not future.done()
-                        ):
-                            # on a POST's own stream: its answer, most likely; never resume into it again
-                            future.set_exception(
-                                MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
-                            )
+                    routing = _DELIVERING.set(ident)
+                    try:
+                        for item in self.guard.feed(stream, items):
+                            if item.__class__ is Message:
+                                delivered += 1
+                                self._deliver(item)
+                            # an event the decoder dropped for the limit
+                            elif (
+                                isinstance(item, InvalidMessage)
+                                and item.reason.startswith("too large")
+                                and future is not None
+                                and not future.done()
+                            ):
+                                # on a POST's own stream: its answer, most likely; never resume into it again
+                                future.set_exception(
+                                    MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
+                                )
+                    finally:
+                        _DELIVERING.reset(routing)
                     if ident is not None and future is not None and not future.done():
                         # the cursor of what was delivered, while the answer has not come: a
                         # taker resuming from it gets nothing twice but progress (dropped by
