@@ -368,3 +368,45 @@ def test_a_cut_initialize_answer_is_resumed_with_the_session_headers():
     with running(server()) as base, fault_proxy(urlsplit(base).port, plan) as proxy:
         version, session, resumptions = asyncio.run(main(f"http://127.0.0.1:{proxy.port}/mcp"))
     assert version == "2025-11-25" and session is not None and resumptions == 1
+
+
+def test_another_client_takes_up_an_unanswered_call_from_its_position():
+    """What a gateway replica does for one that stopped: attach to the session, resume the
+    call's answer from the position the first client reached, get the rest and the result."""
+    import asyncio as _asyncio
+
+    from ssewire.mcp.live.server import running as _running
+
+    from .resets import reference_server as _reference
+
+    async def scenario(url):
+        first = Client(url, profile="2025-11-25", listen=False, first_id=1000)
+        await first.connect()
+        seen, sent = [], []
+        call = _asyncio.ensure_future(
+            first.reply(
+                "tools/call",
+                {"name": "countdown", "arguments": {"count": 6, "delay": 0.1, "size": 0}},
+                on_progress=lambda p: seen.append(p["progress"]),
+                on_sent=sent.append,
+            )
+        )
+        while len(seen) < 2:
+            await _asyncio.sleep(0.01)
+        position = first.position(sent[0])
+        call.cancel()  # the first client stops reading (a replica that died)
+        await _asyncio.gather(call, return_exceptions=True)
+        second = Client(url, listen=False, first_id=2000)
+        await second.attach(first.version, first.session)
+        rest = []
+        reply = await second.resume_call(sent[0], position, on_progress=lambda p: rest.append(p["progress"]))
+        await second.close()
+        await first.close()
+        return sent[0], seen, rest, reply
+
+    with _running(_reference(store_size=256)) as root:
+        ident, seen, rest, reply = _asyncio.run(scenario(root + "/mcp"))
+    assert ident == 1000 + 1  # first_id: the handshake took 1000
+    assert reply["id"] == ident and reply["result"]["content"][0]["text"] == "done"
+    assert sorted(set(seen[:2] + rest)) == [1, 2, 3, 4, 5, 6]  # nothing lost
+    assert rest[-1] == 6 and rest == sorted(rest)  # resumed after the position, in order
