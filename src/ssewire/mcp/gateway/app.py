@@ -54,6 +54,7 @@ from .relay import Relay, gateway_error
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
+LARGE = 64 * 1024  # bytes: an event's payload past this is written without a joining copy
 RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
 SESSION_NOT_FOUND = -32001
 MODERN = "-stateless-"  # the private store's one session: 2026-07-28 requests, not resumable
@@ -469,12 +470,15 @@ class Gateway:
                             continue
                         # orjson writes no CR or LF (it escapes them): the message is one data line
                         pieces += (head, b"event: message\ndata: ", stored.data, b"\n\n")
-                    body = b"".join(pieces)
                     self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
                     self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
-                    self.metrics.add("downstream_bytes_total", len(body))
+                    self.metrics.add("downstream_bytes_total", sum(map(len, pieces)))
                     sent += len(batch)
-                    yield body
+                    if max(map(len, pieces)) < LARGE:
+                        yield b"".join(pieces)  # small events: one write
+                    else:
+                        for piece in pieces:  # a large one: written as stored, never copied
+                            yield piece
                 return
             except Gap:
                 # cut, never a silent gap: the client resumes and is refused (409) explicitly

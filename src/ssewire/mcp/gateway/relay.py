@@ -301,6 +301,7 @@ class Relay:
             answer = self._failure(ident, method, failed)
         await self._note_session()
         outbox.put(answer)
+        reply = answer = {}  # its bytes are queued: a multi-MB result need not live while they are stored
         await self._finished(stream)
 
     def _failure(self, ident: Any, method: str, failed: Exception) -> dict[str, Any]:
