@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness lives with the tests
 
+from scripts.pages import splice  # noqa: E402
 from tests.faultproxy import fault_proxy  # noqa: E402
 from tests.mcp.gateways import gateway_over  # noqa: E402
 from tests.mcp.resets import MIB, PROGRESS, Tally, cut_share, sdk_client, ssewire_client  # noqa: E402
@@ -143,10 +144,7 @@ def main() -> int:
     if args.print:
         print(rendered)
         return 0
-    text = PAGE.read_text(encoding="utf-8")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    PAGE.write_text(f"{head}{START}\n{rendered}\n{END}{tail}", encoding="utf-8")
+    splice(PAGE, START, END, rendered)
     print(rendered)
     return 0
 

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the hostile servers live with the tests
 
+from scripts.pages import splice  # noqa: E402
 from tests.mcp.hostile import MODES, hostile_server  # noqa: E402
 from tests.mcp.test_hostile import run_child  # noqa: E402
 
@@ -74,10 +75,7 @@ def main() -> int:
     rendered = table()
     print(rendered)
     if not args.print:
-        text = PAGE.read_text(encoding="utf-8")
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        PAGE.write_text(f"{head}{START}\n{rendered}\n{END}{tail}", encoding="utf-8")
+        splice(PAGE, START, END, rendered)
     return 0
 
 

@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness lives with the tests
 
+from scripts.pages import splice  # noqa: E402
 from tests.mcp.resets import (  # noqa: E402
     MIB,
     PROGRESS,
@@ -179,10 +180,7 @@ def main() -> int:
     if args.print:
         print(rendered)
         return 0
-    text = PAGE.read_text(encoding="utf-8")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    PAGE.write_text(f"{head}{start}\n{rendered}\n{end}{tail}", encoding="utf-8")
+    splice(PAGE, start, end, rendered)
     print(rendered)
     return 0
 

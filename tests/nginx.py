@@ -9,12 +9,12 @@ import contextlib
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 
+from .processes import accepts, free_port
 from .provision import unavailable
 
 SWITCH = "SSEWIRE_REQUIRE_NGINX"
@@ -72,16 +72,6 @@ def nginx_binary() -> str:
         unavailable("nginx not found: install Debian's nginx-light (apt-get install nginx-light)", SWITCH)
     return found
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _accepts(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-        return True
     return False
 
 
@@ -103,7 +93,7 @@ def nginx_proxy(
     binary = nginx_binary()
     upstream = upstream_url.removeprefix("http://").rstrip("/")
     with tempfile.TemporaryDirectory(prefix="ssewire-nginx-") as tmp:
-        port = _free_port()
+        port = free_port()
         config = pathlib.Path(tmp, "nginx.conf")
         config.write_text(
             CONFIG.format(
@@ -123,7 +113,7 @@ def nginx_proxy(
         )
         try:
             deadline = time.monotonic() + START_WITHIN
-            while not _accepts(port):
+            while not accepts(port):
                 if process.poll() is not None or time.monotonic() > deadline:
                     log = pathlib.Path(tmp, "error.log")
                     said = log.read_text() if log.exists() else f"exit {process.returncode}"

@@ -119,3 +119,16 @@ async def until_listening(client, within: float = 10.0) -> None:
             return
         await asyncio.sleep(0.01)
     raise TimeoutError(f"the GET stream did not open within {within} s")
+
+
+# an initialize request as a 2025-11-25 client sends it, for tests speaking raw HTTP
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}

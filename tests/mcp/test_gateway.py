@@ -22,18 +22,9 @@ from ssewire.mcp.protocol.wire import BOTH, JSON
 
 from ..faultproxy import Cut
 from .gateways import gateway_over
+from .helpers import INITIALIZE
 from .resets import reference_server
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 POST = {"Accept": BOTH, "Content-Type": JSON}
 
 
@@ -50,7 +41,7 @@ def gateway(upstream):
 
 
 def session(http: httpx.Client, url: str) -> dict[str, str]:
-    answer = http.post(url, json=INIT, headers=POST)
+    answer = http.post(url, json=INITIALIZE, headers=POST)
     assert answer.status_code == 200, answer.text
     headers = {
         **POST,
@@ -190,12 +181,12 @@ async def _echo(url: str, text: str = "hi") -> str:
     ("body", "headers", "status", "code"),
     [
         pytest.param(b"{", {}, 400, -32700, id="malformed-json"),
-        pytest.param(b"[" + orjson.dumps(INIT) + b"]", {}, 400, -32600, id="a-batch"),
+        pytest.param(b"[" + orjson.dumps(INITIALIZE) + b"]", {}, 400, -32600, id="a-batch"),
         pytest.param(b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', {}, 400, -32600, id="not-json-rpc-2"),
         pytest.param(b"x" * 300_000, {}, 413, -32600, id="oversized-body"),
-        pytest.param(orjson.dumps(INIT), {"Accept": "text/html"}, 406, -32600, id="wrong-accept"),
+        pytest.param(orjson.dumps(INITIALIZE), {"Accept": "text/html"}, 406, -32600, id="wrong-accept"),
         pytest.param(
-            orjson.dumps(INIT), {"Content-Type": "text/plain"}, 415, -32600, id="wrong-content-type"
+            orjson.dumps(INITIALIZE), {"Content-Type": "text/plain"}, 415, -32600, id="wrong-content-type"
         ),
         pytest.param(
             b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}',
@@ -217,7 +208,7 @@ def test_bad_downstream_requests_get_an_explicit_error(gateway, body, headers, s
     "headers", [{"Origin": "https://evil.example"}, {"Host": "evil.example"}], ids=["origin", "host"]
 )
 def test_foreign_origins_and_hosts_are_refused(gateway, headers):
-    answer = httpx.post(gateway.url, json=INIT, headers={**POST, **headers}, timeout=10)
+    answer = httpx.post(gateway.url, json=INITIALIZE, headers={**POST, **headers}, timeout=10)
     assert answer.status_code == 403
 
 

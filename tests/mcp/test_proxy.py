@@ -21,21 +21,12 @@ from ssewire.mcp.live.probe import run_probe
 from ssewire.mcp.live.server import ReferenceServer, _filler, running
 
 from ..nginx import nginx_binary, nginx_proxy
+from .helpers import INITIALIZE
 from .resets import MIB
 from .sdk_servers import probe_app, text_of_size
 
 pytestmark = pytest.mark.usefixtures("nginx")
 FAST = {"keepalive": 0.25, "countdown_delay": 0.02}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 @pytest.fixture(scope="module")
