@@ -212,23 +212,28 @@ def test_foreign_origins_and_hosts_are_refused(gateway, headers):
     assert answer.status_code == 403
 
 
-def test_a_client_that_never_reads_costs_a_bounded_store_and_slows_no_one(upstream):
-    with gateway_over(upstream, keepalive=0.2) as gw, httpx.Client(timeout=30) as http:
+def test_a_client_that_never_reads_is_cut_after_the_write_timeout_and_slows_no_one(upstream):
+    with gateway_over(upstream, keepalive=0.2, write_timeout=1.0) as gw, httpx.Client(timeout=30) as http:
         stalled = session(http, gw.url)
+        size = 12 << 20  # more than the sockets between them buffer
         big = {
             "jsonrpc": "2.0",
             "id": 5,
             "method": "tools/call",
-            "params": {"name": "big", "arguments": {"size": 8 << 20}},
+            "params": {"name": "big", "arguments": {"size": size}},
         }
         with http.stream("POST", gw.url, json=big, headers=stalled):  # opened, never read
             started = time.monotonic()
             assert asyncio.run(_echo(gw.url, "others go on")) == "others go on"
             assert time.monotonic() - started < 5
-            deadline = time.monotonic() + 10
-            while gw.app.store.stored < 8 << 20 and time.monotonic() < deadline:
-                time.sleep(0.05)  # the call completes upstream, into the store
+            deadline = time.monotonic() + 15
+            while gw.app.metrics.snapshot()["stalled_readers_total"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert gw.app.metrics.snapshot()["stalled_readers_total"] == 1  # cut, not held open
             assert gw.app.store.stored <= gw.app.store.max_bytes
+        resumed = http.get(gw.url, headers={**stalled, "Accept": "text/event-stream", "Last-Event-ID": "1-1"})
+        answer = [m for m in messages(Decoder().feed(resumed.content)) if m.get("id") == 5]
+        assert len(answer[0]["result"]["content"][0]["text"]) == size  # what it missed, from the store
 
 
 def test_a_deleted_session_is_gone(gateway):

@@ -81,6 +81,9 @@ class Gateway:
     :param allowed_origins: Origins accepted besides loopback ones (browsers send one).
     :param timeout: the deadline of one relayed call, upstream resumptions included.
     :param idle_timeout: seconds an upstream stream may stay silent before it is resumed.
+    :param write_timeout: seconds one write to a downstream client may wait for it to
+        read; past it the stream is cut (the client resumes when it reads again), so a
+        client that never reads holds nothing but what the store bounds.
     :param headers: extra headers for every upstream request (credentials).
     :param http: an ``httpx.AsyncClient`` of your own for the upstream (proxies, TLS, pool
         limits; its read timeout None); the gateway does not close it.
@@ -100,6 +103,7 @@ class Gateway:
         allowed_origins: Iterable[str] = (),
         timeout: float = 300.0,
         idle_timeout: float = 30.0,
+        write_timeout: float = 60.0,
         headers: Mapping[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
         max_sessions: int = MAX_SESSIONS,
@@ -114,6 +118,7 @@ class Gateway:
         self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
         self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
         self.timeout, self.idle_timeout, self.retry_ms = timeout, idle_timeout, retry_ms
+        self.write_timeout = write_timeout
         self.max_sessions, self.session_ttl, self.replica = max_sessions, session_ttl, replica
         self.extra = caller_headers(headers)
         if http is not None and self.extra:
@@ -447,9 +452,21 @@ class Gateway:
             keepalive=self.keepalive,
             headers=[("content-type", SSE), ("cache-control", "no-cache"), *headers],
         )
+
+        async def bounded(message: dict[str, Any]) -> None:
+            try:
+                await asyncio.wait_for(send(message), self.write_timeout)
+            except asyncio.TimeoutError:
+                self.metrics.add("stalled_readers_total")
+                raise ConnectionAbortedError(
+                    f"the client read nothing for {self.write_timeout:g} s"
+                ) from None
+
         self.metrics.gauges["streams_open"] += 1
         try:
-            await app(scope, receive, send)
+            await app(scope, receive, bounded)
+        except ConnectionAbortedError:
+            pass  # the connection is cut: the client resumes from the store when it reads again
         finally:
             self.metrics.gauges["streams_open"] -= 1
 

@@ -28,6 +28,7 @@ COUNTERS = {
     "calls_failed_total": "calls answered with the gateway's own JSON-RPC error",
     "refused_total": "downstream requests refused (bad body, unknown session, foreign Origin...)",
     "undeliverable_total": "upstream messages with no downstream stream open to take them",
+    "stalled_readers_total": "downstream streams cut because their client read nothing for write_timeout",
 }
 GAUGES = {
     "sessions_open": "downstream sessions held by this process",
