@@ -23,8 +23,9 @@ from ssewire.mcp.live.server import running
 from ..processes import free_port, listening
 from ..redis_server import redis_server
 from .failover import failover
+from .helpers import INITIALIZE
 from .resets import reference_server
-from .test_gateway import countdown, messages, session
+from .test_gateway import POST, countdown, messages, session
 
 KILLS = int(os.environ.get("SSEWIRE_REPLICA_KILLS", "20"))
 
@@ -120,3 +121,41 @@ async def _call(url: str, kill: threading.Timer) -> str:
         if len(result["content"][0]["text"]) != 1 << 20:
             return "torn"
         return "duplicated" if progress != sorted(set(progress)) or len(progress) != 8 else "intact"
+
+
+def test_a_server_request_answered_at_the_other_replica_reaches_the_upstream(upstream, redis_url):
+    a, b = free_port(), free_port()
+    with replica(upstream, redis_url, a), replica(upstream, redis_url, b), httpx.Client(timeout=30) as http:
+        at_a, at_b = f"http://127.0.0.1:{a}/mcp", f"http://127.0.0.1:{b}/mcp"
+        init = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"sampling": {}}}}
+        opened = http.post(at_a, json=init, headers=POST)
+        headers = {
+            **POST,
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        ask = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "ask", "arguments": {"question": "?"}},
+        }
+        decoder, got = Decoder(), []
+        with http.stream("POST", at_a, json=ask, headers=headers) as answer:
+            for chunk in answer.iter_bytes():
+                for message in messages(decoder.feed(chunk)):
+                    got.append(message)
+                    if message.get("method") == "sampling/createMessage":  # answered at B, not A
+                        reply = {
+                            "role": "assistant",
+                            "content": {"type": "text", "text": "from B"},
+                            "model": "m",
+                        }
+                        posted = http.post(
+                            at_b,
+                            json={"jsonrpc": "2.0", "id": message["id"], "result": reply},
+                            headers=headers,
+                        )
+                        assert posted.status_code == 202
+    result = next(m for m in got if m.get("id") == 3)
+    assert "from B" in result["result"]["content"][0]["text"]

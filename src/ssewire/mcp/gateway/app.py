@@ -212,7 +212,7 @@ class Gateway:
             return
         sid, relay = await self._session(headers)
         if method is None:
-            relay.answered(message)  # the answer to a request the upstream sent down
+            await relay.answered(message)  # the answer to a request the upstream sent down
             await respond(send, 202, b"", [])
         elif "id" not in message:
             self._notification(relay, message)

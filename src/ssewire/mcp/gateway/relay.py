@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import secrets
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -129,8 +130,8 @@ class Relay:
         self.outboxes: dict[int, Outbox] = {}  # streams being written, oldest first
         self.listeners: list[int] = []  # the downstream GET streams open now
         self.calls: dict[Any, asyncio.Task[None]] = {}  # by downstream request id
-        self.asked: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the server's requests sent down
         self._asks = itertools.count(1)
+        self._asker_id = secrets.token_hex(4)  # replicas' request ids never meet
         self._cancelling: asyncio.Future[None] | None = None  # the last cancellation sent up
         self.used = time.monotonic()
 
@@ -362,27 +363,28 @@ class Relay:
                 raise RPCError(
                     {"code": GATEWAY_ERROR, "message": f"gateway: no downstream stream to carry {method}"}
                 )
-            ident = f"gw-{next(self._asks)}"
-            waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-            self.asked[ident] = waiting
-            try:
-                target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
-                reply = await asyncio.wait_for(waiting, self.timeout)
-            finally:
-                self.asked.pop(ident, None)
+            ident = f"gw-{self._asker_id}-{next(self._asks)}"
+            expected = asyncio.ensure_future(self.store.expect(self.record.ident, ident, self.timeout))
+            await asyncio.sleep(0)  # the wait begins before the request goes down: no answer is missed
+            target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            reply = await expected
+            if reply is None:
+                raise RPCError(
+                    {
+                        "code": GATEWAY_ERROR,
+                        "message": f"gateway: no answer to {method} in {self.timeout:g} s",
+                    }
+                )
             if isinstance(reply.get("error"), dict):
                 raise RPCError(reply["error"])
             return reply.get("result")
 
         return ask
 
-    def answered(self, message: dict[str, Any]) -> bool:
-        """A downstream response to one of the server's requests: it goes up."""
-        waiting = self.asked.get(message.get("id"))  # type: ignore[arg-type]
-        if waiting is None or waiting.done():
-            return False
-        waiting.set_result(message)
-        return True
+    async def answered(self, message: dict[str, Any]) -> None:
+        """A downstream response to one of the server's requests: to the replica that asked
+        (this one, or another through the store), which sends it up."""
+        await self.store.answered(self.record.ident, message)
 
     # -- figures -----------------------------------------------------------------------
 

@@ -161,6 +161,22 @@ class RedisStore:
         self._leases[(session, stream)] = asyncio.ensure_future(self._renew(self._key("l", session, stream)))
         return int(state["next"])
 
+    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None:
+        """The downstream answer to request ``ident``, posted at any replica (a list
+        ``a:<session>:<ident>`` it is pushed on); None after ``timeout`` seconds."""
+        found = await self.redis.blpop([self._key("a", session) + f":{ident}"], timeout=max(timeout, 0.01))
+        return json.loads(found[1]) if found else None
+
+    async def answered(self, session: str, message: dict[str, Any]) -> None:
+        ident = message.get("id")
+        if not isinstance(ident, str):
+            return  # the gateway's requests have string ids: no one waits for this
+        key = self._key("a", session) + f":{ident}"
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(key, json.dumps(message))
+            pipe.pexpire(key, self.ttl_ms)  # an answer no one takes goes with the session
+            await pipe.execute()
+
     async def state(self, session: str, stream: int) -> dict[str, Any] | None:
         meta = await self.redis.hgetall(self._key("m", session, stream))
         if not meta:

@@ -105,6 +105,10 @@ class Store(Protocol):
 
     async def adopt(self, session: str, stream: int) -> int | None: ...
 
+    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None: ...
+
+    async def answered(self, session: str, message: dict[str, Any]) -> None: ...
+
     def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]: ...
 
     async def aclose(self) -> None: ...
@@ -156,6 +160,7 @@ class MemoryStore:
         self.logs: OrderedDict[tuple[str, int], _Log] = OrderedDict()  # oldest first
         self.numbers: dict[str, int] = {}
         self.stored = 0  # bytes held by all logs
+        self.waiting: dict[tuple[str, Any], asyncio.Future[dict[str, Any]]] = {}  # answers awaited
 
     # -- sessions ----------------------------------------------------------------------
 
@@ -236,6 +241,27 @@ class MemoryStore:
     async def adopt(self, session: str, stream: int) -> int | None:
         """Never: one process writes every stream it follows."""
         return None
+
+    # -- answers to the server's requests ----------------------------------------------
+
+    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None:
+        """The downstream answer to request ``ident`` sent down a stream of ``session``,
+        wherever it is posted; None after ``timeout`` seconds."""
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.waiting[(session, ident)] = waiting
+        try:
+            return await asyncio.wait_for(waiting, timeout)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            self.waiting.pop((session, ident), None)
+
+    async def answered(self, session: str, message: dict[str, Any]) -> None:
+        """A downstream answer: to whoever `expect`s it (dropped if no one does)."""
+        key = (session, message.get("id"))
+        waiting = self.waiting.get(key) if isinstance(key[1], str) else None
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message)
 
     async def state(self, session: str, stream: int) -> dict[str, Any] | None:
         """A stream's call (what it answers) and whether it is done; None if not kept."""
