@@ -53,3 +53,28 @@ def test_cut_upstream_connections_reach_every_client_whole_and_once(client, shar
     assert gw.proxy is not None and gw.proxy.stats.cuts >= CALLS // 2  # the cuts happened
     assert figures["resumptions_total"] >= gw.proxy.stats.cuts - figures["reissues_total"]
     assert figures["calls_failed_total"] == 0
+
+
+def test_an_upstream_that_cannot_replay_gives_each_cut_call_an_explicit_error_never_a_hang():
+    """The official Python SDK server with a store that cannot replay (it answers a
+    resumption with an empty stream): through the gateway, the official client gets an
+    explicit JSON-RPC error for each call whose answer was cut, and the rest intact."""
+    import hashlib
+
+    from .sdk_servers import probe_app, text_of_size
+
+    size = 1 << 20
+    arguments = {"count": 4, "size": size, "delay": 0.005}
+    expected = hashlib.sha256(text_of_size(size).encode()).hexdigest()
+    caller = sdk_client(None, arguments=arguments, expected=expected)
+    with (
+        running(probe_app(store=True, replays=False)) as root,
+        gateway_over(root + "/mcp", cut_share(0.6, high=int(size * 1.6)), idle_timeout=2.0) as gw,
+    ):
+        tally = _tally(caller, gw.url, CALLS)
+        cuts = gw.proxy.stats.cuts
+    counts = tally.counts()
+    assert counts["torn"] == counts["duplicated"] == counts["lost"] == counts["hung"] == 0, tally.reasons
+    assert tally.failed >= 1 and tally.intact + tally.failed == CALLS  # every call: whole, or an error
+    assert cuts >= tally.failed
+    assert all("gateway" in reason or "cannot resume" in reason for reason in tally.reasons), tally.reasons
