@@ -184,6 +184,9 @@ async def _echo(url: str, text: str = "hi") -> str:
         pytest.param(b"[" + orjson.dumps(INITIALIZE) + b"]", {}, 400, -32600, id="a-batch"),
         pytest.param(b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', {}, 400, -32600, id="not-json-rpc-2"),
         pytest.param(b"x" * 300_000, {}, 413, -32600, id="oversized-body"),
+        pytest.param(b'{"jsonrpc": "2.0", "id": [1], "method": "ping"}', {}, 400, -32600, id="a-list-id"),
+        pytest.param(b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', {}, 400, -32600, id="a-boolean-id"),
+        pytest.param(b'{"jsonrpc": "2.0", "id": 3, "method": 7}', {}, 400, -32600, id="a-number-method"),
         pytest.param(orjson.dumps(INITIALIZE), {"Accept": "text/html"}, 406, -32600, id="wrong-accept"),
         pytest.param(
             orjson.dumps(INITIALIZE), {"Content-Type": "text/plain"}, 415, -32600, id="wrong-content-type"
@@ -368,3 +371,23 @@ def test_a_server_request_comes_down_the_stream_it_relates_to(related):
     assert "yes" in result["content"][0]["text"]
     assert len(came_on) == 1
     assert (came_on[0] is not None) is related
+
+
+def test_a_flood_of_tiny_calls_is_bounded_by_the_store_budget_like_large_ones():
+    """Each event and stream is counted with what it costs besides its payload, so many
+    tiny finished calls make room as a few large ones would."""
+    from ssewire.mcp.live.stores import MemoryStore
+
+    async def flood():
+        store = MemoryStore(max_bytes=1 << 20)
+        for _ in range(5000):
+            stream = await store.open_stream("s", {"id": 1, "method": "ping"})
+            await store.append(
+                "s", stream, [(b"", 0.0), (b'{"jsonrpc":"2.0","id":1,"result":{}}', 0.0)], final=True
+            )
+        return store
+
+    store = asyncio.run(flood())
+    assert store.stored <= store.max_bytes
+    assert len(store.logs) < 1000  # the oldest finished streams made room
+    assert store.stored == sum(log.size for log in store.logs.values())  # the books balance

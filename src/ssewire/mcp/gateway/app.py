@@ -131,6 +131,8 @@ class Gateway:
         self._modern_lock = asyncio.Lock()
         self._passing = MemoryStore(max_bytes=4 * self.max_body, max_sessions=1, ttl=float("inf"))
         self._http, self._own_http = http, http is None
+        self._attaching: dict[str, asyncio.Lock] = {}  # sessions being taken up from the store
+        self._touched = time.monotonic()  # when the busy sessions were last kept alive
 
     # -- ASGI --------------------------------------------------------------------------
 
@@ -204,6 +206,12 @@ class Gateway:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
         method = message.get("method")
+        ident = message.get("id")
+        if "id" in message and (isinstance(ident, bool) or not isinstance(ident, (str, int))):
+            # MCP: a request's id is a string or an integer (not null); a response's names ours
+            raise _Refused(400, -32600, "Invalid Request: id must be a string or an integer")
+        if method is not None and not isinstance(method, str):
+            raise _Refused(400, -32600, "Invalid Request: method must be a string")
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name or method == "server/discover":
             await self._post_modern(scope, receive, send, headers, message)
             return
@@ -356,25 +364,38 @@ class Gateway:
         return sid, await self._relay_for(sid)
 
     async def _relay_for(self, sid: str) -> Relay:
-        """The session's relay here: kept, or taken up from the store's record."""
+        """The session's relay here: kept, or taken up from the store's record (once, however
+        many requests for it come at the same time)."""
         relay = self.relays.get(sid)
         if relay is None:
-            record = await self.store.load(sid)
-            if record is None:
-                raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
-            await self._make_room()
-            relay = self._relay(record)
+            lock = self._attaching.setdefault(sid, asyncio.Lock())
             try:
-                await relay.attach()  # a session another replica opened
-            except StreamBroken as failed:
-                raise _Refused(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
-            self.relays[sid] = relay
+                async with lock:
+                    relay = self.relays.get(sid) or await self._take_up(sid)
+            finally:
+                if not lock.locked():
+                    self._attaching.pop(sid, None)
         elif await self.store.load(sid) is None:  # (the load keeps it from expiring)
             # ended (DELETE) or expired in the store, at another replica perhaps: gone here too
-            await self._close_relay(self.relays.pop(sid), end_upstream=False)
+            gone = self.relays.pop(sid, None)
+            if gone is not None:
+                await self._close_relay(gone, end_upstream=False)
             raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
         relay.used = time.monotonic()
         self.relays.move_to_end(sid)
+        return relay
+
+    async def _take_up(self, sid: str) -> Relay:
+        record = await self.store.load(sid)
+        if record is None:
+            raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
+        await self._make_room()
+        relay = self._relay(record)
+        try:
+            await relay.attach()  # a session another replica opened
+        except StreamBroken as failed:
+            raise _Refused(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
+        self.relays[sid] = relay
         return relay
 
     def _client(self, **options: Any) -> Client:
@@ -406,13 +427,25 @@ class Gateway:
             idle = next((sid for sid, relay in self.relays.items() if not relay.busy), None)
             if idle is None:
                 raise _Refused(503, -32000, f"gateway busy: {self.max_sessions} sessions are working")
-            await self._close_relay(self.relays.pop(idle), end_upstream=not self.replica)
+            relay = self.relays.pop(idle, None)  # (another request may have taken it meanwhile)
+            if relay is not None:
+                await self._close_relay(relay, end_upstream=not self.replica)
 
     async def _expire(self) -> None:
-        """Sessions unused past ``session_ttl`` (and doing nothing) are closed."""
-        limit = time.monotonic() - self.session_ttl
+        """Sessions unused past ``session_ttl`` (and doing nothing) are closed; the busy ones
+        (a stream open, a call running) are kept alive in the store."""
+        now = time.monotonic()
+        limit = now - self.session_ttl
         for sid in [sid for sid, relay in self.relays.items() if relay.used < limit and not relay.busy]:
-            await self._close_relay(self.relays.pop(sid), end_upstream=not self.replica)
+            relay = self.relays.get(sid)
+            if relay is None or relay.used >= limit or relay.busy:
+                continue  # used again while an earlier one closed
+            del self.relays[sid]
+            await self._close_relay(relay, end_upstream=not self.replica)
+        if now - self._touched > self.session_ttl / 4:  # a session only streaming sends no requests
+            self._touched = now
+            for sid in [sid for sid, relay in self.relays.items() if relay.busy]:
+                await self.store.load(sid)
 
     async def _close_relay(self, relay: Relay, *, end_upstream: bool) -> None:
         for name, value in relay.figures().items():  # its figures outlive it
@@ -501,7 +534,9 @@ class Gateway:
                 # cut, never a silent gap: the client resumes and is refused (409) explicitly
                 raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
             except Abandoned as abandoned:
-                await self._adopt(store, sid, stream, abandoned.call)
+                # shielded: a reader that leaves mid-adoption must not leave the stream adopted
+                # by no one (its lease renewed, never finished)
+                await asyncio.shield(self._adopt(store, sid, stream, abandoned.call))
 
     async def _adopt(self, store: Store, sid: str, stream: int, call: dict[str, Any] | None) -> None:
         """The replica writing a call's stream stopped, once, whichever replica comes first:

@@ -83,15 +83,17 @@ class Outbox:
             await self.wake.wait()
             self.wake.clear()
             items, self.items = self.items, []
-            if items:
-                try:
-                    await self.store.append(self.session, self.stream, items, self._position())
-                except Gap:  # the store dropped the stream (its budget): its reader was cut
-                    log.warning("stream %s of a session was evicted while written", self.stream)
-                except Exception:  # the store failed (Redis gone, the stream taken over): never silent
-                    log.exception("storing events of stream %s failed", self.stream)
-            if self.closing and not self.items:
-                await self.store.finish(self.session, self.stream)
+            final = self.closing  # nothing comes after these: they end the stream with them
+            try:
+                if items:
+                    await self.store.append(self.session, self.stream, items, self._position(), final=final)
+                elif final:
+                    await self.store.finish(self.session, self.stream)
+            except Gap:  # the store dropped the stream (its budget): its reader was cut
+                log.warning("stream %s of a session was evicted while written", self.stream)
+            except Exception:  # the store failed (Redis gone, the stream taken over): never silent
+                log.exception("storing events of stream %s failed", self.stream)
+            if final:
                 return
 
     async def close(self) -> None:
@@ -337,7 +339,7 @@ class Relay:
     def cancel(self, ident: Any, reason: Any = None) -> None:
         """The downstream client cancelled a call: stop relaying it (its stream ends), and
         tell the upstream, under the id it knows the request by."""
-        task = self.calls.get(ident)
+        task = self.calls.get(ident) if isinstance(ident, (str, int)) else None
         if task is None:
             return
         upstream = next((o.upstream for o in self.outboxes.values() if o.call_id == ident), None)

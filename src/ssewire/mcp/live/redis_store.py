@@ -10,23 +10,33 @@ the session's last use:
   ``Last-Event-ID`` maps to an entry), at most ``max_events`` kept; a last entry ``end``
   finishes it;
 - ``m:<session>:<stream>``: what the stream answers and its next seq;
-- ``l:<session>:<stream>``: the writer's lease, renewed while it writes. A follower that
-  finds the stream unfinished and the lease gone learns its writer died (`Abandoned`).
+- ``l:<session>:<stream>``: the writer's lease (its owner's token), renewed while it
+  writes and only while it is still its own. A follower that finds the stream unfinished
+  and the lease gone learns its writer died (`Abandoned`);
+- ``a:<session>:<request>``: a downstream answer to a server's request, for the replica
+  that asked.
 
-Appends are one transaction (the entries and the next seq together), so a replica killed
-mid-write leaves a stream that ends at a whole event.
+Appends are one transaction (the entries, the next seq and the upstream position
+together; a stream's last events with its end), so a replica killed mid-write leaves a
+stream that ends at a whole event, and never one answered but open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
 from .stores import MAX_EVENTS, SESSION_TTL, Abandoned, Gap, SessionRecord, Stored, event_id
 
+log = logging.getLogger("ssewire.mcp.gateway")
+
 LEASE = 3.0  # seconds a writer's lease lasts; renewed every third of it
+# renew a lease only while it is still this process's (another may have adopted the stream)
+RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 BLOCK_MS = 500  # a follower's longest wait for news before it checks the writer's lease
 
 
@@ -45,6 +55,7 @@ class RedisStore:
         self.ttl_ms = int(ttl * 1000)
         self._next: dict[tuple[str, int], int] = {}  # the streams this process writes: their next seq
         self._leases: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self.owner = secrets.token_hex(8)  # this process, as its leases name it
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStore:
@@ -93,16 +104,31 @@ class RedisStore:
             pipe.sadd(self._key("k", session), meta, events, lease)
             pipe.pexpire(self._key("n", session), self.ttl_ms)
             pipe.pexpire(self._key("k", session), self.ttl_ms)
-            pipe.set(lease, "1", px=int(LEASE * 1000))
+            pipe.set(lease, self.owner, px=int(LEASE * 1000))
             await pipe.execute()
-        self._next[(session, number)] = 1
-        self._leases[(session, number)] = asyncio.ensure_future(self._renew(lease))
+        self._write(session, number, 1)
         return number
 
-    async def _renew(self, lease: str) -> None:
+    def _write(self, session: str, stream: int, seq: int) -> None:
+        """This process writes the stream from ``seq`` on, under its lease."""
+        self._next[(session, stream)] = seq
+        self._leases[(session, stream)] = asyncio.ensure_future(self._renew(session, stream))
+
+    async def _renew(self, session: str, stream: int) -> None:
+        """Renew the lease while it is this process's; a lease found taken (this process
+        stalled past it, and another adopted the stream) stops the writing here."""
+        lease = self._key("l", session, stream)
         while True:
             await asyncio.sleep(LEASE / 3)
-            await self.redis.set(lease, "1", px=int(LEASE * 1000))
+            try:
+                held = await self.redis.eval(RENEW, 1, lease, self.owner, int(LEASE * 1000))
+            except Exception:  # Redis unreachable for a moment: try again, the lease may hold
+                log.warning("renewing the lease of stream %s failed", stream, exc_info=True)
+                continue
+            if not held:
+                log.error("stream %s was taken over by another replica: this one stops writing it", stream)
+                self._next.pop((session, stream), None)
+                return
 
     async def append(
         self,
@@ -110,11 +136,13 @@ class RedisStore:
         stream: int,
         items: list[tuple[bytes, float]],
         position: dict[str, Any] | None = None,
+        *,
+        final: bool = False,
     ) -> None:
         seq = self._next.get((session, stream))
         if seq is None:
-            raise Gap(f"stream {stream} is not written by this process")
-        events = self._key("e", session, stream)
+            raise Gap(f"stream {stream} is not written by this process (or no longer)")
+        meta, events = self._key("m", session, stream), self._key("e", session, stream)
         async with self.redis.pipeline(transaction=True) as pipe:
             for data, arrived in items:
                 pipe.xadd(
@@ -125,40 +153,51 @@ class RedisStore:
                     approximate=False,
                 )
                 seq += 1
-            pipe.hset(self._key("m", session, stream), "next", seq)
+            pipe.hset(meta, "next", seq)
             if position is not None:  # in the same transaction: a taker never resumes past what is stored
-                pipe.hset(self._key("m", session, stream), "position", json.dumps(position))
+                pipe.hset(meta, "position", json.dumps(position))
+            if final:  # the answer and the end together: a taker never finds an answered stream open
+                self._ending(pipe, session, stream, seq)
+            pipe.pexpire(meta, self.ttl_ms)
             pipe.pexpire(events, self.ttl_ms)
             await pipe.execute()
-        self._next[(session, stream)] = seq
+        if final:
+            self._stop_writing(session, stream)
+        else:
+            self._next[(session, stream)] = seq
 
-    async def finish(self, session: str, stream: int) -> None:
-        seq = self._next.pop((session, stream), None)
+    def _ending(self, pipe: Any, session: str, stream: int, seq: int) -> None:
+        pipe.xadd(self._key("e", session, stream), {"end": b"1"}, id=f"0-{seq}")
+        pipe.hset(self._key("m", session, stream), "done", 1)
+        pipe.delete(self._key("l", session, stream))
+
+    def _stop_writing(self, session: str, stream: int) -> int | None:
         lease = self._leases.pop((session, stream), None)
         if lease is not None:
             lease.cancel()
-        await self._end(session, stream, seq)
+        return self._next.pop((session, stream), None)
 
-    async def _end(self, session: str, stream: int, seq: int | None) -> None:
+    async def finish(self, session: str, stream: int) -> None:
+        seq = self._stop_writing(session, stream)
         if seq is None:
-            seq = int(await self.redis.hget(self._key("m", session, stream), "next") or 1)
+            return  # ended already (with its last events), or not this process's to end
+        meta, events = self._key("m", session, stream), self._key("e", session, stream)
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(self._key("e", session, stream), {"end": b"1"}, id=f"0-{seq}")
-            pipe.hset(self._key("m", session, stream), "done", 1)
-            pipe.delete(self._key("l", session, stream))
+            self._ending(pipe, session, stream, seq)
+            pipe.pexpire(meta, self.ttl_ms)
+            pipe.pexpire(events, self.ttl_ms)
             await pipe.execute()
 
     async def adopt(self, session: str, stream: int) -> int | None:
-        """Take up an abandoned stream to end it: its next seq, or None if another
-        replica took it first (or it ended meanwhile)."""
+        """Take up an abandoned stream: its next seq, or None if another replica took it
+        first (or it ended meanwhile)."""
         taken = await self.redis.set(
-            self._key("l", session, stream), "adopted", px=int(LEASE * 1000), nx=True
+            self._key("l", session, stream), self.owner, px=int(LEASE * 1000), nx=True
         )
         state = await self.state(session, stream)
         if not taken or state is None or state["done"]:
             return None
-        self._next[(session, stream)] = int(state["next"])
-        self._leases[(session, stream)] = asyncio.ensure_future(self._renew(self._key("l", session, stream)))
+        self._write(session, stream, int(state["next"]))
         return int(state["next"])
 
     async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None:
@@ -186,7 +225,7 @@ class RedisStore:
         following = int(fields["next"])
         evicted = _seq(first[0][0]) - 1 if first else following - 1
         return {
-            "call": json.loads(fields["call"]),
+            "call": json.loads(fields.get("call", "null")),
             "done": "done" in fields,
             "next": following,
             "evicted": evicted,

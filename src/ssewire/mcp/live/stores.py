@@ -27,6 +27,9 @@ from typing import Any, Protocol
 MAX_STORE_BYTES = 256 << 20  # room for 64 sessions' 4 MiB results at once
 MAX_EVENTS = 4096  # per stream: a long call's progress stays resumable for this many events
 MAX_SESSIONS = 1024
+# what an event and a stream cost besides their payloads (the tuples, the deque, the log),
+# counted against max_bytes: a flood of tiny calls is bounded as a few large ones are
+EVENT_COST, LOG_COST = 200, 2048
 SESSION_TTL = 600.0  # seconds a session may go unused before it is forgotten
 
 
@@ -97,6 +100,8 @@ class Store(Protocol):
         stream: int,
         items: list[tuple[bytes, float]],
         position: dict[str, Any] | None = None,
+        *,
+        final: bool = False,
     ) -> None: ...
 
     async def finish(self, session: str, stream: int) -> None: ...
@@ -128,9 +133,9 @@ class _Log:
 
     def drop_oldest(self) -> int:
         seq, data, _ = self.events.popleft()
-        self.evicted, self.size = seq, self.size - len(data)
+        self.evicted, self.size = seq, self.size - len(data) - EVENT_COST
         self.changed.set()  # a waiting follower learns it was outrun
-        return len(data)
+        return len(data) + EVENT_COST
 
 
 class MemoryStore:
@@ -205,7 +210,9 @@ class MemoryStore:
     async def open_stream(self, session: str, call: dict[str, Any] | None = None) -> int:
         number = self.numbers.get(session, 0) + 1
         self.numbers[session] = number
-        self.logs[(session, number)] = _Log(session, number, call)
+        log = self.logs[(session, number)] = _Log(session, number, call, size=LOG_COST)
+        self.stored += LOG_COST
+        self._keep_within_budget(log)
         return number
 
     async def append(
@@ -214,21 +221,24 @@ class MemoryStore:
         stream: int,
         items: list[tuple[bytes, float]],
         position: dict[str, Any] | None = None,
+        *,
+        final: bool = False,
     ) -> None:
         """Add events (each its payload and the ``time.time()`` its message arrived) to a
         stream, in order; `Gap` if the stream is no longer kept. ``position``: where the
         upstream answer stands once these are stored (for a replica taking the call up;
-        one process has no use for it)."""
+        one process has no use for it); ``final``: they end the stream."""
         log = self.logs.get((session, stream))
         if log is None:
             raise Gap(f"stream {stream} of the session is no longer kept")
         for data, arrived in items:
             log.events.append((log.next_seq, data, arrived))
             log.next_seq += 1
-            log.size += len(data)
-            self.stored += len(data)
+            log.size += len(data) + EVENT_COST
+            self.stored += len(data) + EVENT_COST
         while len(log.events) > self.max_events:
             self.stored -= log.drop_oldest()
+        log.done = log.done or final
         self._keep_within_budget(log)
         log.changed.set()
 
