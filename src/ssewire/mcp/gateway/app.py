@@ -26,9 +26,10 @@ import orjson
 from ..._http import acceptable, media_type
 from ...asgi import EventStreamResponse
 from ..live.asgi_http import (
+    LOOPBACK,
     BodyTooLarge,
     error,
-    loopback_host,
+    host_name,
     loopback_origin,
     plain,
     read_body,
@@ -178,9 +179,8 @@ class Gateway:
         await self.store.aclose()
 
     def _trusted(self, headers: dict[str, str]) -> bool:
-        host = headers.get("host")
-        name = (host or "").rsplit(":", 1)[0].lower() if host and not host.endswith("]") else (host or "")
-        if not (loopback_host(host) or name in self.allowed_hosts):
+        name = host_name(headers.get("host"))
+        if name is None or not (name in LOOPBACK or name in self.allowed_hosts):
             return False
         origin = headers.get("origin")
         return origin is None or loopback_origin(origin) or origin.rstrip("/").lower() in self.allowed_origins
@@ -562,11 +562,9 @@ class Gateway:
                 f"the gateway replica relaying {call.get('method')} stopped before its answer; "
                 "the request may have been processed: check its effects before sending it again"
             )
-            await store.append(
-                sid,
-                stream,
-                [(orjson.dumps(gateway_error(call.get("id"), "replica-lost", text)), time.time())],
-            )
+            error_event = orjson.dumps(gateway_error(call.get("id"), "replica-lost", text))
+            await store.append(sid, stream, [(error_event, time.time())], final=True)
+            return
         await store.finish(sid, stream)
 
 

@@ -220,19 +220,19 @@ class Relay:
             outbox.put(gateway_error(ident, "busy", f"the session is busy ({why}); try again later"))
             await self._finished(stream)
             return stream
-        task = asyncio.ensure_future(self._call(stream, outbox, message))
-        self.calls[ident] = task
-        task.add_done_callback(
-            lambda _: self.calls.pop(ident, None) if self.calls.get(ident) is task else None
-        )
+        self._spawn(ident, self._call(stream, outbox, message, token))
         return stream
 
-    async def _call(self, stream: int, outbox: Outbox, message: dict[str, Any]) -> None:
+    def _spawn(self, key: Any, work: Coroutine[Any, Any, None]) -> None:
+        """Run a call's relaying as a task of this session's, held until it ends."""
+        task = asyncio.ensure_future(work)
+        self.calls[key] = task
+        task.add_done_callback(lambda _: self.calls.pop(key, None) if self.calls.get(key) is task else None)
+
+    async def _call(self, stream: int, outbox: Outbox, message: dict[str, Any], token: Any) -> None:
         ident, method = message.get("id"), str(message.get("method"))
         params = message.get("params")
         params = dict(params) if isinstance(params, dict) else {}
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
 
         def sent(upstream: Any) -> None:
             outbox.upstream = upstream
@@ -259,10 +259,7 @@ class Relay:
         replying = self.client.resume_call(
             position["upstream"], position["cursor"], on_progress=on_progress, timeout=self.timeout
         )
-        key = ("taken", stream)
-        task = asyncio.ensure_future(self._relayed(stream, outbox, ident, method, replying))
-        self.calls[key] = task
-        task.add_done_callback(lambda _: self.calls.pop(key, None))
+        self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying))
 
     def _progress_to(
         self, outbox: Outbox, token: Any, above: float | None = None

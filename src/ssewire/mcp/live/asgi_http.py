@@ -67,11 +67,15 @@ async def error(
     await respond(send, status, body, [("content-type", JSON), *headers])
 
 
-def loopback_host(host: str | None) -> bool:
+def host_name(host: str | None) -> str | None:
+    """A Host header's name, its port dropped, lower-cased (``[::1]`` stays bracketed)."""
     if host is None:
-        return False
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name.lower() in LOOPBACK
+        return None
+    return (host.rsplit(":", 1)[0] if not host.endswith("]") else host).lower()
+
+
+def loopback_host(host: str | None) -> bool:
+    return host_name(host) in LOOPBACK
 
 
 def loopback_origin(origin: str) -> bool:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -71,6 +71,7 @@ def delivering() -> Any:
 
 
 Handler = Callable[[dict[str, Any]], Any]
+T = TypeVar("T")
 
 
 class RPCError(Exception):
@@ -111,6 +112,16 @@ class _Broken(Exception):
 
 class _Reissue(Exception):
     """The answer broke and the request is idempotent: send it again with a new id."""
+
+
+async def _within(work: Awaitable[T], method: str, seconds: float) -> T:
+    """``work`` under a request's deadline: past it, `RequestTimeout` naming the method."""
+    try:
+        return await asyncio.wait_for(work, seconds)
+    except asyncio.TimeoutError as exc:
+        if isinstance(exc, RequestTimeout):
+            raise
+        raise RequestTimeout(method, seconds) from None
 
 
 def _backoff(rounds: int) -> float:
@@ -441,16 +452,8 @@ class Client:
         (what a relay forwards); its ``id`` is this client's own. ``on_sent`` is told the
         id each time the request is sent (a re-issue has a new one): with `position`, what
         another process needs to take the answer up (`resume_call`)."""
-        deadline = timeout or self.timeout
-        try:
-            return await asyncio.wait_for(
-                self._call(method, params, on_progress=on_progress, idempotent=idempotent, on_sent=on_sent),
-                deadline,
-            )
-        except asyncio.TimeoutError as exc:
-            if isinstance(exc, RequestTimeout):
-                raise
-            raise RequestTimeout(method, deadline) from None
+        work = self._call(method, params, on_progress=on_progress, idempotent=idempotent, on_sent=on_sent)
+        return await _within(work, method, timeout or self.timeout)
 
     def position(self, ident: Any) -> str | None:
         """The cursor of request ``ident``'s answer so far, while it is unanswered (None
@@ -468,7 +471,6 @@ class Client:
         """Take up the answer to request ``ident``, sent in this session by another process
         (a gateway replica that stopped): its stream resumed from ``cursor`` through the
         guard, progress to ``on_progress``; the whole response message, as ``reply``."""
-        deadline = timeout or self.timeout
         token = f"{TOKEN_PREFIX}{ident}"  # the token the sender gave it: this client's formula
         if on_progress is not None:
             self._progress[token] = _Progress(on_progress)
@@ -478,12 +480,12 @@ class Client:
         self.guard.feed(stream, [Priming(cursor)])  # where the sender's reading stopped
         self.guard.broken(stream)
         try:
-            await asyncio.wait_for(self._read_answer(stream, None, future, False, ident), deadline)
+            await _within(
+                self._read_answer(stream, None, future, False, ident),
+                "a resumed call",
+                timeout or self.timeout,
+            )
             return await future
-        except asyncio.TimeoutError as exc:
-            if isinstance(exc, RequestTimeout):
-                raise
-            raise RequestTimeout("a resumed call", deadline) from None
         finally:
             self.guard.finish(stream)  # answered or given up: never read again (as _answered)
             self._pending.pop(ident, None)
