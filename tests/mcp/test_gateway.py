@@ -391,3 +391,35 @@ def test_a_flood_of_tiny_calls_is_bounded_by_the_store_budget_like_large_ones():
     assert store.stored <= store.max_bytes
     assert len(store.logs) < 1000  # the oldest finished streams made room
     assert store.stored == sum(log.size for log in store.logs.values())  # the books balance
+
+
+def test_2026_a_cancellation_reaches_the_upstream_under_the_gateway_s_own_id():
+    seen: list[bytes] = []
+    app = reference_server(profile="2026-07-28")
+
+    async def spying(scope, receive, send):
+        async def received():
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen.append(message.get("body", b""))
+            return message
+
+        await app(scope, received, send)
+
+    async def calls(url):
+        async with Client(url, profile="2026-07-28", first_id=100) as client:  # discover: 100, the call: 101
+            call = asyncio.ensure_future(client.call_tool("countdown", {"count": 100, "delay": 0.05}))
+            await asyncio.sleep(0.3)
+            await client.notify("notifications/cancelled", {"requestId": 101})
+            done, _ = await asyncio.wait({call}, timeout=3)
+            call.cancel()
+            return bool(done)
+
+    with running(spying) as root, gateway_over(root + "/mcp") as gw:
+        asyncio.run(calls(gw.url))
+        deadline = time.monotonic() + 5
+        while not any(b"notifications/cancelled" in body for body in seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    upstream_call = next(json.loads(body) for body in seen if b'"tools/call"' in body)
+    told = next(json.loads(body) for body in seen if b"notifications/cancelled" in body)
+    assert told["params"]["requestId"] == upstream_call["id"] != 101

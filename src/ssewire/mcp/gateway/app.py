@@ -288,11 +288,7 @@ class Gateway:
             await respond(send, 202, b"", [])  # no server-to-client requests are relayed here
             return
         if "id" not in message:
-            params = message.get("params")
-            params = params if isinstance(params, dict) else None
-            asyncio.ensure_future(relay.client.notify(str(message["method"]), params)).add_done_callback(
-                _logged
-            )
+            self._notification(relay, message)
             await respond(send, 202, b"", [])
             return
         stream = await relay.start_call(message)
