@@ -239,10 +239,9 @@ class RedisStore:
             raise Gap(f"stream {stream} is not kept, or never reached event {after}")
         sent = after
         while True:
-            entries = await self.redis.xrange(events, min=f"(0-{sent}", count=512)
-            if not entries:
-                read = await self.redis.xread({events: f"0-{sent}"}, count=512, block=BLOCK_MS)
-                entries = read[0][1] if read else []
+            # one round trip a batch: XREAD answers at once when entries are there, else waits
+            read = await self.redis.xread({events: f"0-{sent}"}, count=512, block=BLOCK_MS)
+            entries = read[0][1] if read else []
             if not entries:
                 if not await self.redis.exists(self._key("l", session, stream)):
                     state = await self.state(session, stream)
