@@ -143,7 +143,7 @@ def _arguments(progress: int, size: int, ids: bool) -> dict[str, object]:
 
 @contextlib.asynccontextmanager
 async def _ssewire(url: str) -> AsyncIterator[Call]:
-    from ssewire.mcp.live.client import Client
+    from ssewire.mcp.client import Client
 
     async with Client(url, profile="2025-11-25", listen=False, timeout=300) as client:
 

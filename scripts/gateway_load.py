@@ -28,7 +28,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ssewire.mcp.live.client import Client  # noqa: E402
+from ssewire.mcp.client.session import Client  # noqa: E402
 from tests.nginx import nginx_proxy  # noqa: E402
 from tests.processes import free_port, listening  # noqa: E402
 

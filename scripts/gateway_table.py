@@ -67,7 +67,7 @@ def path_to(kind: str, upstream: str, share: float) -> Iterator[tuple[str, objec
 
 
 def upstreams() -> dict[str, object]:
-    from ssewire.mcp.live.server import running
+    from ssewire.mcp.transport.serving import running
     from tests.mcp.sdk_servers import probe_app
 
     @contextlib.contextmanager

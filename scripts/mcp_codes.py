@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ssewire.mcp import probes
 from ssewire.mcp.checks.catalogue import CODES, DIAGNOSTICS
-from ssewire.mcp.live.faults import FAULTS
+from ssewire.mcp.reference.faults import FAULTS
 from ssewire.mcp.validator.rules import CHECKS
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "mcp-codes.md"
@@ -23,7 +23,7 @@ HEAD = """# MCP finding codes and probe diagnostics
 
 Generated from the one catalogue (`ssewire.mcp.checks.catalogue`: the entries the validator's
 rules and the probe's checks define beside their code) and the reference server's faults
-(`ssewire.mcp.live.faults`) by `scripts/mcp_codes.py`; do not edit by hand.
+(`ssewire.mcp.reference.faults`) by `scripts/mcp_codes.py`; do not edit by hand.
 
 ## Validator finding codes (`ssewire validate`)
 
@@ -56,7 +56,7 @@ def render() -> str:
     ]
     for d in DIAGNOSTICS.values():
         asked = ", ".join(
-            f"`{check.func.__module__.removeprefix('ssewire.mcp.probes.')}.{check.func.__name__}`"
+            f"`{check.func.__module__.removeprefix('ssewire.mcp.probe.checks.')}.{check.func.__name__}`"
             for check in probes.CHECKS
             if d.id in check.ids
         )

@@ -87,7 +87,7 @@ def share_tables(share: float, calls: int) -> str:
     with one that cannot: one table each."""
     import hashlib
 
-    from ssewire.mcp.live.server import running
+    from ssewire.mcp.transport.serving import running
     from tests.mcp.sdk_servers import probe_app, text_of_size
 
     size = 4 * MIB

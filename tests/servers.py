@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from ssewire.mcp.live.server import running
+from ssewire.mcp.transport.serving import running
 
 
 @contextmanager

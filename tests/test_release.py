@@ -152,8 +152,8 @@ def test_the_claimed_pythons_are_the_classifiers_and_the_wheels():
 
 
 def test_the_changelog_counts_what_the_registries_hold():
-    from ssewire.mcp.checks.diagnostics import CATALOGUE
-    from ssewire.mcp.live.faults import FAULTS
+    from ssewire.mcp.checks.catalogue import DIAGNOSTICS as CATALOGUE
+    from ssewire.mcp.reference.faults import FAULTS
 
     text = (ROOT / "CHANGELOG.md").read_text()
     assert re.findall(r"(\d+) diagnostics", text) == [str(len(CATALOGUE))]

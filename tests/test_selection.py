@@ -118,9 +118,11 @@ def test_importing_ssewire_pulls_in_no_io_libraries():
 
 
 def test_importing_the_mcp_tooling_pulls_in_no_io_libraries():
-    # the sans-IO part: only ssewire.mcp.live may talk to the network
-    modules = "ssewire.mcp, ssewire.mcp.validator.report, ssewire.mcp.redact, ssewire.mcp.streams.ledger"
-    assert _loaded_after(modules, (*IO, "ssewire.mcp.live")) == []
+    # the sans-IO part: only the I/O components (transport, server, client, the probe's
+    # driver, reference, gateway) may talk to the network
+    modules = "ssewire.mcp, ssewire.mcp.validator.baseline, ssewire.mcp.transcript.redact, ssewire.mcp.streams.ledger"
+    components = ("transport", "server", "client", "probe.driver", "reference", "gateway", "live")
+    assert _loaded_after(modules, (*IO, *(f"ssewire.mcp.{name}" for name in components))) == []
 
 
 def test_the_cli_loads_a_commands_libraries_only_when_it_runs():

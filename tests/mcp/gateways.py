@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ssewire.mcp.gateway import Gateway
-from ssewire.mcp.live.server import running
+from ssewire.mcp.transport.serving import running
 
 from ..faultproxy import FaultProxy, Plan, fault_proxy
 from .resets import no_keepalive_httpx

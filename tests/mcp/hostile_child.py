@@ -24,7 +24,7 @@ def peak_mib() -> float:
 
 
 async def ssewire_call(url: str, timeout: float) -> str:
-    from ssewire.mcp.live.client import Client
+    from ssewire.mcp.client import Client
 
     async with Client(
         url, profile="2025-11-25", listen=False, timeout=timeout, idle_timeout=timeout
@@ -34,7 +34,7 @@ async def ssewire_call(url: str, timeout: float) -> str:
 
 
 async def probe_run(url: str, timeout: float) -> str:
-    from ssewire.mcp.live.probe import probe
+    from ssewire.mcp.probe.driver import probe
 
     report = await probe(
         url,
@@ -73,7 +73,7 @@ def main() -> int:
     args = parser.parse_args()
     import httpx  # noqa: F401  (the imports every client needs count as the baseline)
 
-    import ssewire.mcp.live.client  # noqa: F401
+    import ssewire.mcp.client  # noqa: F401
 
     before = peak_mib()
     start = time.monotonic()

@@ -33,9 +33,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ssewire.mcp.live.client import Client, StreamBroken
-from ssewire.mcp.live.server import ReferenceServer, _filler, running
+from ssewire.mcp.client import Client, StreamBroken
+from ssewire.mcp.reference.server import ReferenceServer, _filler
 from ssewire.mcp.streams.guard import UnsafeResumption
+from ssewire.mcp.transport.serving import running
 
 from ..faultproxy import Cut, Plan, fault_proxy
 from ..faultproxy import Stats as ProxyStats

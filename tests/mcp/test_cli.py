@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from ssewire.mcp.redact import redact
+from ssewire.mcp.transcript.redact import redact
 
 from .builders import BOTH, chunks, event, priming, result
 from .faults import CASES
@@ -379,7 +379,7 @@ def test_the_probes_limits_are_positive_byte_counts(capsys, option):
 
 
 def test_the_probe_passes_its_limits_on_and_leaves_the_defaults_to_the_library(monkeypatch, capsys):
-    from ssewire.mcp.live import probe as live_probe
+    from ssewire.mcp.probe import driver as live_probe
 
     seen = []
 

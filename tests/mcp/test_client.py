@@ -12,8 +12,9 @@ import orjson
 import pytest
 
 from ssewire.jsonrpc import Kind, Message
-from ssewire.mcp.live.client import Client, MessageTooLarge, StreamBroken
-from ssewire.mcp.live.server import _filler, running
+from ssewire.mcp.client import Client, MessageTooLarge, StreamBroken
+from ssewire.mcp.reference.server import _filler
+from ssewire.mcp.transport.serving import running
 
 from ..faultproxy import Cut, fault_proxy
 from .helpers import until_listening
@@ -197,7 +198,7 @@ def test_sequential_calls_reuse_one_connection():
 def test_an_answer_held_open_after_its_response_is_let_go_after_the_grace():
     """A server that keeps the stream open after the response: the call returns its result
     within the short grace, and the connection (never ending) is closed, not reused."""
-    from ssewire.mcp.live.client import GRACE
+    from ssewire.mcp.client.session import GRACE
 
     from .hostile import hostile_server
 
@@ -375,7 +376,7 @@ def test_another_client_takes_up_an_unanswered_call_from_its_position():
     call's answer from the position the first client reached, get the rest and the result."""
     import asyncio as _asyncio
 
-    from ssewire.mcp.live.server import running as _running
+    from ssewire.mcp.transport.serving import running as _running
 
     from .resets import reference_server as _reference
 

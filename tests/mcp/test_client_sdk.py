@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ssewire.mcp.live.client import Client, RPCError, StreamBroken
-from ssewire.mcp.live.server import running
+from ssewire.mcp.client import Client, RPCError, StreamBroken
 from ssewire.mcp.streams.guard import UnsafeResumption
+from ssewire.mcp.transport.serving import running
 
 from ..faultproxy import Cut, fault_proxy
 from .helpers import until_listening

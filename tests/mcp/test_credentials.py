@@ -12,9 +12,10 @@ import sys
 import httpx
 import pytest
 
-from ssewire.mcp.checks.diagnostics import READY
-from ssewire.mcp.live.client import Client
-from ssewire.mcp.live.server import ReferenceServer, running
+from ssewire.mcp.checks.report import READY
+from ssewire.mcp.client import Client
+from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.transport.serving import running
 
 SECRET = "s3cret-token-0042"  # made up for this test; asserted absent from what is written
 

@@ -16,9 +16,9 @@ import pytest
 
 from ssewire import Decoder
 from ssewire.cli import main as cli
-from ssewire.mcp.live.client import Client, RPCError
-from ssewire.mcp.live.server import running
+from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.protocol.wire import BOTH, JSON
+from ssewire.mcp.transport.serving import running
 
 from ..faultproxy import Cut
 from .gateways import gateway_over
@@ -348,7 +348,7 @@ def test_a_cancelled_call_stops_and_the_upstream_is_told_under_its_own_id():
 
 @pytest.mark.parametrize("related", [True, False], ids=["on-the-call-stream", "on-the-get-stream"])
 def test_a_server_request_comes_down_the_stream_it_relates_to(related):
-    from ssewire.mcp.live.client import delivering
+    from ssewire.mcp.client import delivering
 
     from .sdk_servers import probe_app
 
@@ -376,7 +376,7 @@ def test_a_server_request_comes_down_the_stream_it_relates_to(related):
 def test_a_flood_of_tiny_calls_is_bounded_by_the_store_budget_like_large_ones():
     """Each event and stream is counted with what it costs besides its payload, so many
     tiny finished calls make room as a few large ones would."""
-    from ssewire.mcp.live.stores import MemoryStore
+    from ssewire.mcp.gateway.stores import MemoryStore
 
     async def flood():
         store = MemoryStore(max_bytes=1 << 20)

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ssewire.mcp.live.server import running
+from ssewire.mcp.transport.serving import running
 
 from .gateways import gateway_over
 from .resets import cut_share, reference_server, sdk_client, ssewire_client

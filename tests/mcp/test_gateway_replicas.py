@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from ssewire import Decoder
-from ssewire.mcp.live.client import Client, RPCError
-from ssewire.mcp.live.server import running
+from ssewire.mcp.client import Client, RPCError
+from ssewire.mcp.transport.serving import running
 
 from ..processes import free_port, listening
 from ..redis_server import redis_server

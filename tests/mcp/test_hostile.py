@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ssewire.mcp.live.record import RECORD_MAX_TOTAL
-from ssewire.mcp.live.transport import DEFAULT_MAX_MESSAGE_SIZE
+from ssewire.mcp.transport.http import DEFAULT_MAX_MESSAGE_SIZE
+from ssewire.mcp.transport.record import RECORD_MAX_TOTAL
 
 from .hostile import MODES, hostile_server
 

@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 
 from ssewire.mcp.checks.findings import Level, Status
-from ssewire.mcp.live.probe import run_probe
-from ssewire.mcp.live.server import ReferenceServer, running
-from ssewire.mcp.probes import Context, Received, Send
-from ssewire.mcp.probes._intermediary import common_timeout, ending, named_by
-from ssewire.mcp.probes.intermediaries import compression
-from ssewire.mcp.probes.security import dns_rebinding
-from ssewire.mcp.probes.streams import idle_stream
+from ssewire.mcp.probe.checks import Context, Received, Send
+from ssewire.mcp.probe.checks._intermediary import common_timeout, ending, named_by
+from ssewire.mcp.probe.checks.intermediaries import compression
+from ssewire.mcp.probe.checks.security import dns_rebinding
+from ssewire.mcp.probe.checks.streams import idle_stream
+from ssewire.mcp.probe.driver import run_probe
+from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.transport.serving import running
 
 SSE = {"content-type": "text/event-stream", "transfer-encoding": "chunked"}
 NGINX = {**SSE, "server": "nginx/1.22.1"}

@@ -16,12 +16,15 @@ from xml.etree import ElementTree
 import pytest
 
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.checks.diagnostics import BLOCKED, CATALOGUE, READY, REVIEW, Verdict, release_verdict
+from ssewire.mcp.checks.catalogue import DIAGNOSTICS as CATALOGUE
+from ssewire.mcp.checks.findings import Finding as Verdict
 from ssewire.mcp.checks.findings import Level, Status
-from ssewire.mcp.live.faults import FAULTS
-from ssewire.mcp.live.probe import _retry_after, run_probe
-from ssewire.mcp.live.server import ReferenceServer, running
-from ssewire.mcp.probes import CHECKS
+from ssewire.mcp.checks.report import BLOCKED, READY, REVIEW, release_verdict
+from ssewire.mcp.probe.checks import CHECKS
+from ssewire.mcp.probe.driver import _retry_after, run_probe
+from ssewire.mcp.reference.faults import FAULTS
+from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.transport.serving import running
 
 TOOLS = ("countdown", "structured")
 FAST = {"keepalive": 0.25, "countdown_delay": 0.02}
@@ -225,7 +228,7 @@ def test_the_sample_report_in_the_docs_is_what_the_probe_says_today(fault_report
 
 
 def test_a_check_registered_before_what_it_needs_raises(monkeypatch):
-    from ssewire.mcp.probes import _plan
+    from ssewire.mcp.probe.checks import _plan
 
     monkeypatch.setattr(_plan, "HANDSHAKE", [])
     monkeypatch.setattr(_plan, "CHECKS", [])
@@ -245,7 +248,7 @@ def test_a_check_registered_before_what_it_needs_raises(monkeypatch):
 
 
 def test_every_registered_check_runs_after_what_it_needs():
-    from ssewire.mcp.probes import HANDSHAKE
+    from ssewire.mcp.probe.checks import HANDSHAKE
 
     provided: set[str] = {fact for step in HANDSHAKE for fact in step.provides}
     for registered in CHECKS:
@@ -257,7 +260,7 @@ def test_every_registered_check_runs_after_what_it_needs():
 
 def _drive(check, ctx, status: int = 200) -> list[str]:
     """The methods a check sends when every answer is ``status``."""
-    from ssewire.mcp.probes import Received
+    from ssewire.mcp.probe.checks import Received
 
     sent, gen = [], check(ctx)
     answer = None
@@ -276,8 +279,8 @@ def _drive(check, ctx, status: int = 200) -> list[str]:
 )
 def test_accept_variants_tries_get_only_where_the_get_stream_is_served(get_stream, methods):
     """The guard acts now that get_stream runs first: no GET Accept variants without a GET stream."""
-    from ssewire.mcp.probes import Context
-    from ssewire.mcp.probes.transport import accept_variants
+    from ssewire.mcp.probe.checks import Context
+    from ssewire.mcp.probe.checks.transport import accept_variants
 
     ctx = Context(path="/mcp", cross_origin="http://localhost:1", version="2025-11-25")
     ctx.learned.get_stream = get_stream
@@ -292,7 +295,7 @@ def test_every_check_declares_what_it_reads_and_sets_of_learned():
     import inspect
     import textwrap
 
-    from ssewire.mcp.probes import HANDSHAKE
+    from ssewire.mcp.probe.checks import HANDSHAKE
 
     wrong = []
     for registered in (*HANDSHAKE, *CHECKS):
@@ -368,8 +371,8 @@ def test_the_report_of_two_runs_keeps_the_worst_verdict_per_diagnostic():
 def test_the_default_message_size_limit_is_the_transports():
     import inspect
 
-    from ssewire.mcp.live import probe as live_probe
-    from ssewire.mcp.live import transport
+    from ssewire.mcp.probe import driver as live_probe
+    from ssewire.mcp.transport import http as transport
 
     default = inspect.signature(live_probe.probe).parameters["max_message_size"].default
     assert default is transport.DEFAULT_MAX_MESSAGE_SIZE
@@ -452,7 +455,7 @@ def test_the_recorder_keeps_a_bounded_part_of_an_endless_event():
 
     import httpx
 
-    from ssewire.mcp.live.record import Recorder
+    from ssewire.mcp.transport.record import Recorder
 
     from ..servers import uvicorn_server
 
@@ -471,7 +474,7 @@ def test_the_recorder_keeps_a_bounded_part_of_an_endless_event():
 
 
 def test_the_probes_limits_reach_every_send_and_bound_its_recording(monkeypatch, tmp_path):
-    from ssewire.mcp.live import transport
+    from ssewire.mcp.transport import http as transport
 
     limits = []
     original = transport.send

@@ -25,10 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.checks.diagnostics import BLOCKED, CATALOGUE, READY
-from ssewire.mcp.live.probe import run_probe
-from ssewire.mcp.live.server import running
+from ssewire.mcp.checks.catalogue import DIAGNOSTICS as CATALOGUE
+from ssewire.mcp.checks.report import BLOCKED, READY
+from ssewire.mcp.probe.driver import run_probe
 from ssewire.mcp.protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS
+from ssewire.mcp.transport.serving import running
 
 from .helpers import run_cli
 from .sdk_servers import probe_app

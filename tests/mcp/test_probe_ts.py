@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ssewire.mcp.checks.diagnostics import CATALOGUE
-from ssewire.mcp.live.probe import run_probe
+from ssewire.mcp.checks.catalogue import DIAGNOSTICS as CATALOGUE
+from ssewire.mcp.probe.driver import run_probe
 
 from .ts_servers import ts_server  # installs the pinned SDK, or skips (fails under SSEWIRE_REQUIRE_NODE=1)
 

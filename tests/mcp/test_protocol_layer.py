@@ -234,9 +234,9 @@ def test_the_2026_header_rules():
 
 def test_every_entry_point_resolves_aliases_and_refuses_unknown_revisions():
     from ssewire.mcp import UnknownProfile
-    from ssewire.mcp.live.client import Client
-    from ssewire.mcp.live.probe import run_probe
-    from ssewire.mcp.live.server import ReferenceServer
+    from ssewire.mcp.client import Client
+    from ssewire.mcp.probe.driver import run_probe
+    from ssewire.mcp.reference.server import ReferenceServer
 
     assert Client("http://127.0.0.1:9/mcp", profile="stable-2025-11-25").wanted is PROFILES["2025-11-25"]
     assert ReferenceServer(profile="draft-2026-07-28").profile is NEWEST

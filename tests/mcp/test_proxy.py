@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from ssewire.mcp.checks.diagnostics import READY, REVIEW
 from ssewire.mcp.checks.findings import Level, Status
-from ssewire.mcp.live.client import Client
-from ssewire.mcp.live.probe import run_probe
-from ssewire.mcp.live.server import ReferenceServer, _filler, running
+from ssewire.mcp.checks.report import READY, REVIEW
+from ssewire.mcp.client import Client
+from ssewire.mcp.probe.driver import run_probe
+from ssewire.mcp.reference.server import ReferenceServer, _filler
+from ssewire.mcp.transport.serving import running
 
 from ..nginx import nginx_binary, nginx_proxy
 from .helpers import INITIALIZE

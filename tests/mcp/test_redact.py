@@ -8,7 +8,7 @@ import re
 
 from ssewire import cli
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.redact import redact
+from ssewire.mcp.transcript.redact import redact
 
 from .builders import SID, event, priming, result
 from .sessions import BASES, find

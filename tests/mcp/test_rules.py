@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssewire.mcp import RULES, from_document, validate
-from ssewire.mcp.redact import redact
-from ssewire.mcp.validator.report import outcome
+from ssewire.mcp.transcript.redact import redact
+from ssewire.mcp.validator.baseline import outcome
 
 from ..budget import examples
 from .builders import chunks, event, priming, progress, result
@@ -295,7 +295,7 @@ def test_the_catalogue_refuses_a_second_definition_and_a_link_to_no_code():
 
 def test_one_catalogue_holds_both_kinds_and_every_link_is_judged():
     from ssewire.mcp import CATALOGUE, Kind
-    from ssewire.mcp.probes.wrapup import FROM_VALIDATOR
+    from ssewire.mcp.probe.checks.wrapup import FROM_VALIDATOR
 
     assert set(RULES) == {i for i, e in CATALOGUE.items() if e.kind == Kind.CODE}
     linked = {e.judged_by: i for i, e in CATALOGUE.items() if e.judged_by}

@@ -1,7 +1,7 @@
 """Transcripts recorded from the official MCP Python SDK server, checked finding by finding.
 
 The test starts the SDK's Streamable HTTP app with uvicorn on 127.0.0.1, drives it with
-raw httpx requests through :class:`ssewire.mcp.live.record.Recorder`, and validates what was
+raw httpx requests through :class:`ssewire.mcp.transport.record.Recorder`, and validates what was
 on the wire. Every finding expected below is argued from the revision's text.
 """
 
@@ -18,8 +18,8 @@ from mcp.server.streamable_http import EventStore
 
 import ssewire
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.live.record import Recorder
 from ssewire.mcp.transcript import ExchangeRecord, TranscriptWriter
+from ssewire.mcp.transport.record import Recorder
 
 from ..servers import uvicorn_server
 from .sdk_servers import MemoryEventStore

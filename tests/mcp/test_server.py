@@ -22,9 +22,10 @@ import httpx
 import pytest
 
 from ssewire._errors import InputError
-from ssewire.mcp.live import server as server_module
-from ssewire.mcp.live.faults import FAULTS, Fault, UnknownFault
-from ssewire.mcp.live.server import ReferenceServer, running
+from ssewire.mcp.reference import server as server_module
+from ssewire.mcp.reference.faults import FAULTS, Fault, UnknownFault
+from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.transport.serving import running
 
 BOTH = "application/json, text/event-stream"
 SSE = "text/event-stream"

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from ssewire.mcp import from_document, validate
-from ssewire.mcp.live.record import Recorder
 from ssewire.mcp.transcript import TranscriptWriter, body_field, chunk_fields, header_fields
+from ssewire.mcp.transport.record import Recorder
 
 from ..servers import uvicorn_server
 

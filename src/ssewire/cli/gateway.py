@@ -94,7 +94,7 @@ def _store(spec: str) -> tuple[Any, bool]:
     if spec == "memory":
         return None, False
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        from ..mcp.live.redis_store import RedisStore
+        from ..mcp.gateway.stores.redis import RedisStore
 
         return RedisStore.from_url(spec), True
     raise InputError(f"--store must be 'memory' or a redis:// URL, not {spec!r}")

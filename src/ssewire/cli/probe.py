@@ -132,7 +132,7 @@ def extra_headers(args: argparse.Namespace) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from ..mcp import Level
-    from ..mcp.live.probe import Unreachable, run_probe
+    from ..mcp.probe.driver import Unreachable, run_probe
     from ..mcp.protocol.profiles import resolve
 
     if args.profile:
@@ -151,8 +151,9 @@ def run(args: argparse.Namespace) -> int:
             options[option] = getattr(args, option)
     try:
         if args.url is None:
-            from ..mcp.live.server import ReferenceServer, running
             from ..mcp.protocol.profiles import NEWEST_WITH_SESSIONS
+            from ..mcp.reference import ReferenceServer
+            from ..mcp.transport.serving import running
 
             server = ReferenceServer(
                 profile=args.profile or NEWEST_WITH_SESSIONS.name, keepalive=min(15.0, args.idle_check / 2)

@@ -24,8 +24,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..mcp.redact import redact
     from ..mcp.transcript import load_document
+    from ..mcp.transcript.redact import redact
 
     text = json.dumps(redact(load_document(args.input)), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if args.output == "-":

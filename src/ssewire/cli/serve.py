@@ -41,7 +41,7 @@ def add_parser(commands: Any) -> None:
         help="events each stream keeps for resumption (default 16); a reader the store outran is cut",
     )
     bounds = parser.add_argument_group(
-        "bounds against hostile clients", "(defaults: ssewire.mcp.live.server.ReferenceServer says why)"
+        "bounds against hostile clients", "(defaults: ssewire.mcp.reference.server.ReferenceServer says why)"
     )
     bounds.add_argument(
         "--max-body", type=positive_int, metavar="BYTES", help="largest request body; past it 413 (1 MiB)"
@@ -87,7 +87,7 @@ BOUNDS = ("max_body", "max_sessions", "session_idle_timeout", "max_store_bytes",
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..mcp.live.faults import FAULTS
+    from ..mcp.reference.faults import FAULTS
 
     if args.list_faults:
         for fault in FAULTS.values():
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"the reference server binds loopback only, not {args.host!r}")
     import uvicorn
 
-    from ..mcp.live.server import ReferenceServer
+    from ..mcp.reference import ReferenceServer
 
     bounds = {name: getattr(args, name) for name in BOUNDS if getattr(args, name) is not None}
     app = ReferenceServer(

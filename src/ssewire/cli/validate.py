@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..mcp import Level, load, validate
-    from ..mcp.validator.report import baseline_document, load_baseline, outcome
+    from ..mcp.validator.baseline import baseline_document, load_baseline, outcome
 
     transcript = load(args.file)
     result = validate(transcript, args.profile)

@@ -7,9 +7,9 @@ for finding in result.findings: ...
 
 # The probe's checks and the validator's rules define their catalogue entries as they are
 # imported: importing both here makes the one catalogue complete for any module of ssewire.mcp.
-from . import probes as _probes  # noqa: F401  (registers the probe's diagnostics)
 from .checks.catalogue import CATALOGUE, Entry, Kind
 from .checks.findings import Finding, Level, Status
+from .probe import checks as _probe_checks  # noqa: F401  (registers the probe's diagnostics)
 from .protocol.profiles import PROFILES, Profile, UnknownProfile, resolve
 from .streams.guard import ResumptionGuard, UnsafeResumption
 from .streams.ledger import Recovery, StreamLedger

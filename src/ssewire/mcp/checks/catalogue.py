@@ -1,7 +1,7 @@
 """The one catalogue: every validator finding code and every probe diagnostic, one `Entry` each.
 
 An entry is declared beside the check that reports it (``rule(...)`` in
-``ssewire.mcp.validator.rules``, ``diagnostic(...)`` in ``ssewire.mcp.probes``), so adding a
+``ssewire.mcp.validator.rules``, ``diagnostic(...)`` in ``ssewire.mcp.probe.checks``), so adding a
 rule or a diagnostic is one edit in one module; registration puts it here. This layer
 cannot import those modules (they sit above it), so the catalogue is complete once they
 are imported, which ``import ssewire.mcp`` does first for any of its modules.

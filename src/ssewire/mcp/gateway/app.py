@@ -25,7 +25,11 @@ import orjson
 
 from ..._http import acceptable, media_type
 from ...asgi import EventStreamResponse
-from ..live.asgi_http import (
+from ..client import Client, RPCError, StreamBroken
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, named
+from ..protocol.wire import JSON, SSE, caller_headers
+from ..server.asgi import (
     LOOPBACK,
     BodyTooLarge,
     error,
@@ -35,8 +39,10 @@ from ..live.asgi_http import (
     read_body,
     respond,
 )
-from ..live.client import Client, RPCError, StreamBroken
-from ..live.stores import (
+from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
+from .metrics import Metrics
+from .relay import Relay, gateway_error
+from .stores import (
     MAX_SESSIONS,
     SESSION_TTL,
     Abandoned,
@@ -46,12 +52,6 @@ from ..live.stores import (
     Store,
     parse_event_id,
 )
-from ..live.transport import DEFAULT_MAX_MESSAGE_SIZE
-from ..protocol.headers import ModernHeaders
-from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, named
-from ..protocol.wire import JSON, SSE, caller_headers
-from .metrics import Metrics
-from .relay import Relay, gateway_error
 
 log = logging.getLogger("ssewire.mcp.gateway")
 

@@ -1,6 +1,6 @@
 """One downstream session relayed to one upstream session (the 2025 revisions).
 
-The upstream side is a [`Client`][ssewire.mcp.live.client.Client]: every upstream stream is
+The upstream side is a [`Client`][ssewire.mcp.client.Client]: every upstream stream is
 read through its resumption guard and resumed upstream with ``Last-Event-ID``; a 404
 re-initializes the upstream session. The downstream side is written by the gateway: each
 call gets a stream of the store with the gateway's own event ids, written by a task of
@@ -26,14 +26,14 @@ from typing import Any
 import httpx
 import orjson
 
-from ..live.asgi_http import error_message
-from ..live.client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, delivering
-from ..live.stores import Gap, SessionRecord, Store
+from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, delivering
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import named
 from ..protocol.wire import REPEATABLE
+from ..server.asgi import error_message
 from ..streams.guard import UnsafeResumption
 from .metrics import Metrics
+from .stores import Gap, SessionRecord, Store
 
 log = logging.getLogger("ssewire.mcp.gateway")
 

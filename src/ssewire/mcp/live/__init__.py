@@ -1,6 +1,3 @@
-"""The I/O part of ``ssewire.mcp``: what talks to real servers.
-
-Only this subpackage may import httpx, asyncio, socket or uvicorn (an import contract
-checked in CI). It holds no rules or protocol facts of its own: it records and drives, and
-the sans-IO part (model, ledger, rules) judges.
-"""
+"""Deprecated: the I/O half of ``ssewire.mcp`` now has a folder per component (``client``,
+``transport``, ``probe``, ``reference``, ``gateway``, ``server``). The modules of this
+package forward to their new homes, with a `DeprecationWarning`, for one release."""

@@ -1,33 +1,5 @@
-"""The live probe's checks, sans-IO: each asks for requests and judges the answers.
+"""Deprecated: moved to ``ssewire.mcp.probe.checks``. This path forwards to it for one release."""
 
-Importing this package registers the checks in the order the probe runs them, each with
-the diagnostics it reports (defined beside it, in the one catalogue) and the facts it needs
-from earlier checks: the handshake first (``HANDSHAKE``: ``negotiate``,
-``find_streaming_tool``), the wrap-up last (it judges everything that came back, and the
-recording). A check registered before what it needs is an error at import.
-"""
+from .._moved import forward
 
-from __future__ import annotations
-
-# The import order is the order the checks run in.
-# isort: off
-from . import handshake, transport, security, tools, streams, modern, sessions, intermediaries, wrapup  # noqa: F401  (registers)
-
-# isort: on
-from ._plan import CHECKS, HANDSHAKE, Context, Figures, Learned, ProbeCheck, Received, Send, Together
-from .handshake import Unreachable, find_streaming_tool, negotiate
-
-__all__ = [
-    "CHECKS",
-    "HANDSHAKE",
-    "Context",
-    "Figures",
-    "Learned",
-    "ProbeCheck",
-    "Received",
-    "Send",
-    "Together",
-    "Unreachable",
-    "find_streaming_tool",
-    "negotiate",
-]
+__getattr__ = forward(__name__, "ssewire.mcp.probe.checks")

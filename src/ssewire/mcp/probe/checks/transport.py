@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from ..checks.catalogue import diagnostic
-from ..checks.findings import Level, Status
+from ...checks.catalogue import diagnostic
+from ...checks.findings import Level, Status
 from ._plan import Answer, Context, Received, Step, check
 
 POST_ACCEPTS = [

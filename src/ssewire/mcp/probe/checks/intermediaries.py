@@ -3,8 +3,8 @@ every answer the probe received (so it runs after the checks that stream)."""
 
 from __future__ import annotations
 
-from ..checks.catalogue import diagnostic
-from ..checks.findings import Level, Status
+from ...checks.catalogue import diagnostic
+from ...checks.findings import Level, Status
 from ._intermediary import named_by
 from ._plan import Context, check
 

@@ -4,12 +4,12 @@ exchanges (so the probe and ``ssewire validate`` agree where both can see a faul
 
 from __future__ import annotations
 
-from ..._http import media_type
-from ..checks.catalogue import DIAGNOSTICS, diagnostic
-from ..checks.findings import Level, Status
-from ..protocol.wire import JSON, SSE
-from ..transcript import from_document
-from ..validator.validate import validate
+from ...._http import media_type
+from ...checks.catalogue import DIAGNOSTICS, diagnostic
+from ...checks.findings import Level, Status
+from ...protocol.wire import JSON, SSE
+from ...transcript import from_document
+from ...validator.validate import validate
 from ._plan import Context, check
 
 diagnostic(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from ..checks.catalogue import diagnostic
-from ..checks.findings import Level, Status
+from ...checks.catalogue import diagnostic
+from ...checks.findings import Level, Status
 from ._intermediary import named_by
 from ._plan import Answer, Context, Received, Step, check
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ...jsonrpc import Kind, Message
-from ..protocol.handshake import Agreement, HandshakeFailed, Incoming
-from ..protocol.handshake import handshake as opening
-from ..protocol.profiles import named
+from ....jsonrpc import Kind, Message
+from ...protocol.handshake import Agreement, HandshakeFailed, Incoming
+from ...protocol.handshake import handshake as opening
+from ...protocol.profiles import named
 from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, handshake
 
 

@@ -7,9 +7,9 @@ import itertools
 from collections.abc import Generator
 from typing import Any
 
-from ...jsonrpc import Kind, Message, OtherEvent, Priming
-from ..checks.catalogue import diagnostic
-from ..checks.findings import Level, Status
+from ....jsonrpc import Kind, Message, OtherEvent, Priming
+from ...checks.catalogue import diagnostic
+from ...checks.findings import Level, Status
 from ._intermediary import ending
 from ._plan import Answer, Context, Received, Step, Together, check
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import InputError
+from ..._errors import InputError
 
 FORMAT = "ssewire-transcript/1"
 

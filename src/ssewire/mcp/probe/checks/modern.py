@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 
-from ..checks.catalogue import diagnostic
-from ..checks.findings import Level, Status
-from ..protocol.wire import LAST_EVENT_ID, META_VERSION, METHOD, PROTOCOL_VERSION, SESSION_ID, SSE
+from ...checks.catalogue import diagnostic
+from ...checks.findings import Level, Status
+from ...protocol.wire import LAST_EVENT_ID, META_VERSION, METHOD, PROTOCOL_VERSION, SESSION_ID, SSE
 from ._plan import Answer, Context, Received, Send, Step, check
 
 NO_SUCH_REVISION = "2099-01-01"  # no revision has it: a server must refuse it (-32022)

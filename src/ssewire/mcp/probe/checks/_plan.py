@@ -3,7 +3,7 @@
 A check is a generator: it yields a `Send` (or a `Together` of several to
 run at once), receives the `Received` answer(s), and records verdicts on the
 `Context`; a check that only judges what the others received is a plain function. It never touches a socket, so the whole protocol knowledge of the probe
-is here and testable without a server; ``ssewire.mcp.live.probe`` only moves bytes.
+is here and testable without a server; ``ssewire.mcp.probe.driver`` only moves bytes.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
-from ..._http import is_success, media_type
-from ...jsonrpc import Item, Kind, Message
-from ..checks.catalogue import CATALOGUE
-from ..checks.catalogue import Kind as EntryKind
-from ..checks.findings import Finding, Level, Status
-from ..checks.report import rank
-from ..protocol.handshake import client_info
-from ..protocol.profiles import Profile, named
-from ..protocol.requests import get_headers, name_of, notification, post_headers, request
-from ..protocol.wire import SSE
+from ...._http import is_success, media_type
+from ....jsonrpc import Item, Kind, Message
+from ...checks.catalogue import CATALOGUE
+from ...checks.catalogue import Kind as EntryKind
+from ...checks.findings import Finding, Level, Status
+from ...checks.report import rank
+from ...protocol.handshake import client_info
+from ...protocol.profiles import Profile, named
+from ...protocol.requests import get_headers, name_of, notification, post_headers, request
+from ...protocol.wire import SSE
 
 CLIENT_INFO = client_info("ssewire-probe")
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 
-from ..checks.catalogue import diagnostic
-from ..checks.findings import Level, Status
-from ..protocol.requests import delete_headers
-from ..protocol.wire import PROTOCOL_VERSION, SESSION_ID
+from ...checks.catalogue import diagnostic
+from ...checks.findings import Level, Status
+from ...protocol.requests import delete_headers
+from ...protocol.wire import PROTOCOL_VERSION, SESSION_ID
 from ._plan import CLIENT_INFO, Answer, Context, Received, Send, Step, Together, check
 
 diagnostic(

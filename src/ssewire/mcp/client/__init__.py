@@ -1,0 +1,25 @@
+"""The MCP client session (``session.py``): the dual-stream lifecycle of the 2025
+revisions and the stateless 2026-07-28 mode, every stream read through the resumption
+guard."""
+
+from .session import (
+    CLIENT_INFO,
+    Client,
+    ClientStats,
+    MessageTooLarge,
+    RequestTimeout,
+    RPCError,
+    StreamBroken,
+    delivering,
+)
+
+__all__ = [
+    "CLIENT_INFO",
+    "Client",
+    "ClientStats",
+    "MessageTooLarge",
+    "RPCError",
+    "RequestTimeout",
+    "StreamBroken",
+    "delivering",
+]

@@ -1,0 +1,1006 @@
+"""An MCP Streamable HTTP client session that never delivers a torn or duplicated message.
+
+The dual-stream session of the 2025 revisions (the standalone GET stream for what the
+server sends on its own, one SSE stream per POST) and the 2026-07-28 stateless mode, on
+httpx. Every stream goes through one [`ResumptionGuard`][ssewire.mcp.streams.guard.ResumptionGuard]:
+
+- messages are routed by JSON-RPC id whatever stream they arrive on; progress by
+  ``progressToken``; server-to-client requests (sampling, roots, elicitation) are answered
+  through the handlers the caller registers;
+- a broken stream is resumed with GET and ``Last-Event-ID`` (after the server's ``retry``),
+  never by re-POSTing the request; an unsafe resumption raises
+  [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption]; under 2026-07-28 only a request declared
+  idempotent is re-issued, with a new id;
+- a 404 for the session re-initializes it (and is counted): the request was never
+  processed, so it is sent once more in the new session;
+- an idle watchdog counts keep-alive comments as life; nothing waits without a deadline.
+
+    async with Client("http://127.0.0.1:8000/mcp") as client:
+        result = await client.call_tool("countdown", {}, on_progress=print)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+import orjson
+
+from ...jsonrpc import InvalidMessage, Message, Priming
+from ..protocol import requests
+from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client_info, handshake
+from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
+from ..protocol.retry import retry_after
+from ..protocol.wire import caller_headers
+from ..streams.guard import IdParser, ResumptionGuard, UnsafeResumption
+from ..streams.ledger import REISSUE, RESUME
+from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE, Answer, Broken, Idle, NotJSON, send
+from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
+
+CLIENT_INFO = client_info("ssewire")
+MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
+MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
+# an answer is read on after its response, to its end, so its connection is reused: for at
+# most this long and this many bytes. A server's end of body comes with its last event; one
+# that holds an answered stream open (or keeps talking) costs a call no more than this
+GRACE, GRACE_BYTES = 0.02, 64 * 1024
+TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out
+FIGURES_KEPT = 1024  # the newest figures a session keeps in each list of its statistics
+TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
+
+log = logging.getLogger("ssewire.mcp.client")
+
+# the request whose answer stream carries the message being routed (None: the GET stream);
+# set while a batch is routed, so a callback, and a handler's task (which copies the
+# context), can tell which call a notification or a server request relates to
+_DELIVERING: contextvars.ContextVar[Any] = contextvars.ContextVar("ssewire_delivering", default=None)
+
+
+def delivering() -> Any:
+    """In ``on_notification`` or a handler: the id of the request whose answer stream
+    carried the message (a server's request or log relating to that call), or None."""
+    return _DELIVERING.get()
+
+
+Handler = Callable[[dict[str, Any]], Any]
+T = TypeVar("T")
+
+
+class RPCError(Exception):
+    """The server answered a request with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.code = error.get("code")
+        self.error = error
+        super().__init__(f"JSON-RPC error {self.code}: {error.get('message')}")
+
+
+class StreamBroken(Exception):
+    """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
+
+
+class RequestTimeout(asyncio.TimeoutError):
+    """A request got no answer within its deadline (resumptions included)."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(
+            f"{method} got no answer within its {seconds:g} s deadline: it may still be running "
+            "on the server; raise timeout= for slow work, or check its effects before sending it again"
+        )
+        self.method, self.seconds = method, seconds
+
+
+class _Broken(Exception):
+    """A stream ended before its answer (reset, idle timeout, or closed early), after
+    ``delivered`` new messages."""
+
+    def __init__(
+        self, reason: str, delivered: int = 0, *, clean: bool = False, stream: str | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason, self.delivered, self.clean = reason, delivered, clean
+        self.stream = stream  # a resumption that broke: its name, the chain's now
+
+
+class _Reissue(Exception):
+    """The answer broke and the request is idempotent: send it again with a new id."""
+
+
+async def _within(work: Awaitable[T], method: str, seconds: float) -> T:
+    """``work`` under a request's deadline: past it, `RequestTimeout` naming the method."""
+    try:
+        return await asyncio.wait_for(work, seconds)
+    except asyncio.TimeoutError as exc:
+        if isinstance(exc, RequestTimeout):
+            raise
+        raise RequestTimeout(method, seconds) from None
+
+
+def _backoff(rounds: int) -> float:
+    """Seconds to pause after ``rounds`` fruitless tries in a row: doubling from 50 ms."""
+    return min(0.05 * 2.0**rounds, MAX_RETRY_WAIT)
+
+
+def _keep(figures: list[float], new: list[float]) -> None:
+    """Add ``new`` to a list of figures that keeps the newest `FIGURES_KEPT`."""
+    figures += new
+    if len(figures) > 2 * FIGURES_KEPT:
+        del figures[:-FIGURES_KEPT]
+
+
+def _lost(what: str) -> StreamBroken:
+    """An answer lost for good: say what happened and what the caller can do."""
+    return StreamBroken(
+        f"{what}; the request may have been processed, so it is not sent again: check its effects, "
+        "or pass idempotent=True for a request safe to repeat"
+    )
+
+
+class _SessionGone(Exception):
+    """The server answered 404 for the session: the request was never processed."""
+
+
+@dataclass
+class ClientStats:
+    """Stream health as numbers (see ``Client.statistics``)."""
+
+    ttfb_s: list[float] = field(default_factory=list)  # time to first byte of each SSE answer (the newest)
+    get_uptime_s: float = 0.0
+    progress_gaps_s: list[float] = field(default_factory=list)  # between progress notifications (the newest)
+    resets: int = 0
+    reinitializations: int = 0
+    reissues: int = 0  # idempotent requests sent again with a new id after a broken answer
+    idle_timeouts: int = 0
+    keepalives: int = 0
+    get_failures: int = 0  # GET streams that broke or could not be (re)opened
+    callback_errors: int = 0  # on_notification / on_progress raised (logged; the stream goes on)
+    server_requests_dropped: int = 0  # past MAX_SERVING at once (logged; the server times them out)
+    late_progress: int = 0  # progress for a call that had ended (a copy, or a server's straggler): dropped
+    drained: int = 0  # answers read to their end after their response (their connection is reused)
+
+    def as_dict(self, guard: ResumptionGuard) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "resumptions": guard.stats.resumptions,
+            "duplicates_dropped": guard.stats.duplicates,
+            "torn_discarded": guard.stats.torn,
+            "unsafe_resumptions": guard.stats.unsafe,
+        }
+
+
+@dataclass
+class _Progress:
+    """One call's progress: where it goes, and when each notification came."""
+
+    callback: Callable[[dict[str, Any]], Any]
+    times: list[float] = field(default_factory=list)
+
+
+async def _stop(tasks: list[asyncio.Task[Any]], within: float = 5.0) -> None:
+    """Cancel ``tasks`` and wait (bounded) until they end. Cancelled again and again:
+    before Python 3.12, ``asyncio.wait_for`` swallows a cancellation that meets the end of
+    what it waits for, and a stream that keeps talking would then never stop."""
+    deadline = time.monotonic() + within
+    while tasks and time.monotonic() < deadline:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks, timeout=0.05)
+        tasks = [task for task in tasks if not task.done()]
+
+
+class Client:
+    """One MCP session over Streamable HTTP, used as an async context manager.
+
+    ``async with Client(url) as client`` negotiates the revision, opens the session and (in
+    a 2025 session) the standalone GET stream; leaving the block ends the session (DELETE)
+    and closes what the client opened.
+
+    :param url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+    :param profile: the revision to speak (``"2025-11-25"``, ``"2026-07-28"``, an alias such as
+        ``"stable-2025-11-25"``). None: try 2026-07-28 ``server/discover`` first, then
+        initialize under 2025-11-25. An unknown name is an ``UnknownProfile`` (a ``ValueError``).
+    :param handlers: answers to the server's own requests, by method
+        (``"sampling/createMessage"``, ``"roots/list"``, ``"elicitation/create"``): a function
+        of the request's params returning the result (or an awaitable of it). The matching
+        capabilities are declared at initialize; a request without a handler is refused with
+        a JSON-RPC error.
+    :param on_notification: called with every notification that is not a call's progress
+        (log messages, list changes), from whichever stream it came on.
+    :param idle_timeout: seconds a stream may stay silent (keep-alive comments count as life)
+        before it is taken as broken and resumed; keep it above the server's keep-alive
+        interval (15 s for both official SDKs).
+    :param timeout: the deadline of one request, resumptions included, in seconds.
+    :param parse_id: reads an event id as ``(stream, position)``, so that a resumed stream
+        that steps back or restarts is caught even before a copy arrives; None trusts
+        nothing about the ids' shape.
+    :param max_resumptions: resumptions in a row that bring no new message before a call
+        fails with ``StreamBroken`` (a resumption that delivers one starts the count again;
+        the request's deadline bounds them all); the re-issues of an idempotent request
+        count the same way.
+    :param listen: open the standalone GET stream (2025 revisions) for what the server
+        sends on its own.
+    :param headers: extra headers for every request, e.g. ``{"Authorization": "Bearer ..."}``;
+        a header the transport sets itself (Accept, Content-Type, Mcp-Session-Id, ...) is a
+        ``ValueError``.
+    :param auth: an httpx authentication (``httpx.BasicAuth``, a custom ``httpx.Auth`` that
+        refreshes a token, ...) for every request.
+    :param http: an ``httpx.AsyncClient`` of your own (proxies, TLS, transports); then give
+        headers and auth to it rather than here. Its read timeout should be None: the client
+        keeps its own deadlines.
+    :param max_message_size: bytes one message may take (an SSE event's data, a JSON answer);
+        a call whose answer goes over it raises ``MessageTooLarge`` (the session goes on); on
+        the GET stream such an event is dropped. None: no limit.
+    :param capabilities: the client capabilities to declare, in place of those the
+        ``handlers`` imply (a gateway declares its downstream client's).
+    :param info: the ``clientInfo`` to send at initialize (ssewire's by default).
+    :param first_id: the first JSON-RPC id this client sends; clients sharing a session
+        (gateway replicas) start far apart, so their ids never meet.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        profile: str | None = None,
+        handlers: dict[str, Handler] | None = None,
+        on_notification: Callable[[dict[str, Any]], None] | None = None,
+        idle_timeout: float = 30.0,  # below the request deadline: keep-alives come every 15 s
+        timeout: float = 60.0,
+        parse_id: IdParser | None = None,
+        max_resumptions: int = 64,  # in a row without progress: 90% cuts still end 99.9% of calls
+        listen: bool = True,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | tuple[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
+        capabilities: dict[str, Any] | None = None,
+        info: dict[str, Any] | None = None,
+        first_id: int = 1,
+    ) -> None:
+        extra = caller_headers(headers)  # ValueError for a header the transport sets itself
+        if http is not None and (extra or auth is not None):
+            raise ValueError("give headers and auth to your own httpx.AsyncClient, not beside it")
+        self.url = url
+        self.wanted: Profile | None = resolve(profile)[0] if profile is not None else None  # aliases too
+        self.handlers = dict(handlers or {})
+        self.on_notification = on_notification
+        self.idle_timeout, self.timeout = idle_timeout, timeout
+        self.parse_id, self.max_resumptions, self.listen = parse_id, max_resumptions, listen
+        self.max_message_size = max_message_size
+        self.declared, self.info = capabilities, info or CLIENT_INFO
+        self._own_http = http is None
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=auth
+        )
+        self.profile: Profile | None = None  # the revision agreed with the server
+        self.session: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.guard = ResumptionGuard(self.wanted or NEWEST_WITH_SESSIONS, parse_id=parse_id)
+        self.stats = ClientStats()
+        self._ids = itertools.count(first_id)
+        self._positions: dict[Any, str | None] = {}  # unanswered requests: their answer's cursor
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._progress: dict[Any, _Progress] = {}  # by progress token
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._listener: asyncio.Task[None] | None = None
+        self._get_opened: float | None = None  # when the GET stream open now was opened
+        self._retry_ms: int | None = None  # the server's last retry field, honoured on resuming
+        self._closed = False
+        self.listen_error: Exception | None = None  # what last broke the GET stream (also logged)
+
+    # -- the session ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def version(self) -> str:
+        """The revision agreed with the server ("" before ``connect``)."""
+        return self.profile.name if self.profile is not None else ""
+
+    @property
+    def modern(self) -> bool:
+        """The session is per-request (2026-07-28): no session id, no GET stream, no resumption."""
+        return self.profile is not None and self.profile.request_headers
+
+    async def connect(self) -> None:
+        """Negotiate (2026-07-28 ``server/discover`` first, unless a profile is given), open
+        the session and, in a 2025 session, the standalone GET stream."""
+        await self._open(self.wanted)
+
+    async def _open(self, wanted: Profile | None) -> None:
+        """Drive the protocol layer's handshake over this client's requests."""
+        self.profile, self.session = None, None
+        opening = handshake(
+            wanted, ids=lambda: next(self._ids), client=self.info, answers=self._capabilities()
+        )
+        came: Incoming | None = None
+        while True:
+            try:
+                out = opening.send(came) if came is not None else next(opening)
+            except StopIteration as done:
+                agreement = done.value
+                break
+            except HandshakeFailed as failed:
+                reply = failed.incoming.reply
+                if reply is not None and isinstance(reply.get("error"), dict):
+                    raise RPCError(reply["error"]) from None
+                raise StreamBroken(str(failed)) from None
+            if "id" not in out.body:  # notifications/initialized
+                await self._post(out.body, out.headers)
+                came = Incoming(202)
+                continue
+            deadline = min(self.timeout, 10.0) if out.optional else self.timeout
+            try:
+                status, reply = await asyncio.wait_for(
+                    self._exchange(out.body, out.headers, fresh_session=out.name == "initialize"), deadline
+                )
+            except (RPCError, StreamBroken, httpx.HTTPStatusError, asyncio.TimeoutError) as failed:
+                if out.optional:
+                    came = Incoming(None)  # discover found no 2026-07-28 server: initialize
+                    continue
+                if isinstance(failed, asyncio.TimeoutError) and not isinstance(failed, RequestTimeout):
+                    raise RequestTimeout(out.name, deadline) from None
+                raise
+            came = Incoming(status, reply, self.session)
+        self.profile, self.session, self.server_info = agreement.profile, agreement.session, agreement.server
+        if self.guard.profile != agreement.profile:
+            self.guard = ResumptionGuard(agreement.profile, parse_id=self.parse_id)
+        if self.listen and self.session is not None and self._listener is None:
+            self._listener = asyncio.ensure_future(self._listen())
+
+    def _capabilities(self) -> dict[str, Any]:
+        return capabilities(self.handlers) if self.declared is None else self.declared
+
+    async def attach(self, profile: str, session: str) -> None:
+        """Take up a session opened before, by this client or another process (a gateway
+        replica): no handshake; the standalone GET stream opens as ``connect`` would."""
+        self.profile, self.session = resolve(profile)[0], session
+        if self.guard.profile != self.profile:
+            self.guard = ResumptionGuard(self.profile, parse_id=self.parse_id)
+        if self.listen and self._listener is None:
+            self._listener = asyncio.ensure_future(self._listen())
+
+    async def close(self) -> None:
+        """Stop listening, end the session (DELETE), close the connections."""
+        self._closed = True
+        await _stop([self._listener] if self._listener else [])
+        await _stop(list(self._tasks))
+        if self.session is not None and not self.modern:
+            try:
+                headers = requests.delete_headers(self.profile, self.session)
+                answer = await self._send("DELETE", headers, head=5.0)
+                await answer.aclose()
+            except (httpx.HTTPError, asyncio.TimeoutError):
+                pass
+        if self._own_http:
+            await self.http.aclose()
+
+    def statistics(self) -> dict[str, Any]:
+        """Stream health as numbers: TTFB, GET uptime, progress gaps, resets, resumptions..."""
+        return {**self.stats.as_dict(self.guard), "get_uptime_s": self._get_uptime()}
+
+    def _get_uptime(self) -> float:
+        """The GET streams' time open so far, the one open now included."""
+        now = 0.0 if self._get_opened is None else time.monotonic() - self._get_opened
+        return round(self.stats.get_uptime_s + now, 3)
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Call a tool and return its result; ``options`` as for ``request`` (``on_progress``...)."""
+        return await self.request("tools/call", {"name": name, "arguments": arguments or {}}, **options)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (no answer is awaited beyond the HTTP status)."""
+        status = await self._post(requests.notification(method, params), self._post_headers(method))
+        if status == 404 and self.session is not None:
+            await self._reinitialize()
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        idempotent: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and return its result, or raise
+        [`RPCError`][ssewire.mcp.client.RPCError] for a JSON-RPC error.
+
+        :param on_progress: called with each progress notification's params (a progress
+            token is added to the request).
+        :param idempotent: a broken answer that cannot be resumed (2026-07-28, a JSON
+            answer, a cut before any event id) is re-issued with a new id.
+        :param timeout: this request's deadline (the client's ``timeout`` by default); past
+            it, `RequestTimeout` (an ``asyncio.TimeoutError``).
+        """
+        reply = await self.reply(
+            method, params, on_progress=on_progress, idempotent=idempotent, timeout=timeout
+        )
+        if "error" in reply:
+            raise RPCError(reply["error"])
+        value = reply.get("result")
+        return value if isinstance(value, dict) else {}
+
+    async def reply(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        idempotent: bool = False,
+        timeout: float | None = None,
+        on_sent: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
+        """Like ``request``, but the whole response message, a JSON-RPC error as it came
+        (what a relay forwards); its ``id`` is this client's own. ``on_sent`` is told the
+        id each time the request is sent (a re-issue has a new one): with `position`, what
+        another process needs to take the answer up (`resume_call`)."""
+        work = self._call(method, params, on_progress=on_progress, idempotent=idempotent, on_sent=on_sent)
+        return await _within(work, method, timeout or self.timeout)
+
+    def position(self, ident: Any) -> str | None:
+        """The cursor of request ``ident``'s answer so far, while it is unanswered (None
+        before any event id, or once answered)."""
+        return self._positions.get(ident)
+
+    async def resume_call(
+        self,
+        ident: Any,
+        cursor: str,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Take up the answer to request ``ident``, sent in this session by another process
+        (a gateway replica that stopped): its stream resumed from ``cursor`` through the
+        guard, progress to ``on_progress``; the whole response message, as ``reply``."""
+        token = f"{TOKEN_PREFIX}{ident}"  # the token the sender gave it: this client's formula
+        if on_progress is not None:
+            self._progress[token] = _Progress(on_progress)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        stream = self.guard.open_post(ident, self.session)
+        self.guard.feed(stream, [Priming(cursor)])  # where the sender's reading stopped
+        self.guard.broken(stream)
+        try:
+            await _within(
+                self._read_answer(stream, None, future, False, ident),
+                "a resumed call",
+                timeout or self.timeout,
+            )
+            return await future
+        finally:
+            self.guard.finish(stream)  # answered or given up: never read again (as _answered)
+            self._pending.pop(ident, None)
+            self._positions.pop(ident, None)
+            self._progress.pop(token, None)
+
+    async def _call(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        idempotent: bool = False,
+        reinitialized: bool = False,
+        on_sent: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
+        """The response message to one request (session loss and re-issues handled)."""
+        ident = next(self._ids)
+        params = dict(params or {})
+        token = None
+        if on_progress is not None:
+            token = f"{TOKEN_PREFIX}{ident}"
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": token}
+            self._progress[token] = _Progress(on_progress)
+        headers = self._post_headers(method, requests.name_of(method, params))
+        try:
+            for reissues in itertools.count():  # bounded: each pass spends one of max_resumptions
+                body = requests.request(
+                    ident, method, params, self.profile, capabilities=self._capabilities()
+                )
+                if on_sent is not None:
+                    on_sent(ident)
+                try:
+                    _, reply = await self._exchange(
+                        body, headers, idempotent=idempotent, retry_gone=not reinitialized
+                    )
+                    break
+                except _Reissue as broke:
+                    if reissues >= self.max_resumptions:
+                        raise StreamBroken(
+                            f"{method}: the answer broke {reissues + 1} times ({broke}); the request "
+                            f"was re-issued {reissues} times (max_resumptions): give up or try later"
+                        ) from None
+                    self.stats.reissues += 1
+                    ident = next(self._ids)  # a new id: the broken one may still be answered
+        except _SessionGone:
+            await self._reinitialize()  # the request was never processed: send it once more
+            return await self._call(
+                method,
+                params,
+                on_progress=on_progress,
+                idempotent=idempotent,
+                reinitialized=True,
+                on_sent=on_sent,
+            )
+        finally:
+            if token is not None:
+                times = self._progress.pop(token).times[-FIGURES_KEPT - 1 :]
+                _keep(self.stats.progress_gaps_s, [round(b - a, 4) for a, b in itertools.pairwise(times)])
+        return reply
+
+    async def _exchange(
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        idempotent: bool = False,
+        fresh_session: bool = False,
+        retry_gone: bool = False,
+    ) -> tuple[int, dict[str, Any]]:
+        """POST one request and wait for its response, on whatever stream it comes: the
+        answer's status and the response message. ``fresh_session``: initialize (the answer
+        names the session); ``retry_gone``: a 404 for the session raises `_SessionGone`."""
+        ident = body["id"]
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        try:
+            try:  # the answer must start within idle_timeout, like any stream
+                answer = await self._send("POST", headers, orjson.dumps(body))
+            except httpx.ConnectError as exc:  # nothing was sent
+                raise StreamBroken(
+                    f"could not connect to {self.url} ({exc or 'ConnectError'}): nothing was sent"
+                ) from None
+            except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
+                self.stats.resets += 1
+                if idempotent:
+                    raise _Reissue(f"no answer: {type(exc).__name__}") from None
+                raise _lost(
+                    f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
+                ) from None
+            if answer.status == 404 and self.session is not None and retry_gone:
+                await answer.aclose()
+                raise _SessionGone
+            if fresh_session and answer.headers.get("mcp-session-id"):
+                self.session = answer.headers["mcp-session-id"]
+            await self._answered(answer, ident, future, idempotent)
+            return answer.status, await future
+        finally:
+            self._pending.pop(ident, None)
+            self._positions.pop(ident, None)
+
+    async def _answered(
+        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
+    ) -> None:
+        """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
+        if not answer.is_sse:
+            await self._answered_json(answer, ident, future, idempotent)
+            return
+        stream = self.guard.open_post(ident, self.session)
+        try:
+            await self._read_answer(stream, answer, future, idempotent, ident)
+        finally:
+            self.guard.finish(stream)  # answered or given up: never read again
+
+    async def _answered_json(
+        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
+    ) -> None:
+        """A JSON answer (or an error status): read whole, under the message size limit."""
+        try:
+            message = await answer.json(idle=self.idle_timeout)
+        except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: re-issue, or report
+            self.stats.resets += 1
+            if idempotent:
+                raise _Reissue(f"the JSON answer broke: {exc}") from None
+            raise _lost(
+                f"the JSON answer to request {ident} broke before its end ({exc}), and cannot be resumed"
+            ) from None
+        except NotJSON:
+            raise httpx.HTTPStatusError(
+                f"{answer.status}: not JSON-RPC", request=answer.response.request, response=answer.response
+            ) from None
+        finally:
+            await answer.aclose()
+        if message is None and answer.status >= 400:
+            raise httpx.HTTPStatusError(
+                f"{answer.status}", request=answer.response.request, response=answer.response
+            )
+        self._route(message)
+        if not future.done():
+            raise StreamBroken(f"the answer ({answer.status}) carries no response to request {ident}")
+
+    async def _read_answer(
+        self,
+        stream: str,
+        answer: Answer | None,
+        future: asyncio.Future[dict[str, Any]],
+        idempotent: bool,
+        ident: Any = None,
+    ) -> None:
+        """An SSE answer, resumed through the guard until the response came or it is unsafe.
+
+        The budget is resumptions in a row without a new message: a stream cut again and
+        again while it makes progress goes on (the request's deadline bounds it); one that
+        brings nothing ``max_resumptions`` times in a row is given up."""
+        stalled = 0  # resumptions in a row that brought no new message
+        empty = 0  # resumptions answered with an empty stream (the store lost it?)
+        quiet = 0  # clean ends in a row without a new message (a polling server)
+        current: Answer | None = answer
+        while True:
+            resumed = current is None
+            try:
+                if current is None:
+                    stream, current = await self._resume(stream)
+                delivered = await self._consume(stream, current, future, ident)
+                if future.done():
+                    self.guard.ended(stream)
+                    return
+                if resumed and delivered == 0 and current.events_seen == 0 and current.comments == 0:
+                    empty += 1  # 200 and nothing at all: a store that no longer has the stream
+                    if empty > 1:
+                        self.guard.cannot_resume(
+                            stream, "it answered the resumption twice with an empty stream"
+                        )
+                raise _Broken("the stream ended before the response", delivered, clean=True)
+            except _Broken as broke:
+                stream = broke.stream or stream
+                if future.done():
+                    return
+                if broke.delivered:
+                    stalled = empty = 0
+                if not broke.clean:  # a clean end is the server's polling (retry): only cuts stall
+                    stalled += 1
+                quiet = 0 if broke.delivered or not broke.clean else quiet + 1
+                if quiet and self._retry_ms is None:  # a server polled without a retry: not a busy loop
+                    await asyncio.sleep(_backoff(quiet))
+                self.stats.resets += 1
+                recovery = self.guard.broken(stream, idempotent=idempotent)
+                if recovery.action == RESUME and stalled <= self.max_resumptions:
+                    current = None  # resume with GET and Last-Event-ID
+                    continue
+                if recovery.action == REISSUE:
+                    raise _Reissue(f"the stream broke ({broke.reason}) before any event id") from None
+                if recovery.action == RESUME:
+                    raise StreamBroken(
+                        f"the answer's stream broke {stalled} times in a row "
+                        f"without a new message (last: {broke.reason}; max_resumptions={self.max_resumptions}): "
+                        "the server is not getting the answer through; it may have been processed: "
+                        "check its effects before sending it again"
+                    ) from None
+                why = (
+                    "before any event id to resume from"
+                    if self.guard.profile.resumability
+                    else "(no resumption in this revision)"
+                )
+                raise _lost(f"the answer's stream broke ({broke.reason}) {why}") from None
+
+    async def _resume(self, broken: str) -> tuple[str, Answer]:
+        """GET with Last-Event-ID after the server's retry. An error status is a refusal: a
+        transient one (409, 429, 5xx) is retried once after its Retry-After, then the
+        server cannot resume the stream (`UnsafeResumption`)."""
+        for attempt in range(2):
+            resumed, cursor = self.guard.reopen(broken, self.session)
+            wait = min((self._retry_ms or 0) / 1000, MAX_RETRY_WAIT)
+            if wait:
+                await asyncio.sleep(wait)
+            try:
+                answer = await self._send("GET", requests.get_headers(self._speaking, self.session, cursor))
+            except (httpx.TransportError, asyncio.TimeoutError) as exc:
+                # try again, from the new leg: reopen forgot the one it resumed
+                raise _Broken(f"the resumption failed: {type(exc).__name__}", stream=resumed) from None
+            if answer.status == 200:
+                return resumed, answer
+            await answer.aclose()
+            later = retry_after(answer.headers.get("retry-after"))
+            if attempt == 0 and answer.status in TRANSIENT and (later or 0) <= MAX_RETRY_WAIT:
+                self.guard.ended(resumed)  # refused: the next attempt reopens the same chain
+                broken = resumed
+                await asyncio.sleep(later or 0.1)
+                continue
+            self.guard.refused(resumed, answer.status, later)
+        raise AssertionError("unreachable: the second refusal raised")  # pragma: no cover
+
+    async def _consume(
+        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]] | None, ident: Any = None
+    ) -> int:
+        """Decode one SSE answer through the guard, routing what it delivers; returns the
+        new messages it delivered when the stream ends cleanly (or ``future`` is answered),
+        raises _Broken (with that count) otherwise."""
+        comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
+        try:
+            async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
+                async for items in batches:
+                    if first and answer.first_byte is not None:
+                        _keep(self.stats.ttfb_s, [round(answer.first_byte, 4)])
+                        first = False
+                    routing = _DELIVERING.set(ident)
+                    try:
+                        for item in self.guard.feed(stream, items):
+                            if item.__class__ is Message:
+                                delivered += 1
+                                self._deliver(item)
+                            # an event the decoder dropped for the limit
+                            elif (
+                                isinstance(item, InvalidMessage)
+                                and item.reason.startswith("too large")
+                                and future is not None
+                                and not future.done()
+                            ):
+                                # on a POST's own stream: its answer, most likely; never resume into it again
+                                future.set_exception(
+                                    MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
+                                )
+                    finally:
+                        _DELIVERING.reset(routing)
+                    if ident is not None and future is not None and not future.done():
+                        # the cursor of what was delivered, while the answer has not come: a
+                        # taker resuming from it gets nothing twice but progress (dropped by
+                        # its value) and never misses the answer
+                        self._positions[ident] = self.guard.cursor(stream)
+                    if answer.comments != comments:
+                        self.stats.keepalives += answer.comments - comments
+                        comments = answer.comments
+                    if answer.retry is not None:
+                        self._retry_ms = answer.retry
+                    if future is not None and future.done():
+                        if draining and answer.received > drain_limit:
+                            break  # it keeps talking: not worth its connection
+                        if not draining:
+                            if future.cancelled() or future.exception() is not None:
+                                break  # the call failed (an answer over the limit): read no further
+                            # answered: read on to the end (briefly), so the connection goes back to the pool
+                            draining, drain_limit = True, answer.received + GRACE_BYTES
+                            answer.hurry(time.monotonic() + GRACE)
+            if draining and answer.ended:
+                self.stats.drained += 1
+        except Idle as exc:
+            self.stats.idle_timeouts += 1
+            raise _Broken(f"idle: no event and no keep-alive for {exc.seconds:g} s", delivered) from None
+        except Broken as exc:
+            self.guard.feed(stream, answer.tail())  # count the torn tail; deliver nothing of it
+            if draining:
+                return delivered  # answered already: only the connection is lost
+            raise _Broken(f"the connection broke: {exc}", delivered) from None
+        finally:
+            await answer.aclose()
+        return delivered
+
+    # -- routing -------------------------------------------------------------------------
+
+    def _deliver(self, item: Message) -> None:
+        """A message the guard let through: progress straight to its call (most of what a
+        long call receives, so its envelope is not looked at again), anything else routed by
+        `_route`."""
+        if item.method == "notifications/progress" and self._progressed(item.payload.get("params")):
+            return
+        self._route(item.payload)
+
+    def _progressed(self, params: Any) -> bool:
+        """Progress for one of this client's calls: handed to its callback, or, the call
+        having ended, dropped and counted (``late_progress``). False when the token is not
+        one this client handed out (such progress is a notification like any other)."""
+        token = params.get("progressToken") if type(params) is dict else None
+        if type(token) is not str and type(token) is not int:
+            return False
+        watcher = self._progress.get(token)
+        if watcher is None:
+            if type(token) is str and token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
+                self.stats.late_progress += 1
+                return True
+            return False
+        watcher.times.append(time.monotonic())
+        try:
+            watcher.callback(params)
+        except Exception:  # the caller's callback failed: its bug, not the stream's; say so
+            self.stats.callback_errors += 1
+            log.exception("a progress callback raised")
+        return True
+
+    def _route(self, message: Any) -> None:
+        """A message goes where its id or progressToken says, whatever stream it came on."""
+        if not isinstance(message, dict):
+            return
+        if "method" not in message:
+            future = self._pending.get(message.get("id"))
+            if future is not None and not future.done():
+                future.set_result(message)
+            return
+        if "id" in message:
+            if len(self._tasks) >= MAX_SERVING:  # a flood: bounded, never queued without end
+                dropped = self.stats.server_requests_dropped = self.stats.server_requests_dropped + 1
+                if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th...: a flood logs little
+                    log.warning(
+                        "dropped %d of the server's requests: %d are being handled", dropped, MAX_SERVING
+                    )
+                return
+            task = asyncio.ensure_future(self._serve(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        if message["method"] == "notifications/progress" and self._progressed(message.get("params")):
+            return
+        try:
+            if self.on_notification is not None:
+                self.on_notification(message)
+        except Exception:  # the caller's callback failed: its bug, not the stream's; say so
+            self.stats.callback_errors += 1
+            log.exception("a notification callback raised on %s", message["method"])
+
+    async def _serve(self, request: dict[str, Any]) -> None:
+        """Answer a server-to-client request through the caller's handler."""
+        handler = self.handlers.get(request["method"])
+        ident = request["id"]
+        if handler is None:
+            reply = requests.error(ident, -32601, f"Method not found: {request['method']}")
+        else:
+            try:
+                value = handler(request.get("params") or {})
+                if isinstance(value, Awaitable):
+                    value = await asyncio.wait_for(value, self.timeout)
+                reply = requests.result(ident, value)
+            except asyncio.TimeoutError:
+                reply = requests.error(ident, -32603, f"the handler took over {self.timeout} s")
+            except RPCError as refused:  # the handler's own JSON-RPC error (a relay's client's): as given
+                reply = {"jsonrpc": "2.0", "id": ident, "error": refused.error}
+            except Exception:  # its text may hold anything of the caller's: logged here, not sent
+                log.exception("the handler for the server's %s raised", request["method"])
+                reply = requests.error(ident, -32603, f"the client's handler for {request['method']} failed")
+        try:
+            await self._post(reply, self._post_headers())
+        except StreamBroken:
+            pass  # the server's request then times out on its side; nothing here waits for it
+
+    # -- the GET stream ------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        """The standalone GET stream, resumed (or reopened) when it breaks, with a growing
+        pause; it stops when the server has none (405) or the session is gone (404: the next
+        request re-initializes), or after ``max_resumptions`` failures in a row. What broke
+        it last is ``listen_error``, and logged; an unexpected error ends it, kept the same."""
+        try:
+            await self._listening()
+        except Exception as exc:  # a defect, not a peer's fault: never a silent end
+            self.listen_error = exc
+            log.exception("the GET stream's listener failed")
+
+    async def _listening(self) -> None:
+        stream: str | None = None
+        failures = 0  # in a row: the listener gives up past max_resumptions
+        quiet = 0  # clean ends in a row that brought nothing: a growing pause, not a failure
+        while not self._closed and failures <= self.max_resumptions:
+            resuming = False
+            try:
+                if stream is not None and self.guard.cursor(stream) is not None:
+                    stream, answer = await self._resume(stream)
+                    resuming = True
+                else:
+                    try:
+                        answer = await self._send("GET", requests.get_headers(self._speaking, self.session))
+                    except asyncio.TimeoutError:
+                        raise _Broken("no answer to the GET") from None
+                    if answer.status in (404, 405):
+                        await answer.aclose()
+                        return
+                    if answer.status != 200:  # 409 (a GET stream still open), 5xx: later
+                        await answer.aclose()
+                        raise _Broken(f"GET answered {answer.status}")
+                    if stream is not None:
+                        self.guard.finish(stream)  # the previous chain had nothing to resume from
+                    stream = self.guard.open_get(self.session)
+                self._get_opened = time.monotonic()
+                leg = stream
+                try:
+                    delivered = await self._consume(leg, answer, None)
+                    failures = 0
+                    quiet = 0 if delivered else quiet + 1
+                    if resuming and not delivered:  # the server has no more on this chain: a fresh GET
+                        self.guard.finish(leg)
+                        stream = None
+                except _Broken as broke:
+                    self.stats.resets += 1
+                    self.guard.broken(leg)
+                    self._get_failed(broke)
+                    failures += 1
+                finally:
+                    self.stats.get_uptime_s = self._get_uptime()
+                    self._get_opened = None
+            except _Broken as broke:
+                stream = broke.stream or stream
+                self._get_failed(broke)
+                failures += 1  # the resumption itself broke: try again from the same cursor
+            except (UnsafeResumption, httpx.HTTPError) as exc:  # start a fresh GET stream
+                self._get_failed(exc)
+                if stream is not None:
+                    self.guard.finish(stream)
+                stream = None
+                failures += 1
+            if failures:
+                self.stats.get_failures += 1
+            await asyncio.sleep(_backoff(failures + quiet))
+        if failures:
+            log.error("gave up the GET stream after %d failures in a row: %s", failures, self.listen_error)
+
+    def listen_now(self) -> None:
+        """Open the standalone GET stream now, in a session opened with ``listen=False``
+        (a gateway does when its own client opens one)."""
+        self.listen = True
+        if self.session is not None and self._listener is None and not self._closed and not self.modern:
+            self._listener = asyncio.ensure_future(self._listen())
+
+    def _get_failed(self, error: Exception) -> None:
+        self.listen_error = error
+        log.warning("the GET stream failed: %s", error)
+
+    @property
+    def listening(self) -> bool:
+        """Whether the standalone GET stream is open now."""
+        return self._get_opened is not None
+
+    # -- sending -------------------------------------------------------------------------
+
+    async def _send(
+        self, method: str, headers: dict[str, str], content: bytes | None = None, *, head: float | None = None
+    ) -> Answer:
+        """A request on the transport path; its answer's head must come within ``head``
+        seconds (``idle_timeout`` by default, like any silence on a stream)."""
+        return await send(
+            self.http,
+            method,
+            self.url,
+            headers,
+            content,
+            head_timeout=self.idle_timeout if head is None else head,
+            max_message_size=self.max_message_size,
+        )
+
+    async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> int:
+        """A POST whose answer is not a stream (a notification, an answer to the server): its
+        status, the body read to its end (and dropped) within the request deadline."""
+        try:
+            answer = await self._send("POST", headers, orjson.dumps(body), head=self.timeout)
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:
+            what = body.get("method") or f"the answer to the server's request {body.get('id')}"
+            raise StreamBroken(f"{what}: no answer from {self.url} ({type(exc).__name__})") from None
+        try:
+            async for _ in answer.chunks(until=time.monotonic() + self.timeout):
+                pass
+        except (Idle, Broken):
+            pass  # the status is all a notification gets back
+        finally:
+            await answer.aclose()
+        return answer.status
+
+    @property
+    def _speaking(self) -> Profile:
+        """The revision agreed, or during the handshake the one asked for (the guard's): a
+        resumption of an initialize answer carries the session and version headers too."""
+        return self.profile or self.guard.profile
+
+    def _post_headers(self, method: str | None = None, name: object = None) -> dict[str, str]:
+        return requests.post_headers(self._speaking, self.session, method, name)
+
+    async def _reinitialize(self) -> None:
+        """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""
+        self.stats.reinitializations += 1
+        if self._listener is not None:
+            await _stop([self._listener])
+            self._listener = None
+        await self._open(self.profile or NEWEST_WITH_SESSIONS)

@@ -1,0 +1,1044 @@
+"""A small MCP Streamable HTTP server on ssewire's own encoder and ASGI stream.
+
+It is the probe's known-good target and, with faults switched on (``faults.py``), a
+target with one known defect each. 2025-11-25 by default: sessions, the standalone GET
+stream with keep-alive comments, SSE answers primed with an event id and ``retry``,
+event ids unique across the session, and a bounded event store per stream that resumes a
+GET with ``Last-Event-ID`` or, once the cursor was evicted, refuses with 409 and
+``Retry-After`` (never a fresh stream that looks like a continuation). With
+``profile="2026-07-28"``: no sessions, GET and DELETE answered 405, the request headers
+checked against the body (-32020), unknown versions refused (-32022).
+
+Tools: ``echo``, ``countdown`` (progress notifications, then a result), ``big`` (a
+multi-megabyte result), ``structured`` (an ``outputSchema`` and ``structuredContent``).
+Bind it to 127.0.0.1 only (``ssewire serve`` does).
+
+Shaped like the official SDKs' transports: one handler per HTTP method and per JSON-RPC
+method, small validators run before dispatch (each refuses by raising ``_Refused``), faults
+as the typed set of ``faults.py``. Tools that stream run as tasks the server owns: their
+failures are kept in ``errors`` and logged, their streams end whatever happens, and the
+ASGI lifespan shutdown cancels and awaits them.
+
+Every peer is untrusted, so everything a client can make it hold is bounded, each bound a
+constructor option: the request body (413, read no further), the sessions (the least
+recently used idle one makes room, or 503 when all are in use), idle sessions (dropped),
+the events kept per stream and in all (the oldest go; a reader or a resumption that needed
+them is cut or refused, never given a silent gap) and the background tasks ("server busy").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import math
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+from ..._encoder import encode_event
+from ..._http import acceptable, media_type
+from ...asgi import EventStreamResponse
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import KNOWN_VERSIONS, NEWEST_WITH_SESSIONS, PROFILES, resolve
+from ..protocol.wire import BOTH, JSON, SSE
+from ..server.asgi import BodyTooLarge, loopback_host, loopback_origin, plain, read_body, respond
+from ..server.asgi import error as json_error
+from .faults import Fault
+from .faults import resolve as resolve_faults
+
+logger = logging.getLogger(__name__)
+
+SERVER_INFO = {"name": "ssewire-reference", "version": "1"}
+EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"
+# The defaults of the bounds (the constructor's docstring says why each value).
+MAX_BODY = 1 << 20
+MAX_SESSIONS = 64
+SESSION_IDLE_TIMEOUT = 600.0
+MAX_STREAMS = 64
+MAX_STORE_BYTES = 256 << 20
+MAX_TASKS = 64
+BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
+RETRY_MS = 1000
+MAX_ERRORS = 64  # failures of background tasks kept for inspection (bounded)
+
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Return the text.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+    },
+    {
+        "name": "countdown",
+        "description": "Send `count` progress notifications `delay` seconds apart, then a result of `size` bytes.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer"},
+                "delay": {"type": "number"},
+                "size": {"type": "integer"},
+            },
+        },
+    },
+    {
+        "name": "big",
+        "description": "Return one text block of `size` bytes (default 4 MiB).",
+        "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
+    },
+    {
+        "name": "ask",
+        "description": "Ask the client a question (sampling/createMessage) and return its answer.",
+        "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}},
+    },
+    {
+        "name": "structured",
+        "description": "Return `n` as structured content.",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "outputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"value": {"type": "integer"}},
+            "required": ["value"],
+            "additionalProperties": False,
+        },
+    },
+]
+
+
+@dataclass(eq=False)  # hashed by identity: the server's store is keyed by stream
+class _Stream:
+    """One SSE stream's events, kept (boundedly) for resumption while a task may still add.
+
+    Loss has one signal: ``evicted``, the highest sequence number dropped. A reader that had
+    not sent it is cut (``_follow``) and a resumption from before it is refused (409)."""
+
+    number: int
+    size: int  # events kept; older ones are evicted
+    events: deque[tuple[int, bytes, dict[str, Any] | None]] = field(
+        default_factory=deque
+    )  # (seq, encoded, message: kept only for the torn-replay fault)
+    evicted: int = 0  # the highest sequence number dropped from the store
+    done: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    next_seq: int = 1
+    stored: int = 0  # bytes of the events kept
+
+    def add(self, seq: int, encoded: bytes, message: dict[str, Any] | None) -> None:
+        self.events.append((seq, encoded, message))
+        self.stored += len(encoded)
+        while len(self.events) > self.size:
+            self.drop_oldest()
+        self.changed.set()
+
+    def drop_oldest(self) -> int:
+        """Evict the oldest event (a waiting reader wakes to learn it); its size in bytes."""
+        seq, encoded, _ = self.events.popleft()
+        self.evicted = seq
+        self.stored -= len(encoded)
+        self.changed.set()
+        return len(encoded)
+
+    def finish(self) -> None:
+        self.done = True
+        self.changed.set()
+
+
+@dataclass(eq=False)
+class _Session:
+    ident: str
+    version: str
+    streams: dict[int, _Stream] = field(default_factory=dict)  # in the order they were opened
+    by_event: dict[str, tuple[int, int]] = field(default_factory=dict)  # event id -> (stream, seq)
+    listeners: list[_Stream] = field(default_factory=list)  # the standalone GET streams open now
+    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    rate_limited: bool = False
+    last_seen: float = 0.0  # the clock at its last request or the end of its last stream
+    open_streams: int = 0  # responses being written to its client now
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)  # its running producers
+
+    @property
+    def busy(self) -> bool:
+        """Work in flight: a stream open to its client, or a producer that may still be resumed."""
+        return self.open_streams > 0 or bool(self.tasks)
+
+    @property
+    def working(self) -> bool:
+        """Busy with more than a standalone GET stream: a session only listening may make
+        room for a new one (its stream ends; its client re-initializes on the 404), or one
+        client holding idle GET streams would lock every other out."""
+        return self.open_streams > len(self.listeners) or bool(self.tasks)
+
+
+class _Refused(Exception):
+    """A request refused before dispatch: answered with a JSON-RPC error and this HTTP status.
+
+    ``headers`` follow the CORS headers every answer carries."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        text: str,
+        *,
+        ident: Any = None,
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(text)
+        self.status, self.code, self.text, self.ident = status, code, text, ident
+        self.headers = list(headers)
+
+
+@dataclass
+class _Http:
+    """One HTTP request as the handlers see it: the ASGI triple, the headers (lower-case
+    names, the last of a repeated one) and the CORS headers every answer carries."""
+
+    scope: dict[str, Any]
+    receive: Any
+    send: Any
+    headers: dict[str, str]
+    cors: list[tuple[str, str]] = field(default_factory=list)
+
+    async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
+        await respond(self.send, status, body, headers)
+
+    async def error(
+        self, status: int, ident: Any, code: int, text: str, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        await json_error(self.send, status, ident, code, text, [*self.cors, *headers])
+
+
+@dataclass
+class _Call:
+    """One JSON-RPC request on its way to its handler, in the session it belongs to."""
+
+    http: _Http
+    session: _Session
+    message: dict[str, Any]
+
+    @property
+    def ident(self) -> Any:
+        return self.message.get("id")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return _object(self.message.get("params"))
+
+    @property
+    def session_header(self) -> list[tuple[str, str]]:
+        return [("mcp-session-id", self.session.ident)] if self.session.ident else []
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """The headers of its answer: CORS, and the session id when there is one."""
+        return [*self.http.cors, *self.session_header]
+
+
+_Handler = Callable[[_Call], Awaitable[None]]
+_Tool = Callable[[_Call, dict[str, Any]], Awaitable[None]]
+
+
+class ReferenceServer:
+    """An ASGI application: ``uvicorn.run(ReferenceServer(), host="127.0.0.1")``.
+
+    The bounds against a hostile client, and why their defaults:
+
+    - ``max_body`` (1 MiB): a POST body past it is answered 413 and not read further. The
+      largest request this server takes is a client's answer to ``ask``, a few KiB; 1 MiB is
+      room for any initialize, and a quarter of the official Python SDK server's 4 MiB cap.
+    - ``max_sessions`` (64): a new initialize at the cap drops the least recently used
+      session with no running tool and no open stream but its standalone GET stream (which
+      then ends; its client gets 404 and initializes again, as the spec provides); when every
+      session is working it is refused with 503 and ``Retry-After``, so work in flight is
+      never cut to make room for a flood of initializes.
+    - ``session_idle_timeout`` (600 s): a session with no request and no open stream for
+      that long is dropped (swept at each request, no task of its own). Long enough that a
+      client pausing between calls rarely pays a re-initialize; the cap bounds a flood anyway.
+    - ``store_size`` (16 events) per stream, the standalone GET stream included, and
+      ``max_streams`` (64) per session, finished streams dropped first, the oldest running
+      one only when all run: the resumption window of the last few calls.
+    - ``max_store_bytes`` (256 MiB) over all sessions: past it, finished streams go first
+      (oldest first), then the oldest events of running ones. 64 default ``big`` answers, so
+      recent answers stay resumable while a client asking for 64 MiB answers cannot pile them.
+    - ``max_tasks`` (64): tools that stream (``countdown``, ``ask``) run as tasks; past the
+      cap a call is answered -32000 "server busy" instead of starting one. One long call per
+      session at the session cap.
+    """
+
+    def __init__(
+        self,
+        *,
+        profile: str = NEWEST_WITH_SESSIONS.name,
+        faults: Iterable[str] = (),
+        keepalive: float = 15.0,
+        store_size: int = 16,
+        json_response: bool = False,
+        path: str = "/mcp",
+        countdown_delay: float = 0.05,
+        result_size: int = 2 << 20,
+        retry_ms: int = RETRY_MS,
+        stateless: bool = False,
+        max_body: int = MAX_BODY,
+        max_sessions: int = MAX_SESSIONS,
+        session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+        max_streams: int = MAX_STREAMS,
+        max_store_bytes: int = MAX_STORE_BYTES,
+        max_tasks: int = MAX_TASKS,
+    ) -> None:
+        for name, bound in (
+            ("store_size", store_size),
+            ("max_body", max_body),
+            ("max_sessions", max_sessions),
+            ("max_streams", max_streams),
+            ("max_store_bytes", max_store_bytes),
+            ("max_tasks", max_tasks),
+        ):
+            if bound < 1:
+                raise ValueError(f"{name} must be at least 1, not {bound}")
+        if not session_idle_timeout > 0:  # NaN too
+            raise ValueError(f"session_idle_timeout must be > 0 seconds, not {session_idle_timeout}")
+        self.profile, _ = resolve(profile)
+        self.faults: frozenset[Fault] = resolve_faults(faults)  # an unknown name: UnknownFault
+        self.keepalive = keepalive
+        self.store_size = store_size
+        self.json_response = json_response
+        self.path = path
+        self.countdown_delay = countdown_delay  # countdown's default pause between notifications
+        self.result_size = result_size  # countdown's default result: a multi-MB text block
+        self.retry_ms = retry_ms  # the retry field of every priming event
+        self.stateless_mode = stateless or not self.profile.sessions  # no Mcp-Session-Id at all
+        self.max_body = max_body
+        self.max_sessions = max_sessions
+        self.session_idle_timeout = session_idle_timeout
+        self.max_streams = max_streams
+        self.max_store_bytes = max_store_bytes
+        self.max_tasks = max_tasks
+        self.clock: Callable[[], float] = time.monotonic  # replaceable: tests move time on
+        self.sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
+        self.store: OrderedDict[_Stream, _Session] = OrderedDict()  # every kept stream, oldest first
+        self.stored_bytes = 0  # the events of the streams in ``store``
+        self.tasks: set[asyncio.Task[None]] = set()  # running producers, held until done
+        self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)  # what those tasks raised
+        self.asked: dict[Any, asyncio.Future[dict[str, Any]]] = {}  # our requests to clients, by id
+        self.asking = itertools.count(1)
+        self.stateless = _Session("", self.profile.name)  # 2026-07-28: one scope for all
+        self.ended: deque[str] = deque(maxlen=1024)  # ids ended by DELETE (bounded)
+        self._http_methods: dict[str, Callable[[_Http], Awaitable[None]]] = {
+            "OPTIONS": self._options,
+            "POST": self._post,
+            "GET": self._get,
+            "DELETE": self._delete,
+        }
+        self._methods = self._method_table()
+        self._tools = self._tool_table()
+
+    def _method_table(self) -> dict[str, _Handler]:
+        """The JSON-RPC methods this profile serves (2026-07-28: discover, not ping)."""
+        methods: dict[str, _Handler] = {
+            "initialize": self._initialize,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+        }
+        if self.profile.request_headers:
+            methods["server/discover"] = self._discover
+        else:
+            methods["ping"] = self._ping
+        return methods
+
+    def _tool_table(self) -> dict[str, _Tool]:
+        tools: dict[str, _Tool] = {
+            "echo": self._echo,
+            "big": self._big,
+            "structured": self._structured,
+            "countdown": self._countdown_tool,
+        }
+        if not self.json_response and not self.profile.request_headers:  # it needs a stream back
+            tools["ask"] = self._ask_tool
+        return tools
+
+    # -- ASGI ------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if scope["path"] != self.path:
+            await plain(send, 404, "not found")
+            return
+        if not self._trusted(headers):
+            await plain(send, 403, "forbidden: Origin or Host is not this server's")  # DNS rebinding
+            return
+        http = _Http(scope, receive, send, headers, self._cors(headers.get("origin")))
+        handler = self._http_methods.get(scope["method"], self._not_allowed)
+        self._drop_idle_sessions()
+        try:
+            await handler(http)
+        except _Refused as refused:
+            await http.error(refused.status, refused.ident, refused.code, refused.text, refused.headers)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await self.aclose()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def aclose(self) -> None:
+        """Cancel the tasks this server started and wait for them (the lifespan shutdown
+        calls it): nothing outlives the app, and each cancelled producer ends its stream."""
+        running = list(self.tasks)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    def _trusted(self, headers: dict[str, str]) -> bool:
+        """Host, and Origin when sent, name this machine (DNS rebinding protection)."""
+        if Fault.ORIGIN_IGNORED in self.faults:
+            return True
+        origin = headers.get("origin")
+        return loopback_host(headers.get("host")) and (origin is None or loopback_origin(origin))
+
+    def _cors(self, origin: str | None) -> list[tuple[str, str]]:
+        if origin is None:
+            return []
+        headers = [("access-control-allow-origin", origin), ("vary", "Origin")]
+        if Fault.MISSING_EXPOSE_HEADERS not in self.faults:
+            headers.append(("access-control-expose-headers", EXPOSED))
+        return headers
+
+    async def _options(self, http: _Http) -> None:
+        allow = [("access-control-allow-methods", "GET, POST, DELETE"), ("access-control-allow-headers", "*")]
+        await http.respond(204, [*http.cors, *allow])
+
+    async def _not_allowed(self, http: _Http) -> None:
+        await http.respond(405, [*http.cors, ("allow", "GET, POST, DELETE")])
+
+    # -- validators: each refuses by raising _Refused ----------------------------------
+
+    def _check_post_accept(self, accept: str | None) -> None:
+        if Fault.STRICT_ACCEPT in self.faults:
+            ok = accept == BOTH  # the exact string, as a naive server compares it
+        else:
+            ok = accept is not None and acceptable(accept, JSON) and acceptable(accept, SSE)
+        if not ok:
+            text = "Not Acceptable: Accept must list application/json and text/event-stream"
+            raise _Refused(406, -32600, text)
+
+    def _check_get_accept(self, accept: str | None) -> None:
+        ok = accept is not None and acceptable(accept, SSE)
+        if Fault.STRICT_ACCEPT in self.faults:
+            ok = ok and accept == SSE
+        if not ok:
+            raise _Refused(406, -32600, "Not Acceptable: Accept must list text/event-stream")
+
+    def _check_content_type(self, ctype: str | None) -> None:
+        strict = Fault.STRICT_CONTENT_TYPE in self.faults
+        if not (ctype == JSON if strict else media_type(ctype) == JSON):
+            raise _Refused(415, -32600, "Unsupported Media Type: send application/json")
+
+    @staticmethod
+    def _parse(body: bytes) -> dict[str, Any]:
+        """One JSON-RPC message: 400 for bad JSON (NaN and Infinity included, and nesting too
+        deep for the parser) or anything but one object with a string, number or null id."""
+        try:
+            message = json.loads(body, parse_constant=_not_json)
+        except (ValueError, RecursionError):
+            raise _Refused(400, -32700, "Parse error") from None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
+        ident = message.get("id")
+        if isinstance(ident, bool) or not isinstance(ident, (str, int, float, type(None))):
+            # JSON-RPC 2.0: an id is a string, a number or null; the error's id is null since
+            # the request's cannot be echoed as an id
+            raise _Refused(400, -32600, "Invalid Request: id must be a string, a number or null")
+        return message
+
+    def _session(self, headers: dict[str, str]) -> _Session:
+        """The request's session: 400 without an id, 404 for an unknown one, 400 for an
+        unknown MCP-Protocol-Version."""
+        ident = headers.get("mcp-session-id")
+        if ident is None:
+            raise _Refused(400, -32600, "Bad Request: Mcp-Session-Id required")
+        session = self.sessions.get(ident)
+        if session is None and Fault.STALE_SESSION_ACCEPTED in self.faults and ident not in self.ended:
+            session = self._add_session(ident, self.profile.name)
+        if session is None:
+            status = 400 if Fault.UNKNOWN_SESSION_400 in self.faults else 404
+            raise _Refused(status, -32001, "Session not found")
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version.strip() not in KNOWN_VERSIONS:
+            raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
+        self._touch(session)
+        return session
+
+    def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
+        """2026-07-28: a request's headers must agree with its body (the protocol layer's rules)."""
+        if "id" not in message or "method" not in message:
+            return None
+        return ModernHeaders.of(headers, message).rejection()
+
+    # -- POST ------------------------------------------------------------------------
+
+    async def _post(self, http: _Http) -> None:
+        """Validate, find the session, then hand the message to its handler."""
+        body = await self._body(http)
+        self._check_post_accept(http.headers.get("accept"))
+        self._check_content_type(http.headers.get("content-type"))
+        message = self._parse(body)
+        session = self._post_session(http.headers, message)
+        if message.get("method") is None:
+            await self._client_response(http, message)
+        elif "id" not in message:
+            await http.respond(202, http.cors)  # a notification: accepted
+        else:
+            await self._dispatch(_Call(http, session, message))
+
+    def _post_session(self, headers: dict[str, str], message: dict[str, Any]) -> _Session:
+        """The session a POST belongs to; initialize opens one (2025 revisions with sessions)."""
+        if self.profile.request_headers:
+            problem = self._modern_headers(headers, message)
+            if problem is not None:
+                raise _Refused(400, problem[0], problem[1], ident=message.get("id"))
+            return self.stateless
+        if self.stateless_mode:
+            return self.stateless  # initialize answers the version its own message negotiates
+        if message.get("method") == "initialize":
+            return self._new_session(message)
+        return self._session(headers)
+
+    async def _body(self, http: _Http) -> bytes:
+        """The request body, up to ``max_body``: past it 413, the rest left unread and the
+        connection closed after the answer (the ASGI server then stops reading it)."""
+        try:
+            return await read_body(http.receive, http.headers, self.max_body)
+        except BodyTooLarge as too_large:
+            raise _Refused(413, -32600, str(too_large), headers=[("connection", "close")]) from None
+
+    async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
+        """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
+        waiting = self.asked.pop(message.get("id"), None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message)
+        await http.respond(202, http.cors)
+
+    async def _dispatch(self, call: _Call) -> None:
+        method = call.message["method"]
+        handler = self._methods.get(method) if isinstance(method, str) else None
+        if handler is None:
+            await call.http.error(200, call.ident, -32601, f"Method not found: {method}", call.session_header)
+            return
+        await handler(call)
+
+    # -- JSON-RPC methods --------------------------------------------------------------
+
+    async def _initialize(self, call: _Call) -> None:
+        result = {
+            "protocolVersion": self._negotiate(call.message),  # per request: never shared state
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": SERVER_INFO,
+        }
+        await self._answer(call, result)
+
+    async def _ping(self, call: _Call) -> None:
+        await self._answer(call, {})
+
+    async def _discover(self, call: _Call) -> None:
+        discovered = {
+            "supportedVersions": [self.profile.name],
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": SERVER_INFO,
+        }
+        await self._answer(call, discovered)
+
+    async def _tools_list(self, call: _Call) -> None:
+        if Fault.RATE_LIMIT_BURST in self.faults and not call.session.rate_limited:
+            call.session.rate_limited = True
+            raise _Refused(429, -32000, "rate limited", ident=call.ident, headers=[("retry-after", "1")])
+        await self._answer(call, {"tools": TOOLS})
+
+    async def _tools_call(self, call: _Call) -> None:
+        params = call.params
+        name, arguments = params.get("name"), params.get("arguments")
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            await self._answer(call, {**_text(f"unknown tool {name!r}"), "isError": True})
+            return
+        try:
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, dict):
+                raise _InvalidArgument("arguments must be an object")
+            await tool(call, arguments)
+        except _InvalidArgument as invalid:
+            text = f"Invalid params: {name}: {invalid}"
+            await call.http.error(200, call.ident, -32602, text, call.session_header)
+
+    # -- sessions: each a bounded claim on the server ------------------------------------
+
+    def _new_session(self, message: dict[str, Any]) -> _Session:
+        try:
+            return self._add_session(uuid.uuid4().hex, self._negotiate(message))
+        except _Refused as refused:
+            refused.ident = message.get("id")
+            raise
+
+    def _add_session(self, ident: str, version: str) -> _Session:
+        """A session, room made for it first: at ``max_sessions`` the least recently used
+        one that is not working (at most listening) is dropped, and when all are working the
+        request is refused (503)."""
+        while len(self.sessions) >= self.max_sessions:
+            idle = next((each for each in self.sessions.values() if not each.working), None)
+            if idle is None:
+                text = f"Server busy: all {self.max_sessions} sessions are in use; retry later"
+                raise _Refused(503, -32000, text, headers=[("retry-after", str(BUSY_RETRY_AFTER))])
+            self._drop_session(idle)
+        session = self.sessions[ident] = _Session(ident, version, last_seen=self.clock())
+        return session
+
+    def _touch(self, session: _Session) -> None:
+        """Mark a session used now: it moves to the end of the least-recently-used order."""
+        session.last_seen = self.clock()
+        if self.sessions.get(session.ident) is session:
+            self.sessions.move_to_end(session.ident)
+
+    def _drop_idle_sessions(self) -> None:
+        """Drop every session idle past ``session_idle_timeout``. Sessions are kept least
+        recently used first, so the sweep stops at the first one used since."""
+        horizon = self.clock() - self.session_idle_timeout
+        stale = itertools.takewhile(lambda each: each.last_seen <= horizon, self.sessions.values())
+        for session in [each for each in stale if not each.busy]:
+            self._drop_session(session)
+
+    def _drop_session(self, session: _Session) -> None:
+        """Forget a session (its id is then 404), its kept streams and its running tools."""
+        self.sessions.pop(session.ident, None)
+        self.ended.append(session.ident)
+        for stream in list(session.streams.values()):
+            self._drop_stream(session, stream)
+        for stream in session.listeners:
+            stream.finish()  # its GET stream ends: the client learns of the drop at its next request
+        for task in session.tasks:
+            task.cancel()  # each producer still ends its stream on the way out
+
+    def _negotiate(self, message: dict[str, Any]) -> str:
+        """The version initialize agrees on: the client's if initialize exists in it, else ours."""
+        wanted = _object(message.get("params")).get("protocolVersion")
+        return wanted if _negotiable(wanted) else self.profile.name
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def _echo(self, call: _Call, arguments: dict[str, Any]) -> None:
+        await self._answer(call, _text(str(arguments.get("text", ""))))
+
+    async def _big(self, call: _Call, arguments: dict[str, Any]) -> None:
+        size = _integer(arguments, "size", 4 << 20, high=64 << 20)
+        await self._answer(call, _text("x" * size))
+
+    async def _structured(self, call: _Call, arguments: dict[str, Any]) -> None:
+        n = _integer(arguments, "n", 1)
+        value: Any = "not an integer" if Fault.OUTPUT_SCHEMA_VIOLATION in self.faults else n
+        result = {
+            "content": [{"type": "text", "text": json.dumps({"value": value})}],
+            "structuredContent": {"value": value},
+        }
+        await self._answer(call, result)
+
+    async def _ask_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
+        question = str(arguments.get("question", "?"))
+        await self._streamed(call, lambda stream: self._ask(call.session, stream, question))
+
+    async def _countdown_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
+        count = _integer(arguments, "count", 20, high=10_000)
+        delay = _number(arguments, "delay", self.countdown_delay, high=5.0)
+        size = _integer(arguments, "size", self.result_size, high=64 << 20)
+        if self.json_response:
+            await asyncio.sleep(count * delay)
+            await self._answer(call, _text(_filler(size)))
+            return
+        token = _object(call.params.get("_meta")).get("progressToken")
+        await self._streamed(
+            call, lambda stream: self._countdown(call.session, stream, token, count, delay, size)
+        )
+
+    # -- producers: background work that fills a stream ---------------------------------
+
+    async def _streamed(
+        self, call: _Call, produce: Callable[[_Stream], Coroutine[Any, Any, dict[str, Any]]]
+    ) -> None:
+        """Answer on a stream that a task of the server's fills: the task goes on whether or
+        not anyone reads, so a cut client resumes from the store. At ``max_tasks`` running,
+        the call is refused (-32000) rather than start one more."""
+        if len(self.tasks) >= self.max_tasks:
+            text = f"Server busy: {self.max_tasks} tool calls are running; retry later"
+            await call.http.error(200, call.ident, -32000, text, call.session_header)
+            return
+        stream = self._open_stream(call.session)
+        self._spawn(self._produce(call.session, stream, call.ident, produce(stream)), call.session)
+        await self._serve_stream(call.http, call.session, stream, 0, call.headers)
+
+    async def _produce(
+        self, session: _Session, stream: _Stream, ident: Any, work: Awaitable[dict[str, Any]]
+    ) -> None:
+        """Run a producer and answer with its result; its stream ends on every path, so a
+        reader (or a GET resuming it) never waits on a producer that failed or was cancelled."""
+        try:
+            result = await work
+        except Exception:
+            error = {"code": -32603, "message": "Internal error: the tool failed"}
+            self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "error": error})
+            raise  # kept in self.errors by _reap
+        else:
+            self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": result})
+        finally:
+            stream.finish()
+
+    def _spawn(self, work: Coroutine[Any, Any, None], session: _Session | None = None) -> None:
+        """Run ``work`` as a task of the server's (and of ``session``'s, which stays busy,
+        so never dropped, while it runs)."""
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self._reap)
+        if session is not None:
+            session.tasks.add(task)
+
+            def done(task: asyncio.Task[None]) -> None:
+                self._touch(session)  # idle from now on, not from its last request
+                session.tasks.discard(task)
+
+            task.add_done_callback(done)
+
+    def _reap(self, task: asyncio.Task[None]) -> None:
+        """Forget a finished task and surface its failure (retrieved here, so asyncio never
+        reports it as unretrieved)."""
+        self.tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self.errors.append(error)
+            logger.error("a reference server task failed", exc_info=error)
+
+    async def _countdown(
+        self, session: _Session, stream: _Stream, token: Any, count: int, delay: float, size: int
+    ) -> dict[str, Any]:
+        """``count`` progress notifications ``delay`` apart, then a result of ``size`` bytes."""
+        for i in range(1, count + 1):
+            await asyncio.sleep(delay)
+            if token is None:
+                continue
+            note = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": i, "total": count},
+            }
+            self._emit(session, stream, note)
+            if Fault.BROADCAST_TWO_STREAMS in self.faults:
+                for listener in list(session.listeners):
+                    self._emit(session, listener, note)
+        return _text(_filler(size))
+
+    async def _ask(self, session: _Session, stream: _Stream, question: str) -> dict[str, Any]:
+        """Ask the client (sampling/createMessage on the request's stream), then answer with
+        what it said; 10 s at most."""
+        asked = f"srv-{next(self.asking)}"
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.asked[asked] = waiting
+        sampling = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+            "maxTokens": 16,
+        }
+        request = {"jsonrpc": "2.0", "id": asked, "method": "sampling/createMessage", "params": sampling}
+        try:
+            self._emit(session, stream, request)
+            answer = await asyncio.wait_for(waiting, 10.0)
+            text = json.dumps(answer.get("result", answer.get("error")))
+        except asyncio.TimeoutError:
+            text = "no answer"
+        finally:
+            self.asked.pop(asked, None)
+        return _text(text)
+
+    # -- answers and streams -----------------------------------------------------------
+
+    async def _answer(self, call: _Call, result: dict[str, Any]) -> None:
+        reply = {"jsonrpc": "2.0", "id": call.ident, "result": result}
+        if self.json_response:
+            await call.http.respond(200, [("content-type", JSON), *call.headers], json.dumps(reply).encode())
+            return
+        stream = self._open_stream(call.session)
+        try:
+            self._emit(call.session, stream, reply)
+        finally:
+            stream.finish()
+        del reply, result  # its encoded bytes are kept: the result need not live while they are sent
+        await self._serve_stream(call.http, call.session, stream, 0, call.headers)
+
+    # -- the event store: streams kept for resumption, bounded in count and bytes ----------
+
+    def _open_stream(self, session: _Session, size: int | None = None) -> _Stream:
+        number = next(session.numbers)
+        stream = _Stream(number, size or self.store_size)
+        session.streams[number] = stream
+        self.store[stream] = session
+        while len(session.streams) > self.max_streams:
+            kept = session.streams.values()
+            # finished streams go first (their readers lose nothing), the oldest running one
+            # only when every stream runs
+            oldest = next((each for each in kept if each.done), next(iter(kept)))
+            self._drop_stream(session, oldest)
+        if self.profile.priming:
+            self._emit(session, stream, None)
+        return stream
+
+    def _drop_stream(self, session: _Session, stream: _Stream) -> None:
+        """Forget a stream: a Last-Event-ID of it is then refused (409). A reader still
+        writing it out keeps it until done; it is no longer counted in ``stored_bytes``."""
+        if session.streams.get(stream.number) is stream:
+            del session.streams[stream.number]
+        if self.store.pop(stream, None) is not None:
+            self.stored_bytes -= stream.stored
+
+    def _keep_within_budget(self, current: _Stream) -> None:
+        """Past ``max_store_bytes``: whole finished streams go first, oldest first across all
+        sessions, then the oldest events of the oldest running streams. The event just stored
+        stays: a stream can always deliver its newest event, however large."""
+        while self.stored_bytes > self.max_store_bytes:
+            finished = next((each for each in self.store if each.done and each is not current), None)
+            if finished is not None:
+                self._drop_stream(self.store[finished], finished)
+                continue
+            running = next(
+                (each for each in self.store if len(each.events) > (1 if each is current else 0)), None
+            )
+            if running is None:
+                return
+            self.stored_bytes -= running.drop_oldest()
+
+    def _emit(self, session: _Session, stream: _Stream, message: dict[str, Any] | None) -> None:
+        """Store one event (``None``: the priming event, an id and empty data)."""
+        if self.profile.resumability:
+            if Fault.DUPLICATE_EVENT_IDS in self.faults:
+                seq = stream.next_seq
+                ident = str(seq)
+            else:
+                seq = next(session.counter)
+                ident = f"{stream.number}-{seq}"
+            stream.next_seq += 1
+            session.by_event[ident] = (stream.number, seq)
+            if len(session.by_event) > 4096:
+                session.by_event.pop(next(iter(session.by_event)))
+        else:
+            seq, ident = stream.next_seq, None
+            stream.next_seq += 1
+        if message is None:
+            encoded = encode_event("", id=ident, retry=self.retry_ms)
+        else:
+            encoded = encode_event(json.dumps(message), event="message", id=ident)
+        before = stream.stored
+        # the message itself only for the fault that re-encodes it: kept beside its bytes,
+        # it would double what the store holds past what max_store_bytes counts
+        kept = message if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults else None
+        stream.add(seq, encoded, kept)
+        if stream in self.store:
+            self.stored_bytes += stream.stored - before
+            self._keep_within_budget(stream)
+
+    @property
+    def _sse_type(self) -> str:
+        return "text/plain" if Fault.WRONG_CONTENT_TYPE in self.faults else SSE
+
+    async def _serve_stream(
+        self,
+        http: _Http,
+        session: _Session,
+        stream: _Stream,
+        after: int,
+        headers: list[tuple[str, str]],
+        *,
+        standalone: bool = False,
+    ) -> None:
+        """Write ``stream`` after ``after`` to the client; the session is busy meanwhile.
+        The standalone GET stream has keep-alive comments; a call's stream has none."""
+        source = self._follow(stream, after)
+        keepalive = 0.0
+        if standalone:
+            keepalive = 0.0 if Fault.NO_KEEPALIVES in self.faults else self.keepalive
+            if Fault.IDLE_CLOSE in self.faults:
+                source = _ended_when_idle(source, 2 * self.keepalive)
+        elif Fault.BUFFERED_STREAM in self.faults:
+            source = _held_back(source)
+        app = EventStreamResponse(
+            source, keepalive=keepalive, headers=[("content-type", self._sse_type), *headers]
+        )
+        session.open_streams += 1
+        try:
+            await app(http.scope, http.receive, http.send)
+        finally:
+            self._touch(session)  # idle from the end of its last stream (touched first: not
+            session.open_streams -= 1  # idle for a moment with a stale time)
+
+    @staticmethod
+    async def _follow(stream: _Stream, after: int) -> AsyncIterator[bytes]:
+        """The stream's events with a sequence number above ``after``, as they are stored.
+
+        A follower the store outran (events it never sent were evicted) ends with an error,
+        so its client sees a broken stream, never a silent gap."""
+        sent = after
+        while True:
+            stream.changed.clear()
+            fresh = [(seq, encoded) for seq, encoded, _ in list(stream.events) if seq > sent]
+            if stream.evicted > sent:
+                raise RuntimeError("the event store outran this stream's reader")
+            for seq, encoded in fresh:
+                sent = seq
+                yield encoded
+            if fresh:
+                continue  # events may have arrived while these were written
+            if stream.done:
+                return
+            await stream.changed.wait()
+
+    # -- GET and DELETE ----------------------------------------------------------------
+
+    async def _get(self, http: _Http) -> None:
+        """The standalone stream, or with Last-Event-ID a resumption of a stream."""
+        if not self.profile.get_stream or self.stateless_mode or Fault.NO_GET in self.faults:
+            await http.respond(405, [*http.cors, ("allow", "POST")])
+            return
+        self._check_get_accept(http.headers.get("accept"))
+        session = self._session(http.headers)
+        headers = [*http.cors, ("mcp-session-id", session.ident)]
+        cursor = http.headers.get("last-event-id")
+        if cursor is None:
+            await self._listen(http, session, headers)
+        else:
+            await self._resume(http, session, cursor, headers)
+
+    async def _listen(self, http: _Http, session: _Session, headers: list[tuple[str, str]]) -> None:
+        """The standalone GET stream: a priming event, then what the server sends on its own.
+
+        It is a stream of the store like any other, so it is bounded the same way and a
+        reader that falls ``store_size`` events behind is cut, not silently skipped; it ends
+        when its reader leaves (a resumption then replays what is kept, and ends)."""
+        stream = self._open_stream(session)
+        session.listeners.append(stream)
+        try:
+            await self._serve_stream(http, session, stream, 0, headers, standalone=True)
+        finally:
+            session.listeners.remove(stream)
+            stream.finish()
+
+    async def _resume(
+        self, http: _Http, session: _Session, cursor: str, headers: list[tuple[str, str]]
+    ) -> None:
+        """Replay the cursor's stream after it, or refuse explicitly when it cannot."""
+        found = session.by_event.get(cursor)
+        stream = session.streams.get(found[0]) if found else None
+        refusal = [("mcp-session-id", session.ident), ("retry-after", "1")]
+        if stream is None or found is None:
+            raise _Refused(409, -32000, "cannot resume: unknown Last-Event-ID", headers=refusal)
+        seq = found[1]
+        if stream.evicted > seq:  # events after the cursor were evicted: refuse, never fake it
+            if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults:
+                await self._torn_replay(http, session, stream, headers)
+                return
+            text = "cannot resume: events after Last-Event-ID were evicted"
+            raise _Refused(409, -32000, text, headers=refusal)
+        after = seq - 1 if Fault.REPLAY_BEFORE_CURSOR in self.faults else seq
+        await self._serve_stream(http, session, stream, after, headers)
+
+    async def _torn_replay(
+        self, http: _Http, session: _Session, stream: _Stream, headers: list[tuple[str, str]]
+    ) -> None:
+        """The torn-replay-after-eviction fault: a fresh stream, new ids, a gap."""
+        fresh = self._open_stream(session, size=len(stream.events) + 1)  # served whole
+        try:
+            for _, _, message in list(stream.events):
+                if message is not None:
+                    self._emit(session, fresh, message)
+        finally:
+            fresh.finish()
+        await self._serve_stream(http, session, fresh, 0, headers)
+
+    async def _delete(self, http: _Http) -> None:
+        if self.stateless_mode:
+            await http.respond(405, [*http.cors, ("allow", "POST")])
+            return
+        session = self._session(http.headers)
+        if Fault.DELETE_NOT_INVALIDATING not in self.faults:
+            self._drop_session(session)
+        await http.respond(200, http.cors)
+
+
+def _negotiable(version: Any) -> TypeGuard[str]:
+    """A revision initialize can agree on: a known one that still has initialize (the
+    revisions with Mcp-Method headers replaced it with discovery)."""
+    if not isinstance(version, str) or version not in KNOWN_VERSIONS:
+        return False
+    profile = PROFILES.get(version)
+    return profile is None or not profile.request_headers
+
+
+async def _ended_when_idle(source: AsyncIterator[bytes], idle: float) -> AsyncIterator[bytes]:
+    """The idle-close fault: the body ends (the server's own close) after ``idle`` seconds
+    without an event."""
+    events = source.__aiter__()
+    while True:
+        try:
+            yield await asyncio.wait_for(events.__anext__(), idle)
+        except (StopAsyncIteration, asyncio.TimeoutError):
+            return
+
+
+async def _held_back(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The buffered-stream fault: everything at once, at the end."""
+    held = [piece async for piece in source]
+    yield b"".join(held)
+
+
+def _filler(size: int) -> str:
+    """``size`` bytes of text that tell where they were cut: a torn copy never looks whole."""
+    line = "".join(f"{n:07d} " for n in range(1, 129))  # 1 KiB, counting
+    return (line * (size // len(line) + 1))[:size] if size else "done"
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(text: str) -> dict[str, Any]:  # a tool result of one text block
+    return {"content": [{"type": "text", "text": text}]}
+
+
+class _InvalidArgument(ValueError):
+    """A tool argument of the wrong type: the call is answered -32602 (Invalid params)."""
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _integer(arguments: dict[str, Any], name: str, default: int, *, high: int | None = None) -> int:
+    """An integer argument (JSON Schema's: 2.0 is one), clamped to ``[0, high]`` when
+    ``high`` is given; a bool, a fraction or a string is refused."""
+    value = arguments.get(name, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _InvalidArgument(f"{name} must be an integer, not {json.dumps(value)[:40]}")
+    return value if high is None else max(0, min(value, high))
+
+
+def _number(arguments: dict[str, Any], name: str, default: float, *, high: float) -> float:
+    """A number argument, clamped to ``[0, high]``."""
+    value = arguments.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _InvalidArgument(f"{name} must be a number, not {json.dumps(value)[:40]}")
+    return max(0.0, min(float(value), high))

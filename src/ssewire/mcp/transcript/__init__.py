@@ -1,0 +1,46 @@
+"""Transcripts: the format ``ssewire-transcript/1`` (strict loading, the one writer) and
+its redaction. The names of the format are re-exported here, where users import them."""
+
+from .format import (
+    ABSENT,
+    FORMAT,
+    Exchange,
+    ExchangeRecord,
+    Headers,
+    Request,
+    Response,
+    Room,
+    Transcript,
+    TranscriptError,
+    TranscriptWriter,
+    body_field,
+    chunk_fields,
+    from_document,
+    header_fields,
+    load,
+    load_document,
+    loads,
+    loads_document,
+)
+
+__all__ = [
+    "ABSENT",
+    "FORMAT",
+    "Exchange",
+    "ExchangeRecord",
+    "Headers",
+    "Request",
+    "Response",
+    "Room",
+    "Transcript",
+    "TranscriptError",
+    "TranscriptWriter",
+    "body_field",
+    "chunk_fields",
+    "from_document",
+    "header_fields",
+    "load",
+    "load_document",
+    "loads",
+    "loads_document",
+]

@@ -1,0 +1,267 @@
+"""The live half's one transport path, on httpx: the client, the probe and the recorder send
+and read through it.
+
+- A request is sent with a deadline for the answer's head; httpx's own read timeout is off
+  for it, because the deadlines here are the ones that matter (a stream may rightly stay
+  open for minutes, but not silent past ``idle``).
+- A body is read as the project's httpx adapter reads it (``aiter_bytes``: content-encoding
+  undone), so a proxy that compresses ``text/event-stream`` changes nothing.
+- One read loop (`Answer.chunks`) with both deadlines: ``idle`` (nothing at all came, not
+  even a keep-alive comment: `Idle`) and ``until`` (the caller's read limit: the stream is
+  still open). A transport error inside the body is `Broken`, with its time.
+- Every message is read under one size limit: an SSE event over it becomes an
+  ``InvalidMessage`` of the decoder (the stream goes on); a JSON answer over it is
+  `MessageTooLarge`.
+- Only a recorder keeps the bytes (each chunk as read, after content decoding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any, Protocol
+
+import httpx
+import orjson
+
+from ..._http import media_type
+from ...jsonrpc import Item, MessageDecoder
+from ..protocol.wire import JSON, SSE
+
+# 16 MiB: above the official servers' 4 MB request cap and the multi-megabyte results this
+# package is for (the official Python client's 1 MiB cap refuses a screenshot or a PDF page),
+# while a hostile peer costs at most this (plus parsing) before the call ends. None: unbounded.
+DEFAULT_MAX_MESSAGE_SIZE: int | None = 16 * 1024 * 1024
+LINE_SLACK = 64  # a line may hold a message of the limit plus its field name ("data: ")
+_timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
+
+
+class Idle(Exception):
+    """Nothing came (no byte, not even a keep-alive comment) for ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"nothing came for {seconds:g} s")
+        self.seconds = seconds
+
+
+class Broken(Exception):
+    """The connection ended the body with a transport error ``error`` (an exception's class
+    name), ``after`` seconds into the answer."""
+
+    def __init__(self, error: str, after: float) -> None:
+        super().__init__(f"{error} after {after:.3f} s")
+        self.error, self.after = error, after
+
+
+class MessageTooLarge(Exception):
+    """A message (a JSON answer, an SSE event) over the message size limit: it is not read
+    any further, and only the call it answers ends."""
+
+    def __init__(self, limit: int, size: int, what: str = "a JSON answer") -> None:
+        super().__init__(
+            f"{what} of {size} bytes or more is over the {limit} byte message limit: this call ends, "
+            "the session goes on (raise max_message_size if such messages are expected)"
+        )
+        self.limit, self.size = limit, size
+
+
+class NotJSON(Exception):
+    """A body labelled or taken as JSON that does not parse."""
+
+
+class Recording(Protocol):
+    """Where a recorder puts what a body brought (a transcript writer's record has this shape)."""
+
+    def chunk(self, data: bytes) -> None: ...
+
+    def end(self) -> None: ...
+
+
+async def send(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    content: bytes | None = None,
+    *,
+    head_timeout: float,
+    max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
+    record: Recording | None = None,
+) -> Answer:
+    """Send a request and return its `Answer` once the head came, within ``head_timeout``
+    seconds. Raises ``httpx.TransportError`` or ``asyncio.TimeoutError`` when none came."""
+    timeout = httpx.Timeout(head_timeout, read=None)  # reads have the deadlines of Answer.chunks
+    request = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
+    start = time.monotonic()
+    response = await asyncio.wait_for(http.send(request, stream=True), head_timeout)
+    return Answer(response, start=start, max_message_size=max_message_size, record=record)
+
+
+def _abandon(step: asyncio.Future[Any]) -> None:
+    """Cancel a read no one waits for; its end, whatever it is, is retrieved (never logged
+    as an exception nobody saw)."""
+    step.cancel()
+    step.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+class Answer:
+    """A response being read: its head, and its body as chunks, SSE items or one JSON value.
+
+    The figures of the read (``first_byte``, ``ended``, ``comments``, ``retry``) are filled in
+    as it goes; ``kept`` holds the body's first bytes when the caller asked to ``keep`` them.
+    """
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        *,
+        start: float,
+        max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
+        record: Recording | None = None,
+    ) -> None:
+        self.response = response
+        self.status = response.status_code
+        self.headers = response.headers
+        self.start = start
+        self.limit = max_message_size
+        self.record = record
+        self.first_byte: float | None = None  # seconds from the request to the body's first byte
+        self.ended = False  # the body ended by itself (not by a deadline, a cut or an error)
+        self.comments = 0  # comment lines (keep-alives) of an SSE body so far
+        self.events_seen = 0  # SSE events (of any kind, torn tails aside) decoded so far
+        self.received = 0  # bytes of the body read so far (after content decoding)
+        self.retry: int | None = None  # the SSE retry field, if one came
+        self.kept = bytearray()
+        self._chunks = response.aiter_bytes()
+        self._decoder: MessageDecoder | None = None
+        self._hurry: float | None = None  # a deadline set while reading (`hurry`)
+
+    @property
+    def media_type(self) -> str | None:
+        return media_type(self.headers.get("content-type"))
+
+    @property
+    def is_sse(self) -> bool:
+        return self.media_type == SSE
+
+    @property
+    def is_json(self) -> bool:
+        return self.media_type == JSON
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    async def chunks(
+        self, *, idle: float | None = None, until: float | None = None, keep: int = 0
+    ) -> AsyncGenerator[bytes, None]:
+        """The body's chunks as they come: the one read loop. Ends at the body's end
+        (``ended``) or when the monotonic time ``until`` is reached (the stream was still
+        open: its read is cancelled, so close the answer then, never read it again); raises
+        `Idle` when ``idle`` seconds pass with nothing, `Broken` when the connection breaks.
+        ``keep``: bytes of the body to keep in ``kept``."""
+        while True:
+            wait = idle
+            if self._hurry is not None:
+                until = self._hurry if until is None else min(until, self._hurry)
+            if until is not None:
+                left = until - time.monotonic()
+                if left <= 0:
+                    return
+                wait = left if wait is None else min(wait, left)
+            try:
+                chunk = await self._next_chunk(wait)
+            except StopAsyncIteration:
+                self.ended = True
+                if self.record is not None:
+                    self.record.end()
+                return
+            except asyncio.TimeoutError:
+                if until is not None and time.monotonic() >= until:
+                    return
+                raise Idle(wait or 0.0) from None
+            except (httpx.HTTPError, OSError) as exc:
+                raise Broken(type(exc).__name__, self.elapsed()) from None
+            if self.first_byte is None:
+                self.first_byte = self.elapsed()
+            self.received += len(chunk)
+            if self.record is not None:
+                self.record.chunk(chunk)
+            if len(self.kept) < keep:
+                self.kept += chunk[: keep - len(self.kept)]
+            yield chunk
+
+    def hurry(self, until: float) -> None:
+        """From now on, the read ends at the monotonic time ``until`` at the latest (as if
+        it had been its ``until``): an answer read on to its end after what the caller
+        wanted, so its connection can be reused, but never for longer than that."""
+        self._hurry = until if self._hurry is None else min(until, self._hurry)
+
+    async def _next_chunk(self, wait: float | None) -> bytes:
+        """The next chunk within ``wait`` seconds (``asyncio.TimeoutError`` past it). Never
+        ``asyncio.wait_for``: before Python 3.12 it swallows a cancellation that meets a chunk
+        already there, so a peer that never pauses would make the caller's deadline
+        unreachable. From 3.11, ``asyncio.timeout`` (no task per chunk: a tenth of the cost,
+        which counts on a body of a thousand chunks); before, a task and ``asyncio.wait``."""
+        if _timeout is not None:
+            async with _timeout(wait):
+                return await self._chunks.__anext__()
+        step = asyncio.ensure_future(self._chunks.__anext__())
+        try:
+            done, _ = await asyncio.wait((step,), timeout=wait)
+        except asyncio.CancelledError:
+            _abandon(step)
+            raise
+        if not done:
+            _abandon(step)
+            raise asyncio.TimeoutError
+        return step.result()
+
+    async def events(
+        self, *, idle: float | None = None, until: float | None = None, batches: bool = False, keep: int = 0
+    ) -> AsyncGenerator[list[Item], None]:
+        """The SSE body's items, chunk by chunk (an empty list for a chunk that completed
+        none: a keep-alive, say). At the body's end, a torn final event is one more list with
+        its ``TornTail``; after `Idle` or `Broken`, ask `tail` for it."""
+        line = None if self.limit is None else self.limit + LINE_SLACK  # an endless line is bounded too
+        decoder = self._decoder = MessageDecoder(
+            allow_batches=batches, max_event_size=self.limit, max_line_size=line
+        )
+        async with aclosing(self.chunks(idle=idle, until=until, keep=keep)) as chunks:
+            async for chunk in chunks:
+                items = decoder.feed(chunk)
+                self.comments = decoder.comments
+                self.events_seen += len(items)
+                if decoder.retry is not None:
+                    self.retry = decoder.retry
+                yield items
+        if self.ended:
+            yield decoder.close()
+
+    def tail(self) -> list[Item]:
+        """After a read that did not end by itself: the torn final event, if any."""
+        return self._decoder.close() if self._decoder is not None else []
+
+    async def json(self, *, idle: float | None = None, until: float | None = None) -> Any:
+        """The whole body as one JSON value, under the size limit (`MessageTooLarge`); an empty
+        body is None; `NotJSON` when it does not parse."""
+        body = bytearray()
+        async with aclosing(self.chunks(idle=idle, until=until)) as chunks:
+            async for chunk in chunks:
+                body += chunk
+                if self.limit is not None and len(body) > self.limit:
+                    raise MessageTooLarge(self.limit, len(body))
+        if not body.strip():
+            return None
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise NotJSON(f"the {self.status} answer is not JSON: {exc}") from None
+
+    async def aclose(self) -> None:
+        """Close the response and let go of the buffers now (a decoder may hold up to the
+        message limit; a reference cycle would keep it until the next garbage collection)."""
+        await self.response.aclose()
+        self._decoder = None
+        self.kept = bytearray()
