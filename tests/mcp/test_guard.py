@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import subprocess
+import sys
 import tracemalloc
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +16,8 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Message, MessageDecoder
 from ssewire.mcp import PROFILES
-from ssewire.mcp.streams.guard import ResumptionGuard, UnsafeResumption
+from ssewire.mcp.streams import guard as guard_module
+from ssewire.mcp.streams.guard import ResumptionGuard, UnsafeResumption, wire_digest
 from ssewire.mcp.streams.ledger import DO_NOT_REPLAY, REISSUE, RESUME, StreamLedger
 
 V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
@@ -238,16 +244,79 @@ def test_a_finished_call_leaves_no_books(with_ids):
     assert guard.ledger.books == 0
 
 
-def test_a_large_event_is_known_by_all_of_its_bytes():
-    """Two large events of one length that differ by a byte in the middle are told apart
-    (the CRC-32 of the whole, not only the ends, is in the digest); equal bytes match."""
-    from ssewire.mcp.streams.guard import LARGE, wire_digest
+LARGE = 256 * 1024  # past the 64 KiB where the digest once read only the ends and a CRC-32
 
-    data = bytearray(b"x" * (4 * LARGE))
+
+def test_a_large_event_is_known_by_all_of_its_bytes():
+    """Two large events of one length that differ by a byte in the middle are told apart;
+    equal bytes match."""
+    data = bytearray(b"x" * LARGE)
     same = bytes(data)
-    data[2 * LARGE] = ord("y")
+    data[LARGE // 2] = ord("y")
     assert wire_digest(bytes(data)) != wire_digest(same) == wire_digest(bytes(same))
-    assert wire_digest(same[:LARGE]) != wire_digest(same[: LARGE - 1] + b"y")
+    assert wire_digest(same[: 64 * 1024]) != wire_digest(same[: 64 * 1024 - 1] + b"y")
+
+
+def crc_twin(data: bytes, at: int, patch: int) -> bytes:
+    """``data`` with a byte changed at ``at`` and 4 bytes at ``patch`` chosen so that its
+    CRC-32 is ``data``'s: CRC-32 is affine over GF(2), so the 32 bits at ``patch`` can be
+    solved for (what a peer aiming at an unkeyed digest would do)."""
+    size = len(data)
+    zero = zlib.crc32(bytes(size))
+
+    def effect(flip: bytes, where: int) -> int:  # the CRC-32 change a flip at ``where`` makes
+        message = bytearray(size)
+        message[where : where + len(flip)] = flip
+        return zlib.crc32(message) ^ zero
+
+    twin = bytearray(data)
+    twin[at] ^= 0x55
+    target = effect(b"\x55", at)  # to cancel
+    columns = [(effect((1 << bit).to_bytes(4, "little"), patch), 1 << bit) for bit in range(32)]
+    rows: list[tuple[int, int]] = []  # (effect, bits of the patch), reduced: one leading bit each
+    for column, bits in columns:
+        for row, row_bits in rows:
+            if column ^ row < column:
+                column, bits = column ^ row, bits ^ row_bits
+        if column:
+            rows.append((column, bits))
+    assert len(rows) == 32  # the 4 bytes reach every CRC-32
+    rows.sort(reverse=True)
+    solution = 0
+    for row, row_bits in rows:
+        if target ^ row < target:
+            target, solution = target ^ row, solution ^ row_bits
+    assert target == 0
+    for index, byte in enumerate(solution.to_bytes(4, "little")):
+        twin[patch + index] ^= byte
+    return bytes(twin)
+
+
+def test_a_crafted_crc_collision_is_not_the_delivered_event():
+    """A peer can craft a replay of one length, with the same first and last KiB and the
+    same CRC-32 as the delivered event (CRC-32 is unkeyed and linear), differing only in the
+    middle: the digest is keyed and reads every byte, so it is not taken for the event, on
+    both of its paths (``hash``, and the keyed BLAKE2b of a process whose hash seed is known)."""
+    data = random.Random(7).randbytes(LARGE)
+    twin = crc_twin(data, LARGE // 2, LARGE // 2 + 100)
+    assert twin != data and len(twin) == len(data)
+    assert twin[:1024] == data[:1024] and twin[-1024:] == data[-1024:]
+    assert zlib.crc32(twin) == zlib.crc32(data)  # what the old digest read: the same
+    assert wire_digest(twin) != wire_digest(data)
+    assert guard_module._keyed_digest(twin) != guard_module._keyed_digest(data)
+    assert guard_module._keyed_digest(data) == guard_module._keyed_digest(bytes(bytearray(data)))
+
+
+def test_the_digest_is_keyed_even_when_the_hash_seed_is_fixed():
+    """Under a ``PYTHONHASHSEED`` set to a number, ``hash`` is keyed by a known seed: the
+    digest is then the BLAKE2b keyed per process; otherwise it is ``hash``."""
+    code = "from ssewire.mcp.streams import guard; print(guard._digest is guard._keyed_digest)"
+    for seed, keyed in (("123", True), ("0", True), ("random", False), (None, False)):
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONHASHSEED"}
+        if seed is not None:
+            env["PYTHONHASHSEED"] = seed
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert done.stdout.strip() == str(keyed), (seed, done.stderr)
 
 
 def test_a_replay_in_other_bytes_is_a_changed_payload():
