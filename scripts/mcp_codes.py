@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ssewire.mcp import probes
 from ssewire.mcp.checks.catalogue import CODES, DIAGNOSTICS
+from ssewire.mcp.probe import checks as probe_checks
 from ssewire.mcp.reference.faults import FAULTS
 from ssewire.mcp.validator.rules import CHECKS
 
@@ -57,7 +57,7 @@ def render() -> str:
     for d in DIAGNOSTICS.values():
         asked = ", ".join(
             f"`{check.func.__module__.removeprefix('ssewire.mcp.probe.checks.')}.{check.func.__name__}`"
-            for check in probes.CHECKS
+            for check in probe_checks.CHECKS
             if d.id in check.ids
         )
         judged = f"; judged on the recording by the validator code `{d.judged_by}`" if d.judged_by else ""

@@ -247,7 +247,7 @@ def test_an_expired_session_is_reinitialized_and_said_so():
         async with Client(url) as client:
             first = client.session
             await client.call_tool("echo", {"text": "a"})
-            app.sessions.clear()  # the server forgot the session: the next request gets 404
+            app.sessions.pop(first)  # the server forgot the session: the next request gets 404
             result = await client.call_tool("echo", {"text": "b"})
             return first, client.session, client.statistics(), result
 

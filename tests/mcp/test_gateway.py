@@ -233,7 +233,7 @@ def test_a_client_that_never_reads_is_cut_after_the_write_timeout_and_slows_no_o
             while gw.app.metrics.snapshot()["stalled_readers_total"] < 1 and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert gw.app.metrics.snapshot()["stalled_readers_total"] == 1  # cut, not held open
-            assert gw.app.store.stored <= gw.app.store.max_bytes
+            assert gw.app.store.log.stored <= gw.app.store.log.max_bytes
         resumed = http.get(gw.url, headers={**stalled, "Accept": "text/event-stream", "Last-Event-ID": "1-1"})
         answer = [m for m in messages(Decoder().feed(resumed.content)) if m.get("id") == 5]
         assert len(answer[0]["result"]["content"][0]["text"]) == size  # what it missed, from the store
@@ -388,9 +388,9 @@ def test_a_flood_of_tiny_calls_is_bounded_by_the_store_budget_like_large_ones():
         return store
 
     store = asyncio.run(flood())
-    assert store.stored <= store.max_bytes
-    assert len(store.logs) < 1000  # the oldest finished streams made room
-    assert store.stored == sum(log.size for log in store.logs.values())  # the books balance
+    assert store.log.stored <= store.log.max_bytes
+    assert len(store.log.streams) < 1000  # the oldest finished streams made room
+    assert store.log.stored == sum(s.size for s in store.log.streams.values())  # the books balance
 
 
 def test_2026_a_cancellation_reaches_the_upstream_under_the_gateway_s_own_id():

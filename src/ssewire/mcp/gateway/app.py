@@ -16,57 +16,49 @@ import asyncio
 import logging
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import httpx
 import orjson
 
-from ..._http import acceptable, media_type
 from ...asgi import EventStreamResponse
 from ..client import Client, RPCError, StreamBroken
+from ..protocol import inbound
+from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.headers import ModernHeaders
-from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, named
+from ..protocol.inbound import Refusal
+from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from ..server.asgi import (
     LOOPBACK,
-    BodyTooLarge,
-    error,
+    Refused,
+    cors,
+    headers_of,
     host_name,
+    lifespan,
     loopback_origin,
+    not_allowed,
     plain,
+    preflight,
     read_body,
+    refuse,
+    refused,
     respond,
 )
+from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .metrics import Metrics
 from .relay import Relay, gateway_error
-from .stores import (
-    MAX_SESSIONS,
-    SESSION_TTL,
-    Abandoned,
-    Gap,
-    MemoryStore,
-    SessionRecord,
-    Store,
-    parse_event_id,
-)
+from .stores import SESSION_TTL, Abandoned, CallRecord, Gap, MemoryStore, SessionRecord, Store, parse_event_id
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
 LARGE = 64 * 1024  # bytes: an event's payload past this is written without a joining copy
 RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
-SESSION_NOT_FOUND = -32001
 MODERN = "-stateless-"  # the private store's one session: 2026-07-28 requests, not resumable
-
-
-class _Refused(Exception):
-    """A downstream request refused before it is relayed: this HTTP status and JSON-RPC error."""
-
-    def __init__(self, status: int, code: int, text: str, ident: Any = None) -> None:
-        super().__init__(text)
-        self.status, self.code, self.text, self.ident = status, code, text, ident
+MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
+BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 
 
 class Gateway:
@@ -113,7 +105,7 @@ class Gateway:
         retry_ms: int = RETRY_MS,
     ) -> None:
         self.upstream, self.path = upstream, path
-        self.store: Store = store or MemoryStore(max_sessions=max_sessions, ttl=session_ttl)
+        self.store: Store = store or MemoryStore()
         self.max_message_size, self.keepalive = max_message_size, keepalive
         self.max_body = max_message_size or 1 << 30
         self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
@@ -126,11 +118,12 @@ class Gateway:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self.metrics = Metrics()
         self.metrics.collect.append(self._relay_figures)
-        self.relays: OrderedDict[str, Relay] = OrderedDict()  # least recently used first
+        # the one table of sessions this process relays: its store keeps none of its own
+        self.relays: SessionTable[Relay] = SessionTable(max_sessions=max_sessions, idle_timeout=session_ttl)
         self._closed_figures: dict[str, float] = {}
         self._modern: Relay | None = None
         self._modern_lock = asyncio.Lock()
-        self._passing = MemoryStore(max_bytes=4 * self.max_body, max_sessions=1, ttl=float("inf"))
+        self._passing = MemoryStore(max_bytes=4 * self.max_body)
         self._http, self._own_http = http, http is None
         self._attaching: dict[str, asyncio.Lock] = {}  # sessions being taken up from the store
         self._touched = time.monotonic()  # when the busy sessions were last kept alive
@@ -139,14 +132,11 @@ class Gateway:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await self.aclose()
-            await send({"type": "lifespan.shutdown.complete"})
+            await lifespan(receive, send, self.aclose)
             return
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = headers_of(scope)
         if not self._trusted(headers):
             self.metrics.add("refused_total")
             await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
@@ -157,21 +147,25 @@ class Gateway:
         if scope["path"] != self.path:
             await plain(send, 404, "not found")
             return
+        answer_headers = cors(headers.get("origin"))
         handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(scope["method"])
         try:
-            if handler is None:
-                await respond(send, 405, b"", [("allow", "GET, POST, DELETE")])
-                return
-            await self._expire()
-            await handler(scope, receive, send, headers)
-        except _Refused as refused:
+            if scope["method"] == "OPTIONS":
+                await preflight(send, answer_headers)
+            elif handler is None:
+                await not_allowed(send, answer_headers)
+            else:
+                await self._expire()
+                await handler(scope, receive, send, headers)
+        except Refused as refusal:
             self.metrics.add("refused_total")
-            await error(send, refused.status, refused.ident, refused.code, refused.text, [])
+            await refused(send, refusal.refusal, answer_headers)
 
     async def aclose(self) -> None:
         """Stop every relay (ending the upstream sessions unless a replica), close the rest."""
         relays = [*self.relays.values(), *([self._modern] if self._modern else [])]
-        self.relays.clear()
+        for sid in self.relays:
+            self.relays.pop(sid)
         for relay in relays:
             await self._close_relay(relay, end_upstream=not self.replica)
         if self._http is not None and self._own_http:
@@ -188,34 +182,17 @@ class Gateway:
     # -- POST --------------------------------------------------------------------------
 
     async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
-        try:
-            body = await read_body(receive, headers, self.max_body)
-        except BodyTooLarge as too_large:
-            raise _Refused(413, -32600, str(too_large)) from None
-        accept = headers.get("accept")
-        if accept is None or not (acceptable(accept, JSON) and acceptable(accept, SSE)):
-            raise _Refused(
-                406, -32600, "Not Acceptable: Accept must list application/json and text/event-stream"
-            )
-        if media_type(headers.get("content-type")) != JSON:
-            raise _Refused(415, -32600, "Unsupported Media Type: send application/json")
-        try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise _Refused(400, -32700, "Parse error") from None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
+        """Climb the ladder (the body, its headers, the message), then relay."""
+        body = await read_body(receive, headers, self.max_body)
+        _check(inbound.POST_HEADERS, headers)
+        message = inbound.read_message(body)
+        if isinstance(message, Refusal):
+            raise Refused(message)
         method = message.get("method")
-        ident = message.get("id")
-        if "id" in message and (isinstance(ident, bool) or not isinstance(ident, (str, int))):
-            # MCP: a request's id is a string or an integer (not null); a response's names ours
-            raise _Refused(400, -32600, "Invalid Request: id must be a string or an integer")
-        if method is not None and not isinstance(method, str):
-            raise _Refused(400, -32600, "Invalid Request: method must be a string")
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name or method == "server/discover":
             await self._post_modern(scope, receive, send, headers, message)
             return
-        if method == "initialize" and "id" in message:
+        if method == "initialize":
             await self._initialize(send, message)
             return
         sid, relay = await self._session(headers)
@@ -227,7 +204,7 @@ class Gateway:
             await respond(send, 202, b"", [])
         else:
             stream = await relay.start_call(message)
-            await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)])
+            await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)], relay=relay)
 
     async def _initialize(self, send: Any, message: dict[str, Any]) -> None:
         params = message.get("params")
@@ -243,21 +220,21 @@ class Gateway:
             capabilities if isinstance(capabilities, dict) else {},
             info if isinstance(info, dict) else {},
         )
-        await self._make_room()
-        relay = self._relay(record)
+        relay = await self._keep(record, message.get("id"))  # its place taken before it opens
         try:
             result = await relay.open()
-        except RPCError as refused:  # the upstream's own answer: passed on as it is
-            await self._close_relay(relay, end_upstream=False)
-            body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": refused.error})
+        except RPCError as upstream_error:  # the upstream's own answer: passed on as it is
+            await self._forget(record.ident, relay)
+            body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": upstream_error.error})
             await respond(send, 200, body, [("content-type", JSON)])
             return
         except (StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
-            await self._close_relay(relay, end_upstream=False)
+            await self._forget(record.ident, relay)
             text = f"gateway: the upstream did not open a session ({failed})"
-            raise _Refused(502, -32603, text, message.get("id")) from None
+            raise refuse(502, INTERNAL_ERROR, text, ident=message.get("id")) from None
+        finally:
+            relay.opening = False
         await self.store.create(record)
-        self.relays[record.ident] = relay
         self.metrics.add("sessions_opened_total")
         body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result})
         await respond(send, 200, body, [("content-type", JSON), ("mcp-session-id", record.ident)])
@@ -282,7 +259,7 @@ class Gateway:
         if "id" in message and "method" in message:
             problem = ModernHeaders.of(headers, message).rejection()
             if problem is not None:
-                raise _Refused(400, problem[0], problem[1], message.get("id"))
+                raise refuse(400, problem[0], problem[1], ident=message.get("id"))
         relay = await self._modern_relay(message.get("id"))
         if "method" not in message:
             await respond(send, 202, b"", [])  # no server-to-client requests are relayed here
@@ -308,42 +285,42 @@ class Gateway:
                     await relay.open()
                 except (RPCError, StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
                     await self._close_relay(relay, end_upstream=False)
-                    raise _Refused(
-                        502, -32603, f"gateway: the upstream does not answer {NEWEST.name} ({failed})", ident
-                    ) from None
+                    text = f"gateway: the upstream does not answer {NEWEST.name} ({failed})"
+                    raise refuse(502, INTERNAL_ERROR, text, ident=ident) from None
                 self._modern = relay
             return self._modern
 
     # -- GET and DELETE ----------------------------------------------------------------
 
     async def _get(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
-        accept = headers.get("accept")
-        if accept is None or not acceptable(accept, SSE):
-            raise _Refused(406, -32600, "Not Acceptable: Accept must list text/event-stream")
+        _check(inbound.GET_HEADERS, headers)
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name:
-            await respond(send, 405, b"", [("allow", "POST")])
+            await not_allowed(send, cors(headers.get("origin")), "POST")
             return
         sid, relay = await self._session(headers)
         cursor = headers.get("last-event-id")
         if cursor is None:
             stream = await relay.listen()
             try:
-                await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)])
+                await self._serve(
+                    scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)], relay=relay
+                )
             finally:
                 await relay.unlisten(stream)
             return
         place = parse_event_id(cursor)
         state = await self.store.state(sid, place[0]) if place is not None else None
-        if place is None or state is None or state["evicted"] > place[1] or state["next"] <= place[1]:
-            raise _Refused(
-                409, -32000, "cannot resume: the Last-Event-ID is unknown or its events were evicted"
-            )
+        if place is None or state is None or not state.holds(place[1]):
+            text = "cannot resume: the Last-Event-ID is unknown or its events were evicted"
+            raise refuse(409, SERVER_ERROR, text, headers=[("mcp-session-id", sid), ("retry-after", "1")])
         self.metrics.add("downstream_resumptions_total")
-        await self._serve(scope, receive, send, sid, place[0], place[1], [("mcp-session-id", sid)])
+        await self._serve(
+            scope, receive, send, sid, place[0], place[1], [("mcp-session-id", sid)], relay=relay
+        )
 
     async def _delete(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
         sid, relay = await self._session(headers)
-        self.relays.pop(sid, None)
+        self.relays.pop(sid)
         await self._close_relay(relay, end_upstream=True)
         await self.store.drop(sid)
         await respond(send, 200, b"", [])
@@ -351,48 +328,73 @@ class Gateway:
     # -- sessions ----------------------------------------------------------------------
 
     async def _session(self, headers: dict[str, str]) -> tuple[str, Relay]:
-        sid = headers.get("mcp-session-id")
-        if sid is None:
-            raise _Refused(400, -32600, "Bad Request: Mcp-Session-Id required")
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version.strip() not in KNOWN_VERSIONS:
-            raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
+        """The request's session: the ladder's header rules (400), then its relay (404)."""
+        _check(inbound.SESSION_HEADERS, headers)
+        sid = headers["mcp-session-id"]
         return sid, await self._relay_for(sid)
 
     async def _relay_for(self, sid: str) -> Relay:
         """The session's relay here: kept, or taken up from the store's record (once, however
         many requests for it come at the same time)."""
-        relay = self.relays.get(sid)
+        relay = self.relays.use(sid)
         if relay is None:
             lock = self._attaching.setdefault(sid, asyncio.Lock())
             try:
                 async with lock:
-                    relay = self.relays.get(sid) or await self._take_up(sid)
+                    relay = self.relays.use(sid) or await self._take_up(sid)
             finally:
                 if not lock.locked():
                     self._attaching.pop(sid, None)
         elif await self.store.load(sid) is None:  # (the load keeps it from expiring)
             # ended (DELETE) or expired in the store, at another replica perhaps: gone here too
-            gone = self.relays.pop(sid, None)
+            gone = self.relays.pop(sid)
             if gone is not None:
                 await self._close_relay(gone, end_upstream=False)
-            raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
-        relay.used = time.monotonic()
-        self.relays.move_to_end(sid)
+            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
         return relay
 
     async def _take_up(self, sid: str) -> Relay:
         record = await self.store.load(sid)
         if record is None:
-            raise _Refused(404, SESSION_NOT_FOUND, "Session not found")
-        await self._make_room()
-        relay = self._relay(record)
+            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
+        relay = await self._keep(record, None)
         try:
             await relay.attach()  # a session another replica opened
         except StreamBroken as failed:
-            raise _Refused(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
-        self.relays[sid] = relay
+            await self._forget(sid, relay, end_upstream=False)
+            raise refuse(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
+        finally:
+            relay.opening = False
         return relay
+
+    async def _keep(self, record: SessionRecord, ident: Any) -> Relay:
+        """A relay for ``record``, in the table before it opens (so concurrent ones cannot
+        all pass a room check): the least recently used idle sessions make room (closed, and
+        their records dropped when this store is this process's alone), or 503."""
+        relay = self._relay(record)
+        relay.opening = True
+        try:
+            dropped = self.relays.add(record.ident, relay)
+        except SessionsFull:
+            await self._close_relay(relay, end_upstream=False)
+            text = f"gateway busy: all {self.max_sessions} sessions are working; retry later"
+            retry = [("retry-after", str(BUSY_RETRY_AFTER))]
+            raise refuse(503, SERVER_ERROR, text, ident=ident, headers=retry) from None
+        for gone in dropped:
+            await self._end(gone)
+        return relay
+
+    async def _forget(self, sid: str, relay: Relay, *, end_upstream: bool = False) -> None:
+        if self.relays.get(sid) is relay:
+            self.relays.pop(sid)
+        await self._close_relay(relay, end_upstream=end_upstream)
+
+    async def _end(self, relay: Relay) -> None:
+        """A session the table let go (room made, or idle): its relay closed; in one process,
+        its upstream session and its record too (replicas keep both for each other)."""
+        await self._close_relay(relay, end_upstream=not self.replica)
+        if not self.replica:
+            await self.store.drop(relay.record.ident)
 
     def _client(self, **options: Any) -> Client:
         if self._http is None:
@@ -417,31 +419,16 @@ class Gateway:
             record, store=self.store, metrics=self.metrics, client=self._client, timeout=self.timeout
         )
 
-    async def _make_room(self) -> None:
-        """At ``max_sessions``: the least recently used idle session goes, or 503."""
-        while len(self.relays) >= self.max_sessions:
-            idle = next((sid for sid, relay in self.relays.items() if not relay.busy), None)
-            if idle is None:
-                raise _Refused(503, -32000, f"gateway busy: {self.max_sessions} sessions are working")
-            relay = self.relays.pop(idle, None)  # (another request may have taken it meanwhile)
-            if relay is not None:
-                await self._close_relay(relay, end_upstream=not self.replica)
-
     async def _expire(self) -> None:
-        """Sessions unused past ``session_ttl`` (and doing nothing) are closed; the busy ones
+        """Sessions unused past ``session_ttl`` and doing nothing are let go; the busy ones
         (a stream open, a call running) are kept alive in the store."""
+        for relay in self.relays.expire():
+            await self._end(relay)
         now = time.monotonic()
-        limit = now - self.session_ttl
-        for sid in [sid for sid, relay in self.relays.items() if relay.used < limit and not relay.busy]:
-            relay = self.relays.get(sid)
-            if relay is None or relay.used >= limit or relay.busy:
-                continue  # used again while an earlier one closed
-            del self.relays[sid]
-            await self._close_relay(relay, end_upstream=not self.replica)
         if now - self._touched > self.session_ttl / 4:  # a session only streaming sends no requests
             self._touched = now
-            for sid in [sid for sid, relay in self.relays.items() if relay.busy]:
-                await self.store.load(sid)
+            for relay in [relay for relay in self.relays.values() if relay.busy]:
+                await self.store.load(relay.record.ident)
 
     async def _close_relay(self, relay: Relay, *, end_upstream: bool) -> None:
         for name, value in relay.figures().items():  # its figures outlive it
@@ -473,8 +460,11 @@ class Gateway:
         headers: list[tuple[str, str]],
         *,
         store: Store | None = None,
+        relay: Relay | None = None,
     ) -> None:
-        """Write a stream of the store after ``after``; keep-alive comments while it is silent."""
+        """Write a stream of the store after ``after``; keep-alive comments while it is silent.
+        ``relay``'s session is busy meanwhile (never expired, and working when the stream
+        is not its GET stream)."""
         source = self._events(store or self.store, sid, stream, after, ids=store is None)
         app = EventStreamResponse(
             source,
@@ -492,12 +482,17 @@ class Gateway:
                 ) from None
 
         self.metrics.gauges["streams_open"] += 1
+        if relay is not None:
+            relay.serving += 1
         try:
             await app(scope, receive, bounded)
         except ConnectionAbortedError:
             pass  # the connection is cut: the client resumes from the store when it reads again
         finally:
             self.metrics.gauges["streams_open"] -= 1
+            if relay is not None:
+                relay.serving -= 1
+                self.relays.touch(relay.record.ident)  # idle from the end of its last stream
 
     async def _events(
         self, store: Store, sid: str, stream: int, after: int, *, ids: bool
@@ -534,7 +529,7 @@ class Gateway:
                 # by no one (its lease renewed, never finished)
                 await asyncio.shield(self._adopt(store, sid, stream, abandoned.call))
 
-    async def _adopt(self, store: Store, sid: str, stream: int, call: dict[str, Any] | None) -> None:
+    async def _adopt(self, store: Store, sid: str, stream: int, call: CallRecord | None) -> None:
         """The replica writing a call's stream stopped, once, whichever replica comes first:
         resume its upstream answer from where the stored events end (the stored position)
         and write the rest; without a position (no event id upstream yet), end the stream
@@ -542,26 +537,33 @@ class Gateway:
         if await store.adopt(sid, stream) is None:
             return  # another follower took it, or it ended meanwhile: follow on
         state = await store.state(sid, stream)
-        position = state.get("position") if state is not None else None
-        if call is not None and isinstance(position, dict) and position.get("cursor"):
+        position = state.position if state is not None else None
+        if call is not None and position is not None and position.cursor:
             try:
                 relay = await self._relay_for(sid)
-            except _Refused:
+            except Refused:
                 relay = None
             if relay is not None:
-                relay.take_over(stream, call, position, call.get("token"))
+                relay.take_over(stream, call, position)
                 self.metrics.add("takeovers_total")
                 return
         if call is not None:
             self.metrics.add("calls_failed_total")
             text = (
-                f"the gateway replica relaying {call.get('method')} stopped before its answer; "
+                f"the gateway replica relaying {call.method} stopped before its answer; "
                 "the request may have been processed: check its effects before sending it again"
             )
-            error_event = orjson.dumps(gateway_error(call.get("id"), "replica-lost", text))
+            error_event = orjson.dumps(gateway_error(call.id, "replica-lost", text))
             await store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await store.finish(sid, stream)
+
+
+def _check(rules: Iterable[inbound.HeaderRule], headers: dict[str, str]) -> None:
+    """Climb one of the protocol layer's header ladders; the first refusal is raised."""
+    refusal = inbound.first_refusal(rules, headers)
+    if refusal is not None:
+        raise Refused(refusal)
 
 
 def _logged(task: asyncio.Task[Any]) -> None:

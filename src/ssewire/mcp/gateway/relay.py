@@ -27,17 +27,18 @@ import httpx
 import orjson
 
 from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, delivering
+from ..protocol.codes import INTERNAL_ERROR
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import named
 from ..protocol.wire import REPEATABLE
 from ..server.asgi import error_message
 from ..streams.guard import UnsafeResumption
 from .metrics import Metrics
-from .stores import Gap, SessionRecord, Store
+from .stores import CallRecord, Gap, Position, SessionRecord, Store
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
-GATEWAY_ERROR = -32603  # Internal error: the gateway's own failures, with data.gateway saying which
+GATEWAY_ERROR = INTERNAL_ERROR  # the gateway's own failures, with data.gateway saying which
 MAX_CALLS = 64  # calls in flight per session; past it a call is refused at once (-32603, "busy")
 
 
@@ -59,15 +60,11 @@ class Outbox:
         self.closing = False
         self.task = asyncio.ensure_future(self._drain())
 
-    def _position(self) -> dict[str, Any] | None:
+    def _position(self) -> Position | None:
         """Where the upstream answer stands, taken with the items it covers."""
         if self.client is None or self.upstream is None:
             return None
-        return {
-            "upstream": self.upstream,
-            "cursor": self.client.position(self.upstream),
-            "progress": self.progress,
-        }
+        return Position(self.upstream, self.client.position(self.upstream), self.progress)
 
     def progressed(self, params: dict[str, Any]) -> None:
         value = params.get("progress")
@@ -135,7 +132,8 @@ class Relay:
         self._asks = itertools.count(1)
         self._asker_id = secrets.token_hex(4)  # replicas' request ids never meet
         self._cancelling: asyncio.Future[None] | None = None  # the last cancellation sent up
-        self.used = time.monotonic()
+        self.opening = False  # initializing or attaching upstream: its place is taken meanwhile
+        self.serving = 0  # downstream streams being written now (the gateway counts them)
 
     # -- the session -------------------------------------------------------------------
 
@@ -152,8 +150,14 @@ class Relay:
         await self.client.attach(self.record.version, self.record.upstream)
 
     @property
+    def working(self) -> bool:
+        """Work in flight beyond a GET stream: never dropped to make room for another."""
+        return self.opening or bool(self.calls) or self.serving > len(self.listeners)
+
+    @property
     def busy(self) -> bool:
-        return bool(self.calls or self.listeners)
+        """Anything open, a GET stream included: never expired for idleness."""
+        return self.working or bool(self.listeners) or self.serving > 0
 
     async def close(self, *, end_upstream: bool = True) -> None:
         """Stop the calls, finish the streams, end the upstream session (DELETE)."""
@@ -168,7 +172,7 @@ class Relay:
 
     # -- streams -----------------------------------------------------------------------
 
-    async def open_stream(self, call: dict[str, Any] | None = None) -> int:
+    async def open_stream(self, call: CallRecord | None = None) -> int:
         stream = await self.store.open_stream(self.record.ident, call)
         priming = named(self.record.version)
         if priming is not None and priming.priming:
@@ -210,7 +214,8 @@ class Relay:
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        stream = await self.open_stream({"id": ident, "method": message.get("method"), "token": token})
+        method = message.get("method")
+        stream = await self.open_stream(CallRecord(ident, method if isinstance(method, str) else None, token))
         outbox = self.outboxes[stream]
         outbox.call_id = ident
         if len(self.calls) >= MAX_CALLS or ident in self.calls:
@@ -247,17 +252,19 @@ class Relay:
         )
         await self._relayed(stream, outbox, ident, method, replying)
 
-    def take_over(self, stream: int, call: dict[str, Any], position: dict[str, Any], token: Any) -> None:
+    def take_over(self, stream: int, call: CallRecord, position: Position) -> None:
         """A call whose replica stopped: resume its upstream answer from where the stored
         events end, and write the rest of its stream (adopted already)."""
         outbox = Outbox(self.store, self.record.ident, stream, self.client)
-        outbox.upstream, outbox.progress = position["upstream"], position.get("progress")
+        outbox.upstream, outbox.progress = position.upstream, position.progress
         self.outboxes[stream] = outbox
-        ident, method = call.get("id"), str(call.get("method"))
+        ident, method, token = call.id, str(call.method), call.token
         outbox.call_id = ident
         on_progress = self._progress_to(outbox, token, outbox.progress) if token is not None else None
+        if position.cursor is None:
+            raise ValueError("a call is taken over from a stored cursor")
         replying = self.client.resume_call(
-            position["upstream"], position["cursor"], on_progress=on_progress, timeout=self.timeout
+            position.upstream, position.cursor, on_progress=on_progress, timeout=self.timeout
         )
         self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying))
 

@@ -14,7 +14,8 @@ multi-megabyte result), ``structured`` (an ``outputSchema`` and ``structuredCont
 Bind it to 127.0.0.1 only (``ssewire serve`` does).
 
 Shaped like the official SDKs' transports: one handler per HTTP method and per JSON-RPC
-method, small validators run before dispatch (each refuses by raising ``_Refused``), faults
+method, the inbound ladder of the protocol layer climbed before dispatch (a refusal is raised
+as ``Refused``), sessions in the server core's table and streams in its event log, faults
 as the typed set of ``faults.py``. Tools that stream run as tasks the server owns: their
 failures are kept in ``errors`` and logged, their streams end whatever happens, and the
 ASGI lifespan shutdown cancels and awaits them.
@@ -29,32 +30,50 @@ them is cut or refused, never given a silent gap) and the background tasks ("ser
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import logging
 import math
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from ..._encoder import encode_event
-from ..._http import acceptable, media_type
 from ...asgi import EventStreamResponse
+from ..protocol import inbound
+from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.headers import ModernHeaders
+from ..protocol.inbound import Refusal
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST_WITH_SESSIONS, PROFILES, resolve
 from ..protocol.wire import BOTH, JSON, SSE
-from ..server.asgi import BodyTooLarge, loopback_host, loopback_origin, plain, read_body, respond
+from ..server.asgi import (
+    Refused,
+    cors,
+    headers_of,
+    lifespan,
+    loopback_host,
+    loopback_origin,
+    not_allowed,
+    plain,
+    preflight,
+    read_body,
+    refuse,
+    refused,
+    respond,
+)
 from ..server.asgi import error as json_error
+from ..server.log import EventLog, Gap, Stream, follow
+from ..server.sessions import SessionsFull, SessionTable
 from .faults import Fault
 from .faults import resolve as resolve_faults
 
 logger = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "ssewire-reference", "version": "1"}
-EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"
 # The defaults of the bounds (the constructor's docstring says why each value).
 MAX_BODY = 1 << 20
 MAX_SESSIONS = 64
@@ -109,55 +128,16 @@ TOOLS = [
 ]
 
 
-@dataclass(eq=False)  # hashed by identity: the server's store is keyed by stream
-class _Stream:
-    """One SSE stream's events, kept (boundedly) for resumption while a task may still add.
-
-    Loss has one signal: ``evicted``, the highest sequence number dropped. A reader that had
-    not sent it is cut (``_follow``) and a resumption from before it is refused (409)."""
-
-    number: int
-    size: int  # events kept; older ones are evicted
-    events: deque[tuple[int, bytes, dict[str, Any] | None]] = field(
-        default_factory=deque
-    )  # (seq, encoded, message: kept only for the torn-replay fault)
-    evicted: int = 0  # the highest sequence number dropped from the store
-    done: bool = False
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    next_seq: int = 1
-    stored: int = 0  # bytes of the events kept
-
-    def add(self, seq: int, encoded: bytes, message: dict[str, Any] | None) -> None:
-        self.events.append((seq, encoded, message))
-        self.stored += len(encoded)
-        while len(self.events) > self.size:
-            self.drop_oldest()
-        self.changed.set()
-
-    def drop_oldest(self) -> int:
-        """Evict the oldest event (a waiting reader wakes to learn it); its size in bytes."""
-        seq, encoded, _ = self.events.popleft()
-        self.evicted = seq
-        self.stored -= len(encoded)
-        self.changed.set()
-        return len(encoded)
-
-    def finish(self) -> None:
-        self.done = True
-        self.changed.set()
-
-
 @dataclass(eq=False)
 class _Session:
     ident: str
     version: str
-    streams: dict[int, _Stream] = field(default_factory=dict)  # in the order they were opened
+    streams: dict[int, Stream] = field(default_factory=dict)  # in the order they were opened
     by_event: dict[str, tuple[int, int]] = field(default_factory=dict)  # event id -> (stream, seq)
-    listeners: list[_Stream] = field(default_factory=list)  # the standalone GET streams open now
+    listeners: list[Stream] = field(default_factory=list)  # the standalone GET streams open now
     counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     rate_limited: bool = False
-    last_seen: float = 0.0  # the clock at its last request or the end of its last stream
     open_streams: int = 0  # responses being written to its client now
     tasks: set[asyncio.Task[None]] = field(default_factory=set)  # its running producers
 
@@ -172,25 +152,6 @@ class _Session:
         room for a new one (its stream ends; its client re-initializes on the 404), or one
         client holding idle GET streams would lock every other out."""
         return self.open_streams > len(self.listeners) or bool(self.tasks)
-
-
-class _Refused(Exception):
-    """A request refused before dispatch: answered with a JSON-RPC error and this HTTP status.
-
-    ``headers`` follow the CORS headers every answer carries."""
-
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        text: str,
-        *,
-        ident: Any = None,
-        headers: Iterable[tuple[str, str]] = (),
-    ) -> None:
-        super().__init__(text)
-        self.status, self.code, self.text, self.ident = status, code, text, ident
-        self.headers = list(headers)
 
 
 @dataclass
@@ -319,9 +280,11 @@ class ReferenceServer:
         self.max_store_bytes = max_store_bytes
         self.max_tasks = max_tasks
         self.clock: Callable[[], float] = time.monotonic  # replaceable: tests move time on
-        self.sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
-        self.store: OrderedDict[_Stream, _Session] = OrderedDict()  # every kept stream, oldest first
-        self.stored_bytes = 0  # the events of the streams in ``store``
+        self.sessions: SessionTable[_Session] = SessionTable(
+            max_sessions=max_sessions, idle_timeout=session_idle_timeout, clock=lambda: self.clock()
+        )
+        # every kept stream; one the budget drops leaves its session's index too
+        self.log = EventLog(max_bytes=max_store_bytes, max_events=store_size, on_forget=self._forgotten)
         self.tasks: set[asyncio.Task[None]] = set()  # running producers, held until done
         self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)  # what those tasks raised
         self.asked: dict[Any, asyncio.Future[dict[str, Any]]] = {}  # our requests to clients, by id
@@ -365,30 +328,31 @@ class ReferenceServer:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
+            await lifespan(receive, send, self.aclose)
             return
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = headers_of(scope)
         if scope["path"] != self.path:
             await plain(send, 404, "not found")
             return
         if not self._trusted(headers):
             await plain(send, 403, "forbidden: Origin or Host is not this server's")  # DNS rebinding
             return
-        http = _Http(scope, receive, send, headers, self._cors(headers.get("origin")))
+        origin = headers.get("origin")
+        http = _Http(
+            scope,
+            receive,
+            send,
+            headers,
+            cors(origin, expose=Fault.MISSING_EXPOSE_HEADERS not in self.faults),
+        )
         handler = self._http_methods.get(scope["method"], self._not_allowed)
         self._drop_idle_sessions()
         try:
             await handler(http)
-        except _Refused as refused:
-            await http.error(refused.status, refused.ident, refused.code, refused.text, refused.headers)
-
-    async def _lifespan(self, receive: Any, send: Any) -> None:
-        while (await receive())["type"] != "lifespan.shutdown":
-            await send({"type": "lifespan.startup.complete"})
-        await self.aclose()
-        await send({"type": "lifespan.shutdown.complete"})
+        except Refused as refusal:
+            await refused(send, refusal.refusal, http.cors)
 
     async def aclose(self) -> None:
         """Cancel the tasks this server started and wait for them (the lifespan shutdown
@@ -405,77 +369,46 @@ class ReferenceServer:
         origin = headers.get("origin")
         return loopback_host(headers.get("host")) and (origin is None or loopback_origin(origin))
 
-    def _cors(self, origin: str | None) -> list[tuple[str, str]]:
-        if origin is None:
-            return []
-        headers = [("access-control-allow-origin", origin), ("vary", "Origin")]
-        if Fault.MISSING_EXPOSE_HEADERS not in self.faults:
-            headers.append(("access-control-expose-headers", EXPOSED))
-        return headers
-
     async def _options(self, http: _Http) -> None:
-        allow = [("access-control-allow-methods", "GET, POST, DELETE"), ("access-control-allow-headers", "*")]
-        await http.respond(204, [*http.cors, *allow])
+        await preflight(http.send, http.cors)
 
     async def _not_allowed(self, http: _Http) -> None:
-        await http.respond(405, [*http.cors, ("allow", "GET, POST, DELETE")])
+        await not_allowed(http.send, http.cors)
 
-    # -- validators: each refuses by raising _Refused ----------------------------------
+    # -- the inbound ladder: the protocol layer's rules, a fault replacing one ----------
 
-    def _check_post_accept(self, accept: str | None) -> None:
+    def _post_rules(self) -> tuple[inbound.HeaderRule, ...]:
+        rules = inbound.POST_HEADERS
         if Fault.STRICT_ACCEPT in self.faults:
-            ok = accept == BOTH  # the exact string, as a naive server compares it
-        else:
-            ok = accept is not None and acceptable(accept, JSON) and acceptable(accept, SSE)
-        if not ok:
-            text = "Not Acceptable: Accept must list application/json and text/event-stream"
-            raise _Refused(406, -32600, text)
+            rules = tuple(_exact_post_accept if rule is inbound.post_accept else rule for rule in rules)
+        if Fault.STRICT_CONTENT_TYPE in self.faults:
+            rules = tuple(
+                _exact_content_type if rule is inbound.json_content_type else rule for rule in rules
+            )
+        return rules
 
-    def _check_get_accept(self, accept: str | None) -> None:
-        ok = accept is not None and acceptable(accept, SSE)
+    def _get_rules(self) -> tuple[inbound.HeaderRule, ...]:
         if Fault.STRICT_ACCEPT in self.faults:
-            ok = ok and accept == SSE
-        if not ok:
-            raise _Refused(406, -32600, "Not Acceptable: Accept must list text/event-stream")
-
-    def _check_content_type(self, ctype: str | None) -> None:
-        strict = Fault.STRICT_CONTENT_TYPE in self.faults
-        if not (ctype == JSON if strict else media_type(ctype) == JSON):
-            raise _Refused(415, -32600, "Unsupported Media Type: send application/json")
+            return (*inbound.GET_HEADERS, _exact_stream_accept)
+        return inbound.GET_HEADERS
 
     @staticmethod
-    def _parse(body: bytes) -> dict[str, Any]:
-        """One JSON-RPC message: 400 for bad JSON (NaN and Infinity included, and nesting too
-        deep for the parser) or anything but one object with a string, number or null id."""
-        try:
-            message = json.loads(body, parse_constant=_not_json)
-        except (ValueError, RecursionError):
-            raise _Refused(400, -32700, "Parse error") from None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            raise _Refused(400, -32600, "Invalid Request: one JSON-RPC message per POST")
-        ident = message.get("id")
-        if isinstance(ident, bool) or not isinstance(ident, (str, int, float, type(None))):
-            # JSON-RPC 2.0: an id is a string, a number or null; the error's id is null since
-            # the request's cannot be echoed as an id
-            raise _Refused(400, -32600, "Invalid Request: id must be a string, a number or null")
-        return message
+    def _check(rules: Iterable[inbound.HeaderRule], headers: dict[str, str]) -> None:
+        refusal = inbound.first_refusal(rules, headers)
+        if refusal is not None:
+            raise Refused(refusal)
 
     def _session(self, headers: dict[str, str]) -> _Session:
-        """The request's session: 400 without an id, 404 for an unknown one, 400 for an
-        unknown MCP-Protocol-Version."""
-        ident = headers.get("mcp-session-id")
-        if ident is None:
-            raise _Refused(400, -32600, "Bad Request: Mcp-Session-Id required")
-        session = self.sessions.get(ident)
+        """The request's session: 400 without an id or for an unknown MCP-Protocol-Version
+        (the ladder's), 404 for an unknown session."""
+        self._check(inbound.SESSION_HEADERS, headers)
+        ident = headers["mcp-session-id"]
+        session = self.sessions.use(ident)
         if session is None and Fault.STALE_SESSION_ACCEPTED in self.faults and ident not in self.ended:
             session = self._add_session(ident, self.profile.name)
         if session is None:
             status = 400 if Fault.UNKNOWN_SESSION_400 in self.faults else 404
-            raise _Refused(status, -32001, "Session not found")
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version.strip() not in KNOWN_VERSIONS:
-            raise _Refused(400, -32600, f"Unsupported protocol version: {version}")
-        self._touch(session)
+            raise refuse(status, SESSION_NOT_FOUND, "Session not found")
         return session
 
     def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
@@ -487,11 +420,13 @@ class ReferenceServer:
     # -- POST ------------------------------------------------------------------------
 
     async def _post(self, http: _Http) -> None:
-        """Validate, find the session, then hand the message to its handler."""
-        body = await self._body(http)
-        self._check_post_accept(http.headers.get("accept"))
-        self._check_content_type(http.headers.get("content-type"))
-        message = self._parse(body)
+        """Climb the ladder (the body, its headers, the message), find the session, then hand
+        the message to its handler."""
+        body = await read_body(http.receive, http.headers, self.max_body)
+        self._check(self._post_rules(), http.headers)
+        message = inbound.read_message(body)
+        if isinstance(message, Refusal):
+            raise Refused(message)
         session = self._post_session(http.headers, message)
         if message.get("method") is None:
             await self._client_response(http, message)
@@ -505,21 +440,13 @@ class ReferenceServer:
         if self.profile.request_headers:
             problem = self._modern_headers(headers, message)
             if problem is not None:
-                raise _Refused(400, problem[0], problem[1], ident=message.get("id"))
+                raise refuse(400, problem[0], problem[1], ident=message.get("id"))
             return self.stateless
         if self.stateless_mode:
             return self.stateless  # initialize answers the version its own message negotiates
         if message.get("method") == "initialize":
             return self._new_session(message)
         return self._session(headers)
-
-    async def _body(self, http: _Http) -> bytes:
-        """The request body, up to ``max_body``: past it 413, the rest left unread and the
-        connection closed after the answer (the ASGI server then stops reading it)."""
-        try:
-            return await read_body(http.receive, http.headers, self.max_body)
-        except BodyTooLarge as too_large:
-            raise _Refused(413, -32600, str(too_large), headers=[("connection", "close")]) from None
 
     async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
         """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
@@ -532,7 +459,9 @@ class ReferenceServer:
         method = call.message["method"]
         handler = self._methods.get(method) if isinstance(method, str) else None
         if handler is None:
-            await call.http.error(200, call.ident, -32601, f"Method not found: {method}", call.session_header)
+            await call.http.error(
+                200, call.ident, METHOD_NOT_FOUND, f"Method not found: {method}", call.session_header
+            )
             return
         await handler(call)
 
@@ -560,7 +489,7 @@ class ReferenceServer:
     async def _tools_list(self, call: _Call) -> None:
         if Fault.RATE_LIMIT_BURST in self.faults and not call.session.rate_limited:
             call.session.rate_limited = True
-            raise _Refused(429, -32000, "rate limited", ident=call.ident, headers=[("retry-after", "1")])
+            raise refuse(429, SERVER_ERROR, "rate limited", ident=call.ident, headers=[("retry-after", "1")])
         await self._answer(call, {"tools": TOOLS})
 
     async def _tools_call(self, call: _Call) -> None:
@@ -578,52 +507,46 @@ class ReferenceServer:
             await tool(call, arguments)
         except _InvalidArgument as invalid:
             text = f"Invalid params: {name}: {invalid}"
-            await call.http.error(200, call.ident, -32602, text, call.session_header)
+            await call.http.error(200, call.ident, INVALID_PARAMS, text, call.session_header)
 
     # -- sessions: each a bounded claim on the server ------------------------------------
 
     def _new_session(self, message: dict[str, Any]) -> _Session:
         try:
             return self._add_session(uuid.uuid4().hex, self._negotiate(message))
-        except _Refused as refused:
-            refused.ident = message.get("id")
-            raise
+        except Refused as refusal:
+            raise Refused(dataclasses.replace(refusal.refusal, ident=message.get("id"))) from None
 
     def _add_session(self, ident: str, version: str) -> _Session:
-        """A session, room made for it first: at ``max_sessions`` the least recently used
-        one that is not working (at most listening) is dropped, and when all are working the
-        request is refused (503)."""
-        while len(self.sessions) >= self.max_sessions:
-            idle = next((each for each in self.sessions.values() if not each.working), None)
-            if idle is None:
-                text = f"Server busy: all {self.max_sessions} sessions are in use; retry later"
-                raise _Refused(503, -32000, text, headers=[("retry-after", str(BUSY_RETRY_AFTER))])
-            self._drop_session(idle)
-        session = self.sessions[ident] = _Session(ident, version, last_seen=self.clock())
+        """A session, room made for it first (the table drops the least recently used one
+        that is not working); when all are working the request is refused (503)."""
+        session = _Session(ident, version)
+        try:
+            dropped = self.sessions.add(ident, session)
+        except SessionsFull:
+            text = f"Server busy: all {self.max_sessions} sessions are in use; retry later"
+            raise refuse(503, SERVER_ERROR, text, headers=[("retry-after", str(BUSY_RETRY_AFTER))]) from None
+        for each in dropped:
+            self._end_session(each)
         return session
 
-    def _touch(self, session: _Session) -> None:
-        """Mark a session used now: it moves to the end of the least-recently-used order."""
-        session.last_seen = self.clock()
-        if self.sessions.get(session.ident) is session:
-            self.sessions.move_to_end(session.ident)
-
     def _drop_idle_sessions(self) -> None:
-        """Drop every session idle past ``session_idle_timeout``. Sessions are kept least
-        recently used first, so the sweep stops at the first one used since."""
-        horizon = self.clock() - self.session_idle_timeout
-        stale = itertools.takewhile(lambda each: each.last_seen <= horizon, self.sessions.values())
-        for session in [each for each in stale if not each.busy]:
-            self._drop_session(session)
+        for session in self.sessions.expire():
+            self._end_session(session)
 
     def _drop_session(self, session: _Session) -> None:
         """Forget a session (its id is then 404), its kept streams and its running tools."""
-        self.sessions.pop(session.ident, None)
+        if self.sessions.get(session.ident) is session:
+            self.sessions.pop(session.ident)
+        self._end_session(session)
+
+    def _end_session(self, session: _Session) -> None:
+        """What goes with a session the table no longer holds."""
         self.ended.append(session.ident)
+        for stream in session.listeners:
+            self.log.finish(stream)  # its GET stream ends: the client learns of the drop at its next request
         for stream in list(session.streams.values()):
             self._drop_stream(session, stream)
-        for stream in session.listeners:
-            stream.finish()  # its GET stream ends: the client learns of the drop at its next request
         for task in session.tasks:
             task.cancel()  # each producer still ends its stream on the way out
 
@@ -670,34 +593,34 @@ class ReferenceServer:
     # -- producers: background work that fills a stream ---------------------------------
 
     async def _streamed(
-        self, call: _Call, produce: Callable[[_Stream], Coroutine[Any, Any, dict[str, Any]]]
+        self, call: _Call, produce: Callable[[Stream], Coroutine[Any, Any, dict[str, Any]]]
     ) -> None:
         """Answer on a stream that a task of the server's fills: the task goes on whether or
         not anyone reads, so a cut client resumes from the store. At ``max_tasks`` running,
         the call is refused (-32000) rather than start one more."""
         if len(self.tasks) >= self.max_tasks:
             text = f"Server busy: {self.max_tasks} tool calls are running; retry later"
-            await call.http.error(200, call.ident, -32000, text, call.session_header)
+            await call.http.error(200, call.ident, SERVER_ERROR, text, call.session_header)
             return
         stream = self._open_stream(call.session)
         self._spawn(self._produce(call.session, stream, call.ident, produce(stream)), call.session)
         await self._serve_stream(call.http, call.session, stream, 0, call.headers)
 
     async def _produce(
-        self, session: _Session, stream: _Stream, ident: Any, work: Awaitable[dict[str, Any]]
+        self, session: _Session, stream: Stream, ident: Any, work: Awaitable[dict[str, Any]]
     ) -> None:
         """Run a producer and answer with its result; its stream ends on every path, so a
         reader (or a GET resuming it) never waits on a producer that failed or was cancelled."""
         try:
             result = await work
         except Exception:
-            error = {"code": -32603, "message": "Internal error: the tool failed"}
+            error = {"code": INTERNAL_ERROR, "message": "Internal error: the tool failed"}
             self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "error": error})
             raise  # kept in self.errors by _reap
         else:
             self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "result": result})
         finally:
-            stream.finish()
+            self.log.finish(stream)
 
     def _spawn(self, work: Coroutine[Any, Any, None], session: _Session | None = None) -> None:
         """Run ``work`` as a task of the server's (and of ``session``'s, which stays busy,
@@ -709,7 +632,7 @@ class ReferenceServer:
             session.tasks.add(task)
 
             def done(task: asyncio.Task[None]) -> None:
-                self._touch(session)  # idle from now on, not from its last request
+                self.sessions.touch(session.ident)  # idle from now on, not from its last request
                 session.tasks.discard(task)
 
             task.add_done_callback(done)
@@ -726,7 +649,7 @@ class ReferenceServer:
             logger.error("a reference server task failed", exc_info=error)
 
     async def _countdown(
-        self, session: _Session, stream: _Stream, token: Any, count: int, delay: float, size: int
+        self, session: _Session, stream: Stream, token: Any, count: int, delay: float, size: int
     ) -> dict[str, Any]:
         """``count`` progress notifications ``delay`` apart, then a result of ``size`` bytes."""
         for i in range(1, count + 1):
@@ -744,7 +667,7 @@ class ReferenceServer:
                     self._emit(session, listener, note)
         return _text(_filler(size))
 
-    async def _ask(self, session: _Session, stream: _Stream, question: str) -> dict[str, Any]:
+    async def _ask(self, session: _Session, stream: Stream, question: str) -> dict[str, Any]:
         """Ask the client (sampling/createMessage on the request's stream), then answer with
         what it said; 10 s at most."""
         asked = f"srv-{next(self.asking)}"
@@ -776,17 +699,16 @@ class ReferenceServer:
         try:
             self._emit(call.session, stream, reply)
         finally:
-            stream.finish()
+            self.log.finish(stream)
         del reply, result  # its encoded bytes are kept: the result need not live while they are sent
         await self._serve_stream(call.http, call.session, stream, 0, call.headers)
 
-    # -- the event store: streams kept for resumption, bounded in count and bytes ----------
+    # -- the event log: streams kept for resumption, bounded in count and bytes ----------
 
-    def _open_stream(self, session: _Session, size: int | None = None) -> _Stream:
+    def _open_stream(self, session: _Session, size: int | None = None) -> Stream:
         number = next(session.numbers)
-        stream = _Stream(number, size or self.store_size)
+        stream = self.log.open((session, number), max_events=size)
         session.streams[number] = stream
-        self.store[stream] = session
         while len(session.streams) > self.max_streams:
             kept = session.streams.values()
             # finished streams go first (their readers lose nothing), the oldest running one
@@ -797,58 +719,45 @@ class ReferenceServer:
             self._emit(session, stream, None)
         return stream
 
-    def _drop_stream(self, session: _Session, stream: _Stream) -> None:
-        """Forget a stream: a Last-Event-ID of it is then refused (409). A reader still
-        writing it out keeps it until done; it is no longer counted in ``stored_bytes``."""
-        if session.streams.get(stream.number) is stream:
-            del session.streams[stream.number]
-        if self.store.pop(stream, None) is not None:
-            self.stored_bytes -= stream.stored
+    @staticmethod
+    def _forgotten(stream: Stream) -> None:
+        key: tuple[_Session, int] = stream.key  # type: ignore[assignment]
+        session, number = key
+        if session.streams.get(number) is stream:
+            del session.streams[number]
 
-    def _keep_within_budget(self, current: _Stream) -> None:
-        """Past ``max_store_bytes``: whole finished streams go first, oldest first across all
-        sessions, then the oldest events of the oldest running streams. The event just stored
-        stays: a stream can always deliver its newest event, however large."""
-        while self.stored_bytes > self.max_store_bytes:
-            finished = next((each for each in self.store if each.done and each is not current), None)
-            if finished is not None:
-                self._drop_stream(self.store[finished], finished)
-                continue
-            running = next(
-                (each for each in self.store if len(each.events) > (1 if each is current else 0)), None
-            )
-            if running is None:
-                return
-            self.stored_bytes -= running.drop_oldest()
+    def _drop_stream(self, session: _Session, stream: Stream) -> None:
+        """Forget a stream: a Last-Event-ID of it is then refused (409), and a reader still
+        writing it out is cut unless it had sent all of a finished one."""
+        number = _stream_number(stream)
+        if session.streams.get(number) is stream:
+            del session.streams[number]
+        self.log.forget(stream)
 
-    def _emit(self, session: _Session, stream: _Stream, message: dict[str, Any] | None) -> None:
-        """Store one event (``None``: the priming event, an id and empty data)."""
+    def _emit(self, session: _Session, stream: Stream, message: dict[str, Any] | None) -> None:
+        """Store one event (``None``: the priming event, an id and empty data). A stream no
+        longer kept takes nothing: its reader was cut already."""
+        seq = stream.next_seq
+        ident = None
         if self.profile.resumability:
             if Fault.DUPLICATE_EVENT_IDS in self.faults:
-                seq = stream.next_seq
                 ident = str(seq)
             else:
-                seq = next(session.counter)
-                ident = f"{stream.number}-{seq}"
-            stream.next_seq += 1
-            session.by_event[ident] = (stream.number, seq)
+                ident = f"{_stream_number(stream)}-{next(session.counter)}"
+            session.by_event[ident] = (_stream_number(stream), seq)
             if len(session.by_event) > 4096:
                 session.by_event.pop(next(iter(session.by_event)))
-        else:
-            seq, ident = stream.next_seq, None
-            stream.next_seq += 1
         if message is None:
             encoded = encode_event("", id=ident, retry=self.retry_ms)
         else:
             encoded = encode_event(json.dumps(message), event="message", id=ident)
-        before = stream.stored
         # the message itself only for the fault that re-encodes it: kept beside its bytes,
-        # it would double what the store holds past what max_store_bytes counts
+        # it would double what the log holds past what max_store_bytes counts
         kept = message if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults else None
-        stream.add(seq, encoded, kept)
-        if stream in self.store:
-            self.stored_bytes += stream.stored - before
-            self._keep_within_budget(stream)
+        try:
+            self.log.append(stream, [(encoded, kept)])
+        except Gap:
+            pass
 
     @property
     def _sse_type(self) -> str:
@@ -858,7 +767,7 @@ class ReferenceServer:
         self,
         http: _Http,
         session: _Session,
-        stream: _Stream,
+        stream: Stream,
         after: int,
         headers: list[tuple[str, str]],
         *,
@@ -880,39 +789,32 @@ class ReferenceServer:
         session.open_streams += 1
         try:
             await app(http.scope, http.receive, http.send)
+        except ConnectionAbortedError:
+            pass  # cut: its client resumes and is refused (409) explicitly, never given a gap
         finally:
-            self._touch(session)  # idle from the end of its last stream (touched first: not
-            session.open_streams -= 1  # idle for a moment with a stale time)
+            self.sessions.touch(session.ident)  # idle from the end of its last stream (touched
+            session.open_streams -= 1  # first: not idle for a moment with a stale time)
 
     @staticmethod
-    async def _follow(stream: _Stream, after: int) -> AsyncIterator[bytes]:
-        """The stream's events with a sequence number above ``after``, as they are stored.
-
-        A follower the store outran (events it never sent were evicted) ends with an error,
-        so its client sees a broken stream, never a silent gap."""
-        sent = after
-        while True:
-            stream.changed.clear()
-            fresh = [(seq, encoded) for seq, encoded, _ in list(stream.events) if seq > sent]
-            if stream.evicted > sent:
-                raise RuntimeError("the event store outran this stream's reader")
-            for seq, encoded in fresh:
-                sent = seq
-                yield encoded
-            if fresh:
-                continue  # events may have arrived while these were written
-            if stream.done:
-                return
-            await stream.changed.wait()
+    async def _follow(stream: Stream, after: int) -> AsyncIterator[bytes]:
+        """The stream's events after ``after``, as they are stored. A follower the log
+        outran ends with a cut connection, so its client sees a broken stream, never a
+        silent gap."""
+        try:
+            async for batch in follow(stream, after):
+                for entry in batch:
+                    yield entry.data
+        except Gap:
+            raise ConnectionAbortedError("the event log outran this stream's reader") from None
 
     # -- GET and DELETE ----------------------------------------------------------------
 
     async def _get(self, http: _Http) -> None:
         """The standalone stream, or with Last-Event-ID a resumption of a stream."""
         if not self.profile.get_stream or self.stateless_mode or Fault.NO_GET in self.faults:
-            await http.respond(405, [*http.cors, ("allow", "POST")])
+            await not_allowed(http.send, http.cors, "POST")
             return
-        self._check_get_accept(http.headers.get("accept"))
+        self._check(self._get_rules(), http.headers)
         session = self._session(http.headers)
         headers = [*http.cors, ("mcp-session-id", session.ident)]
         cursor = http.headers.get("last-event-id")
@@ -933,7 +835,7 @@ class ReferenceServer:
             await self._serve_stream(http, session, stream, 0, headers, standalone=True)
         finally:
             session.listeners.remove(stream)
-            stream.finish()
+            self.log.finish(stream)
 
     async def _resume(
         self, http: _Http, session: _Session, cursor: str, headers: list[tuple[str, str]]
@@ -943,38 +845,60 @@ class ReferenceServer:
         stream = session.streams.get(found[0]) if found else None
         refusal = [("mcp-session-id", session.ident), ("retry-after", "1")]
         if stream is None or found is None:
-            raise _Refused(409, -32000, "cannot resume: unknown Last-Event-ID", headers=refusal)
+            raise refuse(409, SERVER_ERROR, "cannot resume: unknown Last-Event-ID", headers=refusal)
         seq = found[1]
         if stream.evicted > seq:  # events after the cursor were evicted: refuse, never fake it
             if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults:
                 await self._torn_replay(http, session, stream, headers)
                 return
             text = "cannot resume: events after Last-Event-ID were evicted"
-            raise _Refused(409, -32000, text, headers=refusal)
+            raise refuse(409, SERVER_ERROR, text, headers=refusal)
         after = seq - 1 if Fault.REPLAY_BEFORE_CURSOR in self.faults else seq
         await self._serve_stream(http, session, stream, after, headers)
 
     async def _torn_replay(
-        self, http: _Http, session: _Session, stream: _Stream, headers: list[tuple[str, str]]
+        self, http: _Http, session: _Session, stream: Stream, headers: list[tuple[str, str]]
     ) -> None:
         """The torn-replay-after-eviction fault: a fresh stream, new ids, a gap."""
         fresh = self._open_stream(session, size=len(stream.events) + 1)  # served whole
         try:
-            for _, _, message in list(stream.events):
-                if message is not None:
-                    self._emit(session, fresh, message)
+            for entry in list(stream.events):
+                if entry.extra is not None:
+                    self._emit(session, fresh, entry.extra)
         finally:
-            fresh.finish()
+            self.log.finish(fresh)
         await self._serve_stream(http, session, fresh, 0, headers)
 
     async def _delete(self, http: _Http) -> None:
         if self.stateless_mode:
-            await http.respond(405, [*http.cors, ("allow", "POST")])
+            await not_allowed(http.send, http.cors, "POST")
             return
         session = self._session(http.headers)
         if Fault.DELETE_NOT_INVALIDATING not in self.faults:
             self._drop_session(session)
         await http.respond(200, http.cors)
+
+
+def _stream_number(stream: Stream) -> int:
+    """A stream's number in its session (its key in the log is ``(session, number)``)."""
+    key: tuple[_Session, int] = stream.key  # type: ignore[assignment]
+    return key[1]
+
+
+def _exact_post_accept(headers: inbound.Headers) -> Refusal | None:
+    """The strict-accept fault: the exact string, as a naive server compares it."""
+    if headers.get("accept") == BOTH:
+        return None
+    return inbound.post_accept({})
+
+
+def _exact_content_type(headers: inbound.Headers) -> Refusal | None:
+    """The strict-content-type fault: no parameters, no other spelling."""
+    return None if headers.get("content-type") == JSON else inbound.json_content_type({})
+
+
+def _exact_stream_accept(headers: inbound.Headers) -> Refusal | None:
+    return None if headers.get("accept") == SSE else inbound.stream_accept({})
 
 
 def _negotiable(version: Any) -> TypeGuard[str]:

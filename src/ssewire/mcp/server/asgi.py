@@ -1,23 +1,42 @@
 """What the package's ASGI apps (the reference server, the gateway) send and check: whole
-answers, JSON-RPC errors, a request body read under a limit, and whether Host and Origin
-name this machine (DNS rebinding protection)."""
+answers, JSON-RPC errors and refusals, a request body read under a limit, whether Host and
+Origin name this machine (DNS rebinding protection), CORS, and the lifespan."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..protocol.codes import INVALID_REQUEST
+from ..protocol.inbound import Refusal
 from ..protocol.wire import JSON
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
-class BodyTooLarge(Exception):
-    """A request body over the limit: answered 413, the rest left unread."""
+class Refused(Exception):
+    """Raised by a server's handler to answer with a `Refusal` (one type for both servers)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.text)
+        self.refusal = refusal
+
+
+def refuse(
+    status: int, code: int, text: str, *, ident: Any = None, headers: Iterable[tuple[str, str]] = ()
+) -> Refused:
+    return Refused(Refusal(status, code, text, ident, tuple(headers)))
+
+
+class BodyTooLarge(Refused):
+    """A request body over the limit: 413, and the connection closes after the answer, so
+    the rest is never read (the ASGI server stops reading it)."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"Request body too large: the limit is {limit} bytes")
+        text = f"Request body too large: the limit is {limit} bytes"
+        super().__init__(Refusal(413, INVALID_REQUEST, text, None, (("connection", "close"),)))
         self.limit = limit
 
 
@@ -25,7 +44,7 @@ async def read_body(receive: Any, headers: dict[str, str], limit: int) -> bytes:
     """The request body, read in pieces up to ``limit`` bytes; past it (or a Content-Length
     announcing more) `BodyTooLarge`, before the rest is read."""
     length = headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
+    if length.isascii() and length.isdigit() and int(length) > limit:
         raise BodyTooLarge(limit)  # refused before a byte of it is read (no 100 Continue either)
     chunks: list[bytes] = []
     size = 0
@@ -65,6 +84,48 @@ async def error(
 ) -> None:
     body = json.dumps(error_message(ident, code, text)).encode()
     await respond(send, status, body, [("content-type", JSON), *headers])
+
+
+async def refused(send: Any, refusal: Refusal, headers: Iterable[tuple[str, str]] = ()) -> None:
+    """Answer a refusal: its status, a JSON-RPC error, ``headers`` (CORS) and its own."""
+    await error(send, refusal.status, refusal.ident, refusal.code, refusal.text, [*headers, *refusal.headers])
+
+
+def headers_of(scope: dict[str, Any]) -> dict[str, str]:
+    """A request's headers by lower-case name (the last of a repeated one)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+async def lifespan(receive: Any, send: Any, shutdown: Callable[[], Awaitable[None]]) -> None:
+    """The ASGI lifespan protocol: start at once; at shutdown, run ``shutdown``, then say so."""
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await shutdown()
+    await send({"type": "lifespan.shutdown.complete"})
+
+
+EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"  # what a browser client must be able to read
+ALLOWED_METHODS = "GET, POST, DELETE"
+
+
+def cors(origin: str | None, *, expose: bool = True) -> list[tuple[str, str]]:
+    """The CORS headers of an answer to a trusted ``origin`` (none without an Origin)."""
+    if origin is None:
+        return []
+    headers = [("access-control-allow-origin", origin), ("vary", "Origin")]
+    if expose:
+        headers.append(("access-control-expose-headers", EXPOSED))
+    return headers
+
+
+async def preflight(send: Any, headers: Iterable[tuple[str, str]]) -> None:
+    """A CORS preflight (OPTIONS): the methods and headers a browser may send."""
+    allow = [("access-control-allow-methods", ALLOWED_METHODS), ("access-control-allow-headers", "*")]
+    await respond(send, 204, b"", [*headers, *allow])
+
+
+async def not_allowed(send: Any, headers: Iterable[tuple[str, str]], allow: str = ALLOWED_METHODS) -> None:
+    await respond(send, 405, b"", [*headers, ("allow", allow)])
 
 
 def host_name(host: str | None) -> str | None:

@@ -30,7 +30,19 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .memory import MAX_EVENTS, SESSION_TTL, Abandoned, Gap, SessionRecord, Stored, event_id
+from .base import (
+    MAX_EVENTS,
+    SESSION_TTL,
+    Abandoned,
+    CallRecord,
+    Gap,
+    Lease,
+    Position,
+    SessionRecord,
+    Stored,
+    StreamState,
+    event_id,
+)
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -69,7 +81,7 @@ class RedisStore:
     # -- sessions ----------------------------------------------------------------------
 
     async def create(self, record: SessionRecord) -> None:
-        await self.redis.set(self._key("s", record.ident), json.dumps(record.__dict__), px=self.ttl_ms)
+        await self.redis.set(self._key("s", record.ident), json.dumps(record.to_dict()), px=self.ttl_ms)
 
     async def load(self, ident: str) -> SessionRecord | None:
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -77,13 +89,11 @@ class RedisStore:
             for kind in ("s", "n", "k"):
                 pipe.pexpire(self._key(kind, ident), self.ttl_ms)
             found, *_ = await pipe.execute()
-        if found is None:
-            return None
-        return SessionRecord(**json.loads(found))
+        return None if found is None else SessionRecord.from_dict(_json(found))
 
     async def update(self, record: SessionRecord) -> None:
         await self.redis.set(
-            self._key("s", record.ident), json.dumps(record.__dict__), px=self.ttl_ms, xx=True
+            self._key("s", record.ident), json.dumps(record.to_dict()), px=self.ttl_ms, xx=True
         )
 
     async def drop(self, ident: str) -> None:
@@ -95,11 +105,11 @@ class RedisStore:
 
     # -- streams -----------------------------------------------------------------------
 
-    async def open_stream(self, session: str, call: dict[str, Any] | None = None) -> int:
+    async def open_stream(self, session: str, call: CallRecord | None = None) -> int:
         number = int(await self.redis.incr(self._key("n", session)))
         meta, events, lease = (self._key(kind, session, number) for kind in ("m", "e", "l"))
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(meta, mapping={"call": json.dumps(call), "next": 1})
+            pipe.hset(meta, mapping={"call": json.dumps(call.to_dict() if call else None), "next": 1})
             pipe.pexpire(meta, self.ttl_ms)
             pipe.sadd(self._key("k", session), meta, events, lease)
             pipe.pexpire(self._key("n", session), self.ttl_ms)
@@ -135,7 +145,7 @@ class RedisStore:
         session: str,
         stream: int,
         items: list[tuple[bytes, float]],
-        position: dict[str, Any] | None = None,
+        position: Position | None = None,
         *,
         final: bool = False,
     ) -> None:
@@ -155,7 +165,7 @@ class RedisStore:
                 seq += 1
             pipe.hset(meta, "next", seq)
             if position is not None:  # in the same transaction: a taker never resumes past what is stored
-                pipe.hset(meta, "position", json.dumps(position))
+                pipe.hset(meta, "position", json.dumps(position.to_dict()))
             if final:  # the answer and the end together: a taker never finds an answered stream open
                 self._ending(pipe, session, stream, seq)
             pipe.pexpire(meta, self.ttl_ms)
@@ -188,23 +198,24 @@ class RedisStore:
             pipe.pexpire(events, self.ttl_ms)
             await pipe.execute()
 
-    async def adopt(self, session: str, stream: int) -> int | None:
-        """Take up an abandoned stream: its next seq, or None if another replica took it
+    async def adopt(self, session: str, stream: int) -> Lease | None:
+        """Take up an abandoned stream: its lease, or None if another replica took it
         first (or it ended meanwhile)."""
         taken = await self.redis.set(
             self._key("l", session, stream), self.owner, px=int(LEASE * 1000), nx=True
         )
         state = await self.state(session, stream)
-        if not taken or state is None or state["done"]:
+        if not taken or state is None or state.done:
             return None
-        self._write(session, stream, int(state["next"]))
-        return int(state["next"])
+        self._write(session, stream, state.next)
+        return Lease(self.owner, session, stream, state.next)
 
     async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None:
         """The downstream answer to request ``ident``, posted at any replica (a list
         ``a:<session>:<ident>`` it is pushed on); None after ``timeout`` seconds."""
         found = await self.redis.blpop([self._key("a", session) + f":{ident}"], timeout=max(timeout, 0.01))
-        return json.loads(found[1]) if found else None
+        answer = _json(found[1]) if found else None
+        return answer if isinstance(answer, dict) else None
 
     async def answered(self, session: str, message: dict[str, Any]) -> None:
         ident = message.get("id")
@@ -216,26 +227,28 @@ class RedisStore:
             pipe.pexpire(key, self.ttl_ms)  # an answer no one takes goes with the session
             await pipe.execute()
 
-    async def state(self, session: str, stream: int) -> dict[str, Any] | None:
+    async def state(self, session: str, stream: int) -> StreamState | None:
         meta = await self.redis.hgetall(self._key("m", session, stream))
         if not meta:
             return None
         fields = {k.decode(): v.decode() for k, v in meta.items()}
+        following = fields.get("next", "")
+        if not (following.isascii() and following.isdigit()):
+            return None  # not a stream this store wrote
         first = await self.redis.xrange(self._key("e", session, stream), count=1)
-        following = int(fields["next"])
-        evicted = _seq(first[0][0]) - 1 if first else following - 1
-        return {
-            "call": json.loads(fields.get("call", "null")),
-            "done": "done" in fields,
-            "next": following,
-            "evicted": evicted,
-            "position": json.loads(fields["position"]) if "position" in fields else None,
-        }
+        evicted = _seq(first[0][0]) - 1 if first else int(following) - 1
+        return StreamState(
+            CallRecord.from_dict(_json(fields.get("call", "null"))),
+            "done" in fields,
+            int(following),
+            evicted,
+            Position.from_dict(_json(fields["position"])) if "position" in fields else None,
+        )
 
     async def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]:
         events = self._key("e", session, stream)
         state = await self.state(session, stream)
-        if state is None or state["next"] <= after:
+        if state is None or state.next <= after:
             raise Gap(f"stream {stream} is not kept, or never reached event {after}")
         sent = after
         while True:
@@ -245,8 +258,8 @@ class RedisStore:
             if not entries:
                 if not await self.redis.exists(self._key("l", session, stream)):
                     state = await self.state(session, stream)
-                    if state is not None and not state["done"]:
-                        raise Abandoned(state["call"])
+                    if state is not None and not state.done:
+                        raise Abandoned(state.call)
                 continue
             if _seq(entries[0][0]) != sent + 1:
                 raise Gap(f"events after {sent} of stream {stream} were evicted before they were sent")
@@ -268,6 +281,14 @@ class RedisStore:
             task.cancel()
         self._leases.clear()
         await self.redis.aclose()
+
+
+def _json(raw: bytes | str) -> Any:
+    """A JSON value the store holds; None for anything else (a store is a peer too)."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def _seq(entry: bytes | str) -> int:

@@ -1,0 +1,197 @@
+"""What the gateway asks of a store, and the typed records that cross its boundary.
+
+A store keeps, per downstream session, its `SessionRecord` and its streams: each a log of
+events numbered ``1, 2, ...`` within the stream, read by any number of followers, finished
+once. An event's id is ``"<stream>-<seq>"``, so a ``Last-Event-ID`` names its stream and its
+place without a lookup table, at any replica. Loss has one signal, `Gap`.
+
+The store holds no session table of its own: which sessions a gateway process keeps is
+its relay table's to decide (`SessionTable`), so the two can never disagree. A shared
+store (Redis) keeps records past one process, each expiring with its session's last use.
+Everything a store hands back is read as untrusted: a record of the wrong shape is `None`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from ...server.log import Gap as Gap
+
+MAX_STORE_BYTES = 256 << 20  # room for 64 sessions' 4 MiB results at once
+MAX_EVENTS = 4096  # per stream: a long call's progress stays resumable for this many events
+SESSION_TTL = 600.0  # seconds a session may go unused before it is forgotten
+
+
+class Abandoned(Exception):
+    """A stream is unfinished and its writer is gone (a replica that stopped): a follower
+    may `Store.adopt` it, to take the call up or end it with an explicit error."""
+
+    def __init__(self, call: CallRecord | None) -> None:
+        super().__init__("the replica writing this stream stopped")
+        self.call = call
+
+
+@dataclass
+class SessionRecord:
+    """A downstream session: what any replica needs to relay it."""
+
+    ident: str  # the downstream Mcp-Session-Id, the gateway's own
+    version: str  # the revision agreed with the downstream client and the upstream
+    upstream: str | None  # the upstream's Mcp-Session-Id
+    capabilities: dict[str, Any] = field(default_factory=dict)  # the downstream client's
+    info: dict[str, Any] = field(default_factory=dict)  # its clientInfo
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> SessionRecord | None:
+        if not isinstance(raw, dict):
+            return None
+        ident, version, upstream = raw.get("ident"), raw.get("version"), raw.get("upstream")
+        if not (isinstance(ident, str) and isinstance(version, str)):
+            return None
+        if upstream is not None and not isinstance(upstream, str):
+            return None
+        capabilities, info = raw.get("capabilities"), raw.get("info")
+        return cls(
+            ident,
+            version,
+            upstream,
+            capabilities if isinstance(capabilities, dict) else {},
+            info if isinstance(info, dict) else {},
+        )
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What a stream answers: the downstream request (its id, method, progress token)."""
+
+    id: Any
+    method: str | None
+    token: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> CallRecord | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("method"), (str, type(None))):
+            return None
+        return cls(raw.get("id"), raw.get("method"), raw.get("token"))
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a call's upstream answer stands, written with the events it covers: the
+    upstream request id, the cursor of what was delivered while unanswered, the highest
+    progress value (a taker drops replayed progress by it)."""
+
+    upstream: Any
+    cursor: str | None
+    progress: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Position | None:
+        if not isinstance(raw, dict):
+            return None
+        cursor, progress = raw.get("cursor"), raw.get("progress")
+        if cursor is not None and not isinstance(cursor, str):
+            return None
+        if isinstance(progress, bool) or not isinstance(progress, (int, float, type(None))):
+            return None
+        return cls(raw.get("upstream"), cursor, progress)
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """A kept stream: what it answers, whether it is done, its next event number, the
+    highest number evicted, and the upstream position stored with its events."""
+
+    call: CallRecord | None
+    done: bool
+    next: int
+    evicted: int
+    position: Position | None = None
+
+    def holds(self, seq: int) -> bool:
+        """Whether a reader that has event ``seq`` can go on from it without a gap."""
+        return self.evicted <= seq < self.next
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A writer's claim on a stream (Redis: a key naming its owner, renewed while it writes)."""
+
+    owner: str
+    session: str
+    stream: int
+    next_seq: int  # where the new writer goes on
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One event of a stream: its id, its payload (a JSON-RPC message's bytes; empty for the
+    priming event), and when its message reached the gateway (``time.time()``, for the
+    added-latency figure)."""
+
+    event_id: str
+    data: bytes
+    arrived: float
+
+
+def event_id(stream: int, seq: int) -> str:
+    return f"{stream}-{seq}"
+
+
+def parse_event_id(value: str) -> tuple[int, int] | None:
+    """``(stream, seq)`` of an id this gateway wrote; None for any other (ASCII digits only:
+    ``str.isdigit`` also takes superscripts, which ``int`` refuses)."""
+    stream, _, seq = value.strip().partition("-")
+    if len(value) < 40 and all(part.isascii() and part.isdigit() for part in (stream, seq)):
+        return int(stream), int(seq)
+    return None
+
+
+class Store(Protocol):
+    """What the gateway asks of a store (memory or Redis). The contract both are held to
+    is ``tests/mcp/gateway/stores/test_contract.py``."""
+
+    async def create(self, record: SessionRecord) -> None: ...
+
+    async def load(self, ident: str) -> SessionRecord | None: ...
+
+    async def update(self, record: SessionRecord) -> None: ...
+
+    async def drop(self, ident: str) -> None: ...
+
+    async def open_stream(self, session: str, call: CallRecord | None = None) -> int: ...
+
+    async def append(
+        self,
+        session: str,
+        stream: int,
+        items: list[tuple[bytes, float]],
+        position: Position | None = None,
+        *,
+        final: bool = False,
+    ) -> None: ...
+
+    async def finish(self, session: str, stream: int) -> None: ...
+
+    async def state(self, session: str, stream: int) -> StreamState | None: ...
+
+    async def adopt(self, session: str, stream: int) -> Lease | None: ...
+
+    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None: ...
+
+    async def answered(self, session: str, message: dict[str, Any]) -> None: ...
+
+    def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,176 @@
+"""The bounded event log of a server: the SSE streams it keeps for resumption, all under
+one byte budget, with one eviction order and one follower.
+
+A `Stream` is one SSE stream's events, numbered ``1, 2, ...`` within it, appended by one
+writer, read by any number of followers, finished once. `EventLog` holds every stream of a
+server (the reference server's, the gateway's memory store) and keeps them within:
+
+- ``max_events`` events per stream (the oldest go first);
+- ``max_bytes`` over all streams, each event and stream counted with what it costs beside
+  its payload (so a flood of tiny events is bounded as a few large ones are): finished
+  streams go first, oldest first, then the oldest events of running streams. The event
+  just stored stays: a stream can always deliver its newest event, however large.
+
+Loss has one signal, `Gap`: a follower that needed an evicted event, or a stream that is no
+longer kept, is told so, and its reader is cut, never given a silent gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+# what an event and a stream cost besides their payloads (the tuples, the deque, the log)
+EVENT_COST, STREAM_COST = 200, 2048
+
+
+class Gap(Exception):
+    """Events a reader needed were evicted (or the stream is no longer kept): it cannot be
+    continued without a gap."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One event of a stream: its number in the stream, its bytes, and what its writer
+    keeps beside them (the gateway: when its message arrived)."""
+
+    seq: int
+    data: bytes
+    extra: Any = None
+
+
+@dataclass(eq=False)  # hashed by identity
+class Stream:
+    """One SSE stream's events, in order; ``evicted`` is the highest number dropped."""
+
+    key: Hashable
+    max_events: int
+    meta: Any = None  # what the stream answers (the writer's: a call's record)
+    events: deque[Entry] = field(default_factory=deque)
+    next_seq: int = 1
+    evicted: int = 0
+    done: bool = False
+    size: int = STREAM_COST  # bytes counted against the budget: payloads and costs
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def entries_after(self, after: int) -> list[Entry]:
+        """The kept events numbered above ``after`` (numbers are contiguous: no scan)."""
+        if not self.events:
+            return []
+        return list(islice(self.events, max(after + 1 - self.events[0].seq, 0), None))
+
+    def _drop_oldest(self) -> int:
+        entry = self.events.popleft()
+        self.evicted = entry.seq
+        self.changed.set()  # a waiting follower learns it was outrun
+        cost = len(entry.data) + EVENT_COST
+        self.size -= cost
+        return cost
+
+
+class EventLog:
+    """Every stream a server keeps, within one byte budget.
+
+    :param max_bytes: bytes of events (and their costs) kept across all streams.
+    :param max_events: events kept per stream, unless a stream is opened with its own.
+    :param on_forget: told of each stream the budget drops, so what indexes streams
+        (a server's sessions) forgets it too.
+    """
+
+    def __init__(
+        self, *, max_bytes: int, max_events: int, on_forget: Callable[[Stream], None] | None = None
+    ) -> None:
+        for name, bound in (("max_bytes", max_bytes), ("max_events", max_events)):
+            if bound < 1:
+                raise ValueError(f"{name} must be at least 1, not {bound}")
+        self.max_bytes, self.max_events = max_bytes, max_events
+        self.streams: OrderedDict[Hashable, Stream] = OrderedDict()  # oldest first
+        self.stored = 0  # bytes counted for all kept streams
+        self.on_forget = on_forget
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self.streams
+
+    def get(self, key: Hashable) -> Stream | None:
+        return self.streams.get(key)
+
+    def open(self, key: Hashable, *, meta: Any = None, max_events: int | None = None) -> Stream:
+        if key in self.streams:
+            raise ValueError(f"a stream {key!r} is kept already")
+        stream = self.streams[key] = Stream(key, max_events or self.max_events, meta)
+        self.stored += stream.size
+        self._keep_within_budget(stream)
+        return stream
+
+    def append(self, stream: Stream, items: Iterable[tuple[bytes, Any]], *, final: bool = False) -> int:
+        """Add events (their bytes and extras) in order; ``final``: they end the stream. The
+        number of the last one. `Gap` when the stream is no longer kept."""
+        if self.streams.get(stream.key) is not stream:
+            raise Gap(f"stream {stream.key!r} is no longer kept")
+        for data, extra in items:
+            stream.events.append(Entry(stream.next_seq, data, extra))
+            stream.next_seq += 1
+            cost = len(data) + EVENT_COST
+            stream.size += cost
+            self.stored += cost
+        while len(stream.events) > stream.max_events:
+            self.stored -= stream._drop_oldest()
+        stream.done = stream.done or final
+        self._keep_within_budget(stream)
+        stream.changed.set()
+        return stream.next_seq - 1
+
+    def finish(self, stream: Stream) -> None:
+        stream.done = True
+        stream.changed.set()
+
+    def forget(self, stream: Stream) -> None:
+        """Drop a stream whole. A follower still reading it learns it is gone (`Gap`),
+        unless it had sent everything of a finished one."""
+        if self.streams.get(stream.key) is stream:
+            del self.streams[stream.key]
+            self.stored -= stream.size
+        stream.size = 0
+        stream.evicted = stream.next_seq - 1 if stream.done else stream.next_seq
+        stream.events.clear()
+        stream.changed.set()
+
+    def _keep_within_budget(self, current: Stream) -> None:
+        while self.stored > self.max_bytes:
+            finished = next((s for s in self.streams.values() if s.done and s is not current), None)
+            if finished is not None:
+                self.forget(finished)
+                if self.on_forget is not None:
+                    self.on_forget(finished)
+                continue
+            running = next(
+                (s for s in self.streams.values() if len(s.events) > (1 if s is current else 0)), None
+            )
+            if running is None:
+                return
+            self.stored -= running._drop_oldest()
+
+
+async def follow(stream: Stream, after: int) -> AsyncIterator[list[Entry]]:
+    """The one follower: the events of ``stream`` numbered above ``after``, in batches of all
+    that came since the last, as they are stored, until it is finished. `Gap` when one it
+    needed was evicted or the stream is no longer kept."""
+    if stream.next_seq <= after:
+        raise Gap(f"stream {stream.key!r} never reached event {after}")
+    sent = after
+    while True:
+        stream.changed.clear()
+        if stream.evicted > sent:
+            raise Gap(f"events after {sent} of stream {stream.key!r} were evicted before they were sent")
+        fresh = stream.entries_after(sent)
+        if fresh:
+            sent = fresh[-1].seq
+            yield fresh
+            continue  # events may have come while these were written
+        if stream.done:
+            return
+        await stream.changed.wait()
