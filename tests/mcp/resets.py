@@ -34,7 +34,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from ssewire.mcp.client import Client, StreamBroken
-from ssewire.mcp.reference.server import ReferenceServer, _filler
+from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.reference.tools import filler
 from ssewire.mcp.streams.guard import UnsafeResumption
 from ssewire.mcp.transport.serving import running
 
@@ -131,7 +132,7 @@ def _score(tally: Tally, text: str, ticks: list[float], expected: str, progress:
         tally.intact += 1
 
 
-EXPECTED = hashlib.sha256(_filler(RESULT_SIZE).encode()).hexdigest()
+EXPECTED = hashlib.sha256(filler(RESULT_SIZE).encode()).hexdigest()
 ARGUMENTS = {"count": PROGRESS, "size": RESULT_SIZE}
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from ssewire.jsonrpc import Kind, Message
 from ssewire.mcp.client import Client, MessageTooLarge, StreamBroken
-from ssewire.mcp.reference.server import _filler
+from ssewire.mcp.reference.tools import filler
 from ssewire.mcp.transport.serving import running
 
 from ..faultproxy import Cut, fault_proxy
@@ -40,7 +40,7 @@ def test_a_call_with_progress_and_a_multi_megabyte_result():
         client, seen, result = asyncio.run(main(base + "/mcp"))
     assert client.version == "2025-11-25" and client.session is not None
     assert [p["progress"] for p in seen] == list(range(1, 11))
-    assert text_of(result) == _filler(2 * MIB)
+    assert text_of(result) == filler(2 * MIB)
     stats = client.statistics()
     assert stats["resets"] == 0 and stats["ttfb_s"] and len(stats["progress_gaps_s"]) == 9
 

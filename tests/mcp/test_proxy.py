@@ -18,7 +18,8 @@ from ssewire.mcp.checks.findings import Level, Status
 from ssewire.mcp.checks.report import READY, REVIEW
 from ssewire.mcp.client import Client
 from ssewire.mcp.probe.driver import run_probe
-from ssewire.mcp.reference.server import ReferenceServer, _filler
+from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.reference.tools import filler
 from ssewire.mcp.transport.serving import running
 
 from ..nginx import nginx_binary, nginx_proxy
@@ -67,7 +68,7 @@ def test_the_client_reads_through_a_compressing_proxy(json_response):
     assert client.version == "2025-11-25" and client.session is not None
     # the reference server's JSON mode sends no progress (a JSON answer carries one message)
     assert [p["progress"] for p in seen] == ([] if json_response else list(range(1, 11)))
-    assert result["content"][0]["text"] == _filler(MIB)
+    assert result["content"][0]["text"] == filler(MIB)
     assert client.statistics()["resets"] == 0
 
 

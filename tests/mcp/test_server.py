@@ -25,6 +25,7 @@ from ssewire._errors import InputError
 from ssewire.mcp.reference import server as server_module
 from ssewire.mcp.reference.faults import FAULTS, Fault, UnknownFault
 from ssewire.mcp.reference.server import ReferenceServer
+from ssewire.mcp.reference.tools import filler, integer_argument
 from ssewire.mcp.transport.serving import running
 
 BOTH = "application/json, text/event-stream"
@@ -109,7 +110,7 @@ def test_a_failing_producer_answers_with_an_error_and_ends_every_reader(monkeypa
     def broken_filler(size: int) -> str:
         raise RuntimeError("the tool broke")
 
-    monkeypatch.setattr(server_module, "_filler", broken_filler)
+    monkeypatch.setattr(server_module, "filler", broken_filler)
     app = ReferenceServer(countdown_delay=0.05, keepalive=0.2)
     call = _rpc("c1", "tools/call", name="countdown", arguments={"count": 4}, _meta={"progressToken": "p"})
     caplog.set_level(logging.ERROR, logger=server_module.__name__)
@@ -139,7 +140,7 @@ def test_a_failing_producer_answers_with_an_error_and_ends_every_reader(monkeypa
 
 
 def test_a_stream_resumed_after_its_producer_failed_ends_too(monkeypatch):
-    monkeypatch.setattr(server_module, "_filler", lambda size: 1 / 0)
+    monkeypatch.setattr(server_module, "filler", lambda size: 1 / 0)
     app = ReferenceServer(countdown_delay=0.0, keepalive=0.2)
     call = _rpc("c2", "tools/call", name="countdown", arguments={"count": 1})
     with running(app) as base, httpx.Client(timeout=DEADLINE) as client:
@@ -298,8 +299,8 @@ def test_a_content_length_over_the_limit_is_refused_before_a_byte_is_read():
 
 def test_an_integral_number_is_an_integer_argument():
     """JSON Schema's integer: 2.0 is one, so countdown takes it."""
-    assert server_module._integer({"count": 2.0}, "count", 20, high=10) == 2
-    assert server_module._integer({"count": 10**6}, "count", 20, high=10) == 10
+    assert integer_argument({"count": 2.0}, "count", 20, high=10) == 2
+    assert integer_argument({"count": 10**6}, "count", 20, high=10) == 10
 
 
 def test_a_body_at_the_limit_is_served():
@@ -501,7 +502,7 @@ def test_past_the_task_cap_a_streaming_call_is_refused_server_busy():
             task.get_loop().call_soon_threadsafe(task.cancel)
             _wait_for(lambda: not app.tasks)
         served = client.post(url, json=short, headers=headers)
-        assert _events(served.text)[-1][1]["result"]["content"][0]["text"] == server_module._filler(10)
+        assert _events(served.text)[-1][1]["result"]["content"][0]["text"] == filler(10)
 
 
 # -- the event store --------------------------------------------------------------------
@@ -726,7 +727,7 @@ def test_a_failing_ask_answers_with_an_error_and_ends_every_reader(monkeypatch):
     def broken_text(text: str) -> dict:
         raise RuntimeError("ask broke")
 
-    monkeypatch.setattr(server_module, "_text", broken_text)
+    monkeypatch.setattr(server_module, "text_result", broken_text)
     app = ReferenceServer(keepalive=0.2)
     call = _rpc("a1", "tools/call", name="ask", arguments={"question": "why?"})
     with running(app) as base, httpx.Client(timeout=DEADLINE) as client, ThreadPoolExecutor(1) as pool:

@@ -34,7 +34,6 @@ import dataclasses
 import itertools
 import json
 import logging
-import math
 import time
 import uuid
 from collections import deque
@@ -70,6 +69,15 @@ from ..server.log import EventLog, Gap, Stream, follow
 from ..server.sessions import SessionsFull, SessionTable
 from .faults import Fault
 from .faults import resolve as resolve_faults
+from .tools import (
+    TOOLS,
+    InvalidArgument,
+    as_object,
+    filler,
+    integer_argument,
+    number_argument,
+    text_result,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,48 +92,6 @@ MAX_TASKS = 64
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 RETRY_MS = 1000
 MAX_ERRORS = 64  # failures of background tasks kept for inspection (bounded)
-
-TOOLS = [
-    {
-        "name": "echo",
-        "description": "Return the text.",
-        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-    },
-    {
-        "name": "countdown",
-        "description": "Send `count` progress notifications `delay` seconds apart, then a result of `size` bytes.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "count": {"type": "integer"},
-                "delay": {"type": "number"},
-                "size": {"type": "integer"},
-            },
-        },
-    },
-    {
-        "name": "big",
-        "description": "Return one text block of `size` bytes (default 4 MiB).",
-        "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
-    },
-    {
-        "name": "ask",
-        "description": "Ask the client a question (sampling/createMessage) and return its answer.",
-        "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}},
-    },
-    {
-        "name": "structured",
-        "description": "Return `n` as structured content.",
-        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
-        "outputSchema": {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {"value": {"type": "integer"}},
-            "required": ["value"],
-            "additionalProperties": False,
-        },
-    },
-]
 
 
 @dataclass(eq=False)
@@ -188,7 +154,7 @@ class _Call:
 
     @property
     def params(self) -> dict[str, Any]:
-        return _object(self.message.get("params"))
+        return as_object(self.message.get("params"))
 
     @property
     def session_header(self) -> list[tuple[str, str]]:
@@ -497,15 +463,15 @@ class ReferenceServer:
         name, arguments = params.get("name"), params.get("arguments")
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            await self._answer(call, {**_text(f"unknown tool {name!r}"), "isError": True})
+            await self._answer(call, {**text_result(f"unknown tool {name!r}"), "isError": True})
             return
         try:
             if arguments is None:
                 arguments = {}
             if not isinstance(arguments, dict):
-                raise _InvalidArgument("arguments must be an object")
+                raise InvalidArgument("arguments must be an object")
             await tool(call, arguments)
-        except _InvalidArgument as invalid:
+        except InvalidArgument as invalid:
             text = f"Invalid params: {name}: {invalid}"
             await call.http.error(200, call.ident, INVALID_PARAMS, text, call.session_header)
 
@@ -552,20 +518,20 @@ class ReferenceServer:
 
     def _negotiate(self, message: dict[str, Any]) -> str:
         """The version initialize agrees on: the client's if initialize exists in it, else ours."""
-        wanted = _object(message.get("params")).get("protocolVersion")
+        wanted = as_object(message.get("params")).get("protocolVersion")
         return wanted if _negotiable(wanted) else self.profile.name
 
     # -- tools -------------------------------------------------------------------------
 
     async def _echo(self, call: _Call, arguments: dict[str, Any]) -> None:
-        await self._answer(call, _text(str(arguments.get("text", ""))))
+        await self._answer(call, text_result(str(arguments.get("text", ""))))
 
     async def _big(self, call: _Call, arguments: dict[str, Any]) -> None:
-        size = _integer(arguments, "size", 4 << 20, high=64 << 20)
-        await self._answer(call, _text("x" * size))
+        size = integer_argument(arguments, "size", 4 << 20, high=64 << 20)
+        await self._answer(call, text_result("x" * size))
 
     async def _structured(self, call: _Call, arguments: dict[str, Any]) -> None:
-        n = _integer(arguments, "n", 1)
+        n = integer_argument(arguments, "n", 1)
         value: Any = "not an integer" if Fault.OUTPUT_SCHEMA_VIOLATION in self.faults else n
         result = {
             "content": [{"type": "text", "text": json.dumps({"value": value})}],
@@ -578,14 +544,14 @@ class ReferenceServer:
         await self._streamed(call, lambda stream: self._ask(call.session, stream, question))
 
     async def _countdown_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
-        count = _integer(arguments, "count", 20, high=10_000)
-        delay = _number(arguments, "delay", self.countdown_delay, high=5.0)
-        size = _integer(arguments, "size", self.result_size, high=64 << 20)
+        count = integer_argument(arguments, "count", 20, high=10_000)
+        delay = number_argument(arguments, "delay", self.countdown_delay, high=5.0)
+        size = integer_argument(arguments, "size", self.result_size, high=64 << 20)
         if self.json_response:
             await asyncio.sleep(count * delay)
-            await self._answer(call, _text(_filler(size)))
+            await self._answer(call, text_result(filler(size)))
             return
-        token = _object(call.params.get("_meta")).get("progressToken")
+        token = as_object(call.params.get("_meta")).get("progressToken")
         await self._streamed(
             call, lambda stream: self._countdown(call.session, stream, token, count, delay, size)
         )
@@ -665,7 +631,7 @@ class ReferenceServer:
             if Fault.BROADCAST_TWO_STREAMS in self.faults:
                 for listener in list(session.listeners):
                     self._emit(session, listener, note)
-        return _text(_filler(size))
+        return text_result(filler(size))
 
     async def _ask(self, session: _Session, stream: Stream, question: str) -> dict[str, Any]:
         """Ask the client (sampling/createMessage on the request's stream), then answer with
@@ -686,7 +652,7 @@ class ReferenceServer:
             text = "no answer"
         finally:
             self.asked.pop(asked, None)
-        return _text(text)
+        return text_result(text)
 
     # -- answers and streams -----------------------------------------------------------
 
@@ -729,7 +695,7 @@ class ReferenceServer:
     def _drop_stream(self, session: _Session, stream: Stream) -> None:
         """Forget a stream: a Last-Event-ID of it is then refused (409), and a reader still
         writing it out is cut unless it had sent all of a finished one."""
-        number = _stream_number(stream)
+        number = _streamnumber_argument(stream)
         if session.streams.get(number) is stream:
             del session.streams[number]
         self.log.forget(stream)
@@ -743,8 +709,8 @@ class ReferenceServer:
             if Fault.DUPLICATE_EVENT_IDS in self.faults:
                 ident = str(seq)
             else:
-                ident = f"{_stream_number(stream)}-{next(session.counter)}"
-            session.by_event[ident] = (_stream_number(stream), seq)
+                ident = f"{_streamnumber_argument(stream)}-{next(session.counter)}"
+            session.by_event[ident] = (_streamnumber_argument(stream), seq)
             if len(session.by_event) > 4096:
                 session.by_event.pop(next(iter(session.by_event)))
         if message is None:
@@ -879,7 +845,7 @@ class ReferenceServer:
         await http.respond(200, http.cors)
 
 
-def _stream_number(stream: Stream) -> int:
+def _streamnumber_argument(stream: Stream) -> int:
     """A stream's number in its session (its key in the log is ``(session, number)``)."""
     key: tuple[_Session, int] = stream.key  # type: ignore[assignment]
     return key[1]
@@ -925,44 +891,3 @@ async def _held_back(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The buffered-stream fault: everything at once, at the end."""
     held = [piece async for piece in source]
     yield b"".join(held)
-
-
-def _filler(size: int) -> str:
-    """``size`` bytes of text that tell where they were cut: a torn copy never looks whole."""
-    line = "".join(f"{n:07d} " for n in range(1, 129))  # 1 KiB, counting
-    return (line * (size // len(line) + 1))[:size] if size else "done"
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(text: str) -> dict[str, Any]:  # a tool result of one text block
-    return {"content": [{"type": "text", "text": text}]}
-
-
-class _InvalidArgument(ValueError):
-    """A tool argument of the wrong type: the call is answered -32602 (Invalid params)."""
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
-
-
-def _integer(arguments: dict[str, Any], name: str, default: int, *, high: int | None = None) -> int:
-    """An integer argument (JSON Schema's: 2.0 is one), clamped to ``[0, high]`` when
-    ``high`` is given; a bool, a fraction or a string is refused."""
-    value = arguments.get(name, default)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _InvalidArgument(f"{name} must be an integer, not {json.dumps(value)[:40]}")
-    return value if high is None else max(0, min(value, high))
-
-
-def _number(arguments: dict[str, Any], name: str, default: float, *, high: float) -> float:
-    """A number argument, clamped to ``[0, high]``."""
-    value = arguments.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _InvalidArgument(f"{name} must be a number, not {json.dumps(value)[:40]}")
-    return max(0.0, min(float(value), high))
