@@ -1,4 +1,4 @@
-"""The live half's one transport path, on httpx: the client, the probe and the recorder send
+"""The one transport path of the I/O components, on httpx: the client, the probe and the recorder send
 and read through it.
 
 - A request is sent with a deadline for the answer's head; httpx's own read timeout is off

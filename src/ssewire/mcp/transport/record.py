@@ -1,5 +1,5 @@
-"""Record HTTP exchanges as an ``ssewire-transcript/1`` document, on the live half's one
-transport path (``transport.py``), so a recording reads bodies as the client and the probe do.
+"""Record HTTP exchanges as an ``ssewire-transcript/1`` document, on the one
+transport path (``http.py``), so a recording reads bodies as the client and the probe do.
 
 The body is kept as it was read, one chunk per read, after content-encoding is undone (what
 an SSE parser sees; a compressing proxy changes the bytes on the wire, not the events). A
