@@ -423,3 +423,43 @@ def test_2026_a_cancellation_reaches_the_upstream_under_the_gateway_s_own_id():
     upstream_call = next(json.loads(body) for body in seen if b'"tools/call"' in body)
     told = next(json.loads(body) for body in seen if b"notifications/cancelled" in body)
     assert told["params"]["requestId"] == upstream_call["id"] != 101
+
+
+def test_a_flood_of_sessions_never_ends_a_working_one_and_the_store_agrees(upstream):
+    """The relay table is the gateway's one session table: a client opening many sessions
+    makes the idle ones go (their records with them), never the one whose call is running;
+    once every session works, a new one is refused 503 with Retry-After."""
+    with gateway_over(upstream, max_sessions=4, keepalive=0.2) as gw, httpx.Client(timeout=30) as http:
+        working = session(http, gw.url)
+        decoder, events = Decoder(), []
+        with http.stream("POST", gw.url, json=countdown(1, 8, 0.1), headers=working) as answer:
+            chunks = answer.iter_bytes()
+            while not messages(events):
+                events += decoder.feed(next(chunks))
+            flood = [http.post(gw.url, json=INITIALIZE, headers=POST) for _ in range(12)]
+            assert [r.status_code for r in flood] == [200] * 12  # idle ones made room each time
+            for chunk in chunks:
+                events += decoder.feed(chunk)
+        got = messages(events)
+        assert [m["params"]["progress"] for m in got if "method" in m] == list(range(1, 9))
+        assert [m["id"] for m in got if "result" in m] == [1]
+        sid = working["Mcp-Session-Id"]
+        table = set(gw.app.relays)
+        assert sid in table and len(table) == 4
+        assert table == set(gw.app.store.sessions)  # the store keeps exactly the table's sessions
+
+        busy = []  # every session working: the next initialize is refused, nothing is dropped
+        for n in range(4):
+            headers = working if n == 0 else session(http, gw.url)
+            busy.append(http.stream("POST", gw.url, json=countdown(10 + n, 20, 0.1), headers=headers))
+        opened = [stream.__enter__() for stream in busy]
+        try:
+            while not all(gw.app.relays[sid].working for sid in gw.app.relays):
+                time.sleep(0.02)
+            refused = http.post(gw.url, json=INITIALIZE, headers=POST)
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
+            assert refused.json()["error"]["code"] == -32000 and len(gw.app.relays) == 4
+        finally:
+            for stream, response in zip(busy, opened, strict=True):
+                stream.__exit__(None, None, None)
+                del response

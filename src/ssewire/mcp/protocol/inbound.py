@@ -169,15 +169,16 @@ MESSAGE_RULES: tuple[MessageRule, ...] = (
 )
 
 
-def read_message(body: bytes, rules: Iterable[MessageRule] = MESSAGE_RULES) -> dict[str, Any] | Refusal:
-    """One POSTed JSON-RPC message, or the refusal of the first rule it breaks."""
+def read_message(body: bytes, rules: Iterable[MessageRule] | None = None) -> dict[str, Any] | Refusal:
+    """One POSTed JSON-RPC message, or the refusal of the first rule it breaks (of
+    `MESSAGE_RULES` as they are when it is called, unless ``rules`` are given)."""
     try:
         message = orjson.loads(body)
     except orjson.JSONDecodeError:
         return Refusal(400, PARSE_ERROR, "Parse error")
     if not isinstance(message, dict):
         return Refusal(400, INVALID_REQUEST, "Invalid Request: one JSON-RPC message per POST")
-    for rule in rules:
+    for rule in MESSAGE_RULES if rules is None else rules:
         refusal = rule(message)
         if refusal is not None:
             return refusal
