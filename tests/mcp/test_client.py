@@ -8,6 +8,7 @@ import asyncio
 import time
 from urllib.parse import urlsplit
 
+import httpx
 import orjson
 import pytest
 
@@ -401,13 +402,49 @@ def test_another_client_takes_up_an_unanswered_call_from_its_position():
         await second.attach(first.version, first.session)
         rest = []
         reply = await second.resume_call(sent[0], position, on_progress=lambda p: rest.append(p["progress"]))
+        books = len(first._requests), len(second._requests)
         await second.close()
         await first.close()
-        return sent[0], seen, rest, reply
+        return sent[0], seen, rest, reply, books
 
     with _running(_reference(store_size=256)) as root:
-        ident, seen, rest, reply = _asyncio.run(scenario(root + "/mcp"))
+        ident, seen, rest, reply, books = _asyncio.run(scenario(root + "/mcp"))
+    assert books == (0, 0)  # the stopped call's record and the taken-up one's: both gone
     assert ident == 1000 + 1  # first_id: the handshake took 1000
     assert reply["id"] == ident and reply["result"]["content"][0]["text"] == "done"
     assert sorted(set(seen[:2] + rest)) == [1, 2, 3, 4, 5, 6]  # nothing lost
     assert rest[-1] == 6 and rest == sorted(rest)  # resumed after the position, in order
+
+
+def test_close_without_ending_the_session_hands_it_over_with_no_delete():
+    """``close(end_session=False)``, as a gateway replica that stops closes its upstream
+    client: no DELETE, the server keeps the session, and another client that attaches goes
+    on in it; ``close()`` then ends it with one DELETE."""
+
+    async def main(url, app):
+        methods: list[str] = []
+
+        async def sent(request: httpx.Request) -> None:
+            methods.append(request.method)
+
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(30, read=None), event_hooks={"request": [sent]}
+        ) as http:
+            first = Client(url, profile="2025-11-25", listen=False, http=http)
+            await first.connect()
+            await first.call_tool("echo", {"text": "a"})
+            await first.close(end_session=False)
+            handed_over = methods.count("DELETE"), first.session in app.sessions
+            second = Client(url, listen=False, http=http)
+            await second.attach(first.version, first.session)
+            result = await second.call_tool("echo", {"text": "b"})  # the session lives on
+            await second.close()
+            ended = methods.count("DELETE"), second.session in app.sessions
+        return handed_over, result, ended
+
+    app = server()
+    with running(app) as base:
+        handed_over, result, ended = asyncio.run(main(base + "/mcp", app))
+    assert handed_over == (0, True)
+    assert text_of(result) == "b"
+    assert ended == (1, False)

@@ -1,11 +1,11 @@
 """The MCP client session (``session.py``): the dual-stream lifecycle of the 2025
 revisions and the stateless 2026-07-28 mode, every stream read through the resumption
-guard."""
+guard; what it counts (``counters.py``)."""
 
+from .counters import ClientStats
 from .session import (
     CLIENT_INFO,
     Client,
-    ClientStats,
     MessageTooLarge,
     RequestTimeout,
     RPCError,

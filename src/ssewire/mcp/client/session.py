@@ -26,8 +26,8 @@ import contextvars
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -44,6 +44,8 @@ from ..streams.guard import IdParser, ResumptionGuard, UnsafeResumption
 from ..streams.ledger import REISSUE, RESUME
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE, Answer, Broken, Idle, NotJSON, send
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
+from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
+from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
 
 CLIENT_INFO = client_info("ssewire")
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
@@ -52,8 +54,7 @@ MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it i
 # most this long and this many bytes. A server's end of body comes with its last event; one
 # that holds an answered stream open (or keeps talking) costs a call no more than this
 GRACE, GRACE_BYTES = 0.02, 64 * 1024
-TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out
-FIGURES_KEPT = 1024  # the newest figures a session keeps in each list of its statistics
+TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
 
 log = logging.getLogger("ssewire.mcp.client")
@@ -66,7 +67,8 @@ _DELIVERING: contextvars.ContextVar[Any] = contextvars.ContextVar("ssewire_deliv
 
 def delivering() -> Any:
     """In ``on_notification`` or a handler: the id of the request whose answer stream
-    carried the message (a server's request or log relating to that call), or None."""
+    carried the message (a server's request or log relating to that call), or None (the
+    GET stream). A relay sends such a message down the stream of the call it relates to."""
     return _DELIVERING.get()
 
 
@@ -129,13 +131,6 @@ def _backoff(rounds: int) -> float:
     return min(0.05 * 2.0**rounds, MAX_RETRY_WAIT)
 
 
-def _keep(figures: list[float], new: list[float]) -> None:
-    """Add ``new`` to a list of figures that keeps the newest `FIGURES_KEPT`."""
-    figures += new
-    if len(figures) > 2 * FIGURES_KEPT:
-        del figures[:-FIGURES_KEPT]
-
-
 def _lost(what: str) -> StreamBroken:
     """An answer lost for good: say what happened and what the caller can do."""
     return StreamBroken(
@@ -148,40 +143,19 @@ class _SessionGone(Exception):
     """The server answered 404 for the session: the request was never processed."""
 
 
-@dataclass
-class ClientStats:
-    """Stream health as numbers (see ``Client.statistics``)."""
+@dataclass(eq=False)
+class _Pending:
+    """One request in flight and all its books: where its response goes, where its answer's
+    stream stands, where its progress goes. It lives in one table, ``Client._requests``,
+    under its JSON-RPC id (and its progress token), from its sending to its end
+    (``Client._booked``), so nothing of a request can outlive it in one table but not another."""
 
-    ttfb_s: list[float] = field(default_factory=list)  # time to first byte of each SSE answer (the newest)
-    get_uptime_s: float = 0.0
-    progress_gaps_s: list[float] = field(default_factory=list)  # between progress notifications (the newest)
-    resets: int = 0
-    reinitializations: int = 0
-    reissues: int = 0  # idempotent requests sent again with a new id after a broken answer
-    idle_timeouts: int = 0
-    keepalives: int = 0
-    get_failures: int = 0  # GET streams that broke or could not be (re)opened
-    callback_errors: int = 0  # on_notification / on_progress raised (logged; the stream goes on)
-    server_requests_dropped: int = 0  # past MAX_SERVING at once (logged; the server times them out)
-    late_progress: int = 0  # progress for a call that had ended (a copy, or a server's straggler): dropped
-    drained: int = 0  # answers read to their end after their response (their connection is reused)
-
-    def as_dict(self, guard: ResumptionGuard) -> dict[str, Any]:
-        return {
-            **self.__dict__,
-            "resumptions": guard.stats.resumptions,
-            "duplicates_dropped": guard.stats.duplicates,
-            "torn_discarded": guard.stats.torn,
-            "unsafe_resumptions": guard.stats.unsafe,
-        }
-
-
-@dataclass
-class _Progress:
-    """One call's progress: where it goes, and when each notification came."""
-
-    callback: Callable[[dict[str, Any]], Any]
-    times: list[float] = field(default_factory=list)
+    ident: Any  # its JSON-RPC id on the wire now (a re-issue gives it a new one)
+    future: asyncio.Future[dict[str, Any]]  # its response message
+    on_progress: Callable[[dict[str, Any]], Any] | None = None
+    token: str | None = None  # the progress token it was sent with (the id it was first sent under)
+    cursor: str | None = None  # the cursor of its answer so far, while unanswered (``Client.position``)
+    times: list[float] = field(default_factory=list)  # when each progress notification came
 
 
 async def _stop(tasks: list[asyncio.Task[Any]], within: float = 5.0) -> None:
@@ -202,6 +176,13 @@ class Client:
     ``async with Client(url) as client`` negotiates the revision, opens the session and (in
     a 2025 session) the standalone GET stream; leaving the block ends the session (DELETE)
     and closes what the client opened.
+
+    A session can outlive one client: a relay (the gateway) opens it with ``listen=False``
+    and the downstream client's ``capabilities`` and ``info``, tells each request's id from
+    ``reply(on_sent=)`` and its answer's `position`, so that another process can `attach`
+    to the session and `resume_call` the answer; it closes with ``close(end_session=False)``
+    when others still hold the session (docs/client.md, "Taking up and handing over a
+    session"). ``session`` is the session id now: a 404 re-initializes, and changes it.
 
     :param url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
     :param profile: the revision to speak (``"2025-11-25"``, ``"2026-07-28"``, an alias such as
@@ -240,7 +221,8 @@ class Client:
         the GET stream such an event is dropped. None: no limit.
     :param capabilities: the client capabilities to declare, in place of those the
         ``handlers`` imply (a gateway declares its downstream client's).
-    :param info: the ``clientInfo`` to send at initialize (ssewire's by default).
+    :param info: the ``clientInfo`` to send at initialize (ssewire's by default; a gateway
+        sends its downstream client's).
     :param first_id: the first JSON-RPC id this client sends; clients sharing a session
         (gateway replicas) start far apart, so their ids never meet.
     """
@@ -286,12 +268,11 @@ class Client:
         self.guard = ResumptionGuard(self.wanted or NEWEST_WITH_SESSIONS, parse_id=parse_id)
         self.stats = ClientStats()
         self._ids = itertools.count(first_id)
-        self._positions: dict[Any, str | None] = {}  # unanswered requests: their answer's cursor
-        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
-        self._progress: dict[Any, _Progress] = {}  # by progress token
+        # the requests in flight, one record each: by JSON-RPC id, and by progress token (a
+        # re-issued call's token names the id it was first sent under); see _booked
+        self._requests: dict[Any, _Pending] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listener: asyncio.Task[None] | None = None
-        self._get_opened: float | None = None  # when the GET stream open now was opened
         self._retry_ms: int | None = None  # the server's last retry field, honoured on resuming
         self._closed = False
         self.listen_error: Exception | None = None  # what last broke the GET stream (also logged)
@@ -344,9 +325,11 @@ class Client:
                 continue
             deadline = min(self.timeout, 10.0) if out.optional else self.timeout
             try:
-                status, reply = await asyncio.wait_for(
-                    self._exchange(out.body, out.headers, fresh_session=out.name == "initialize"), deadline
-                )
+                with self._booked(out.body["id"]) as record:
+                    status, reply = await asyncio.wait_for(
+                        self._exchange(record, out.body, out.headers, fresh_session=out.name == "initialize"),
+                        deadline,
+                    )
             except (RPCError, StreamBroken, httpx.HTTPStatusError, asyncio.TimeoutError) as failed:
                 if out.optional:
                     came = Incoming(None)  # discover found no 2026-07-28 server: initialize
@@ -366,19 +349,27 @@ class Client:
 
     async def attach(self, profile: str, session: str) -> None:
         """Take up a session opened before, by this client or another process (a gateway
-        replica): no handshake; the standalone GET stream opens as ``connect`` would."""
+        replica): no handshake, since the server would open a new session; the standalone
+        GET stream opens as ``connect`` would. ``profile`` is the revision agreed then
+        (``version``)."""
         self.profile, self.session = resolve(profile)[0], session
         if self.guard.profile != self.profile:
             self.guard = ResumptionGuard(self.profile, parse_id=self.parse_id)
         if self.listen and self._listener is None:
             self._listener = asyncio.ensure_future(self._listen())
 
-    async def close(self) -> None:
-        """Stop listening, end the session (DELETE), close the connections."""
+    async def close(self, *, end_session: bool = True) -> None:
+        """Stop listening and serving, end the session (DELETE), close the connections the
+        client opened.
+
+        :param end_session: False hands the session over instead of ending it: no DELETE,
+            so whoever else holds it (a gateway replica, a process that will `attach`) goes
+            on using it. The client itself is closed either way.
+        """
         self._closed = True
         await _stop([self._listener] if self._listener else [])
         await _stop(list(self._tasks))
-        if self.session is not None and not self.modern:
+        if end_session and self.session is not None and not self.modern:
             try:
                 headers = requests.delete_headers(self.profile, self.session)
                 answer = await self._send("DELETE", headers, head=5.0)
@@ -389,13 +380,10 @@ class Client:
             await self.http.aclose()
 
     def statistics(self) -> dict[str, Any]:
-        """Stream health as numbers: TTFB, GET uptime, progress gaps, resets, resumptions..."""
-        return {**self.stats.as_dict(self.guard), "get_uptime_s": self._get_uptime()}
-
-    def _get_uptime(self) -> float:
-        """The GET streams' time open so far, the one open now included."""
-        now = 0.0 if self._get_opened is None else time.monotonic() - self._get_opened
-        return round(self.stats.get_uptime_s + now, 3)
+        """Stream health as numbers: TTFB, GET uptime, progress gaps, resets, resumptions...
+        (`ClientStats.as_dict`; a gateway exports the resets absorbed, resumptions, unsafe
+        resumptions, re-issues and re-initializations as its upstream figures)."""
+        return self.stats.as_dict(self.guard)
 
     # -- requests ------------------------------------------------------------------------
 
@@ -406,7 +394,9 @@ class Client:
         return await self.request("tools/call", {"name": name, "arguments": arguments or {}}, **options)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification (no answer is awaited beyond the HTTP status)."""
+        """Send a notification (no answer is awaited beyond the HTTP status), e.g. a
+        relay's ``notifications/cancelled`` under the id ``on_sent`` gave; a 404 re-initializes
+        the session."""
         status = await self._post(requests.notification(method, params), self._post_headers(method))
         if status == 404 and self.session is not None:
             await self._reinitialize()
@@ -450,15 +440,19 @@ class Client:
     ) -> dict[str, Any]:
         """Like ``request``, but the whole response message, a JSON-RPC error as it came
         (what a relay forwards); its ``id`` is this client's own. ``on_sent`` is told the
-        id each time the request is sent (a re-issue has a new one): with `position`, what
-        another process needs to take the answer up (`resume_call`)."""
+        id each time the request is sent (a re-issue has a new one): the id a relay cancels
+        it by (`notify`), and, with `position`, what another process needs to take the
+        answer up (`resume_call`)."""
         work = self._call(method, params, on_progress=on_progress, idempotent=idempotent, on_sent=on_sent)
         return await _within(work, method, timeout or self.timeout)
 
     def position(self, ident: Any) -> str | None:
         """The cursor of request ``ident``'s answer so far, while it is unanswered (None
-        before any event id, or once answered)."""
-        return self._positions.get(ident)
+        before any event id, or once its call ended). With the id ``on_sent`` gave, it is
+        what another process needs to take the answer up (`resume_call`): a gateway stores
+        it beside the events it relayed."""
+        record = self._requests.get(ident)
+        return record.cursor if record is not None and record.ident == ident else None
 
     async def resume_call(
         self,
@@ -470,27 +464,47 @@ class Client:
     ) -> dict[str, Any]:
         """Take up the answer to request ``ident``, sent in this session by another process
         (a gateway replica that stopped): its stream resumed from ``cursor`` through the
-        guard, progress to ``on_progress``; the whole response message, as ``reply``."""
-        token = f"{TOKEN_PREFIX}{ident}"  # the token the sender gave it: this client's formula
-        if on_progress is not None:
-            self._progress[token] = _Progress(on_progress)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[ident] = future
-        stream = self.guard.open_post(ident, self.session)
-        self.guard.feed(stream, [Priming(cursor)])  # where the sender's reading stopped
-        self.guard.broken(stream)
+        guard, progress to ``on_progress``; the whole response message, as ``reply``. The
+        sender is taken to be an ssewire client too: its progress token for ``ident`` is
+        this client's formula."""
+        with self._booked(ident, on_progress) as record:
+            stream = self.guard.open_post(ident, self.session)
+            self.guard.feed(stream, [Priming(cursor)])  # where the sender's reading stopped
+            self.guard.broken(stream)
+            try:
+                await _within(
+                    self._read_answer(stream, None, record, False), "a resumed call", timeout or self.timeout
+                )
+                return await record.future
+            finally:
+                self.guard.finish(stream)  # answered or given up: never read again (as _answered)
+
+    @contextmanager
+    def _booked(
+        self, ident: Any, on_progress: Callable[[dict[str, Any]], Any] | None = None
+    ) -> Iterator[_Pending]:
+        """A request in flight for as long as the block runs: its record in `_requests`
+        under its id (and its progress token, given ``on_progress``). The one place a
+        request's books begin and end; a re-issue moves them (`_reissued`)."""
+        token = f"{TOKEN_PREFIX}{ident}" if on_progress is not None else None
+        record = _Pending(ident, asyncio.get_running_loop().create_future(), on_progress, token)
+        self._requests[ident] = record
+        if token is not None:
+            self._requests[token] = record
         try:
-            await _within(
-                self._read_answer(stream, None, future, False, ident),
-                "a resumed call",
-                timeout or self.timeout,
-            )
-            return await future
+            yield record
         finally:
-            self.guard.finish(stream)  # answered or given up: never read again (as _answered)
-            self._pending.pop(ident, None)
-            self._positions.pop(ident, None)
-            self._progress.pop(token, None)
+            for key in (record.ident, record.token):
+                if key is not None and self._requests.get(key) is record:
+                    del self._requests[key]
+
+    def _reissued(self, record: _Pending, ident: Any) -> None:
+        """``record``'s request goes on under a new id: the broken one may still be answered,
+        and is no longer listened to. Its progress token stays (it is in the params sent)."""
+        if self._requests.get(record.ident) is record:
+            del self._requests[record.ident]
+        record.ident, record.cursor = ident, None
+        self._requests[ident] = record
 
     async def _call(
         self,
@@ -499,56 +513,59 @@ class Client:
         *,
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
         idempotent: bool = False,
-        reinitialized: bool = False,
         on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """The response message to one request (session loss and re-issues handled)."""
-        ident = next(self._ids)
-        params = dict(params or {})
-        token = None
-        if on_progress is not None:
-            token = f"{TOKEN_PREFIX}{ident}"
-            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": token}
-            self._progress[token] = _Progress(on_progress)
-        headers = self._post_headers(method, requests.name_of(method, params))
         try:
-            for reissues in itertools.count():  # bounded: each pass spends one of max_resumptions
-                body = requests.request(
-                    ident, method, params, self.profile, capabilities=self._capabilities()
-                )
-                if on_sent is not None:
-                    on_sent(ident)
-                try:
-                    _, reply = await self._exchange(
-                        body, headers, idempotent=idempotent, retry_gone=not reinitialized
-                    )
-                    break
-                except _Reissue as broke:
-                    if reissues >= self.max_resumptions:
-                        raise StreamBroken(
-                            f"{method}: the answer broke {reissues + 1} times ({broke}); the request "
-                            f"was re-issued {reissues} times (max_resumptions): give up or try later"
-                        ) from None
-                    self.stats.reissues += 1
-                    ident = next(self._ids)  # a new id: the broken one may still be answered
+            return await self._sent(method, params, on_progress, idempotent, on_sent, retry_gone=True)
         except _SessionGone:
             await self._reinitialize()  # the request was never processed: send it once more
-            return await self._call(
-                method,
-                params,
-                on_progress=on_progress,
-                idempotent=idempotent,
-                reinitialized=True,
-                on_sent=on_sent,
-            )
-        finally:
-            if token is not None:
-                times = self._progress.pop(token).times[-FIGURES_KEPT - 1 :]
-                _keep(self.stats.progress_gaps_s, [round(b - a, 4) for a, b in itertools.pairwise(times)])
+        return await self._sent(method, params, on_progress, idempotent, on_sent, retry_gone=False)
+
+    async def _sent(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        on_progress: Callable[[dict[str, Any]], Any] | None,
+        idempotent: bool,
+        on_sent: Callable[[Any], None] | None,
+        *,
+        retry_gone: bool,
+    ) -> dict[str, Any]:
+        """One request under a new id, re-issued (idempotent) until its response message;
+        ``retry_gone``: a 404 for the session raises `_SessionGone`."""
+        with self._booked(next(self._ids), on_progress) as record:
+            params = dict(params or {})
+            if record.token is not None:
+                params["_meta"] = {**(params.get("_meta") or {}), "progressToken": record.token}
+            headers = self._post_headers(method, requests.name_of(method, params))
+            try:
+                for reissues in itertools.count():  # bounded: each pass spends one of max_resumptions
+                    body = requests.request(
+                        record.ident, method, params, self.profile, capabilities=self._capabilities()
+                    )
+                    if on_sent is not None:
+                        on_sent(record.ident)
+                    try:
+                        _, reply = await self._exchange(
+                            record, body, headers, idempotent=idempotent, retry_gone=retry_gone
+                        )
+                        break
+                    except _Reissue as broke:
+                        if reissues >= self.max_resumptions:
+                            raise StreamBroken(
+                                f"{method}: the answer broke {reissues + 1} times ({broke}); the request "
+                                f"was re-issued {reissues} times (max_resumptions): give up or try later"
+                            ) from None
+                        self.stats.reissues += 1
+                        self._reissued(record, next(self._ids))
+            finally:
+                self.stats.progressed(record.times)
         return reply
 
     async def _exchange(
         self,
+        record: _Pending,
         body: dict[str, Any],
         headers: dict[str, str],
         *,
@@ -556,53 +573,43 @@ class Client:
         fresh_session: bool = False,
         retry_gone: bool = False,
     ) -> tuple[int, dict[str, Any]]:
-        """POST one request and wait for its response, on whatever stream it comes: the
-        answer's status and the response message. ``fresh_session``: initialize (the answer
-        names the session); ``retry_gone``: a 404 for the session raises `_SessionGone`."""
-        ident = body["id"]
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[ident] = future
-        try:
-            try:  # the answer must start within idle_timeout, like any stream
-                answer = await self._send("POST", headers, orjson.dumps(body))
-            except httpx.ConnectError as exc:  # nothing was sent
-                raise StreamBroken(
-                    f"could not connect to {self.url} ({exc or 'ConnectError'}): nothing was sent"
-                ) from None
-            except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
-                self.stats.resets += 1
-                if idempotent:
-                    raise _Reissue(f"no answer: {type(exc).__name__}") from None
-                raise _lost(
-                    f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
-                ) from None
-            if answer.status == 404 and self.session is not None and retry_gone:
-                await answer.aclose()
-                raise _SessionGone
-            if fresh_session and answer.headers.get("mcp-session-id"):
-                self.session = answer.headers["mcp-session-id"]
-            await self._answered(answer, ident, future, idempotent)
-            return answer.status, await future
-        finally:
-            self._pending.pop(ident, None)
-            self._positions.pop(ident, None)
+        """POST one request (``record``'s, booked) and wait for its response, on whatever
+        stream it comes: the answer's status and the response message. ``fresh_session``:
+        initialize (the answer names the session); ``retry_gone``: a 404 for the session
+        raises `_SessionGone`."""
+        try:  # the answer must start within idle_timeout, like any stream
+            answer = await self._send("POST", headers, orjson.dumps(body))
+        except httpx.ConnectError as exc:  # nothing was sent
+            raise StreamBroken(
+                f"could not connect to {self.url} ({exc or 'ConnectError'}): nothing was sent"
+            ) from None
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
+            self.stats.resets += 1
+            if idempotent:
+                raise _Reissue(f"no answer: {type(exc).__name__}") from None
+            raise _lost(
+                f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
+            ) from None
+        if answer.status == 404 and self.session is not None and retry_gone:
+            await answer.aclose()
+            raise _SessionGone
+        if fresh_session and answer.headers.get("mcp-session-id"):
+            self.session = answer.headers["mcp-session-id"]
+        await self._answered(answer, record, idempotent)
+        return answer.status, await record.future
 
-    async def _answered(
-        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
-    ) -> None:
+    async def _answered(self, answer: Answer, record: _Pending, idempotent: bool) -> None:
         """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
         if not answer.is_sse:
-            await self._answered_json(answer, ident, future, idempotent)
+            await self._answered_json(answer, record, idempotent)
             return
-        stream = self.guard.open_post(ident, self.session)
+        stream = self.guard.open_post(record.ident, self.session)
         try:
-            await self._read_answer(stream, answer, future, idempotent, ident)
+            await self._read_answer(stream, answer, record, idempotent)
         finally:
             self.guard.finish(stream)  # answered or given up: never read again
 
-    async def _answered_json(
-        self, answer: Answer, ident: Any, future: asyncio.Future[dict[str, Any]], idempotent: bool
-    ) -> None:
+    async def _answered_json(self, answer: Answer, record: _Pending, idempotent: bool) -> None:
         """A JSON answer (or an error status): read whole, under the message size limit."""
         try:
             message = await answer.json(idle=self.idle_timeout)
@@ -611,7 +618,7 @@ class Client:
             if idempotent:
                 raise _Reissue(f"the JSON answer broke: {exc}") from None
             raise _lost(
-                f"the JSON answer to request {ident} broke before its end ({exc}), and cannot be resumed"
+                f"the JSON answer to request {record.ident} broke before its end ({exc}), and cannot be resumed"
             ) from None
         except NotJSON:
             raise httpx.HTTPStatusError(
@@ -624,22 +631,18 @@ class Client:
                 f"{answer.status}", request=answer.response.request, response=answer.response
             )
         self._route(message)
-        if not future.done():
-            raise StreamBroken(f"the answer ({answer.status}) carries no response to request {ident}")
+        if not record.future.done():
+            raise StreamBroken(f"the answer ({answer.status}) carries no response to request {record.ident}")
 
     async def _read_answer(
-        self,
-        stream: str,
-        answer: Answer | None,
-        future: asyncio.Future[dict[str, Any]],
-        idempotent: bool,
-        ident: Any = None,
+        self, stream: str, answer: Answer | None, record: _Pending, idempotent: bool
     ) -> None:
         """An SSE answer, resumed through the guard until the response came or it is unsafe.
 
         The budget is resumptions in a row without a new message: a stream cut again and
         again while it makes progress goes on (the request's deadline bounds it); one that
         brings nothing ``max_resumptions`` times in a row is given up."""
+        future = record.future
         stalled = 0  # resumptions in a row that brought no new message
         empty = 0  # resumptions answered with an empty stream (the store lost it?)
         quiet = 0  # clean ends in a row without a new message (a polling server)
@@ -649,7 +652,7 @@ class Client:
             try:
                 if current is None:
                     stream, current = await self._resume(stream)
-                delivered = await self._consume(stream, current, future, ident)
+                delivered = await self._consume(stream, current, record)
                 if future.done():
                     self.guard.ended(stream)
                     return
@@ -718,18 +721,18 @@ class Client:
             self.guard.refused(resumed, answer.status, later)
         raise AssertionError("unreachable: the second refusal raised")  # pragma: no cover
 
-    async def _consume(
-        self, stream: str, answer: Answer, future: asyncio.Future[dict[str, Any]] | None, ident: Any = None
-    ) -> int:
-        """Decode one SSE answer through the guard, routing what it delivers; returns the
-        new messages it delivered when the stream ends cleanly (or ``future`` is answered),
-        raises _Broken (with that count) otherwise."""
+    async def _consume(self, stream: str, answer: Answer, record: _Pending | None) -> int:
+        """Decode one SSE answer (``record``'s, or the GET stream's: None) through the
+        guard, routing what it delivers; returns the new messages it delivered when the
+        stream ends cleanly (or the request is answered), raises _Broken (with that count)
+        otherwise."""
+        future, ident = (record.future, record.ident) if record is not None else (None, None)
         comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
         try:
             async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
                 async for items in batches:
                     if first and answer.first_byte is not None:
-                        _keep(self.stats.ttfb_s, [round(answer.first_byte, 4)])
+                        self.stats.first_byte(answer.first_byte)
                         first = False
                     routing = _DELIVERING.set(ident)
                     try:
@@ -750,11 +753,11 @@ class Client:
                                 )
                     finally:
                         _DELIVERING.reset(routing)
-                    if ident is not None and future is not None and not future.done():
+                    if record is not None and not record.future.done():
                         # the cursor of what was delivered, while the answer has not come: a
                         # taker resuming from it gets nothing twice but progress (dropped by
                         # its value) and never misses the answer
-                        self._positions[ident] = self.guard.cursor(stream)
+                        record.cursor = self.guard.cursor(stream)
                     if answer.comments != comments:
                         self.stats.keepalives += answer.comments - comments
                         comments = answer.comments
@@ -798,17 +801,17 @@ class Client:
         having ended, dropped and counted (``late_progress``). False when the token is not
         one this client handed out (such progress is a notification like any other)."""
         token = params.get("progressToken") if type(params) is dict else None
-        if type(token) is not str and type(token) is not int:
-            return False
-        watcher = self._progress.get(token)
-        if watcher is None:
-            if type(token) is str and token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
+        if type(token) is not str:
+            return False  # not a token of this client's
+        record = self._requests.get(token)
+        if record is None or record.on_progress is None or record.token != token:
+            if token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
                 self.stats.late_progress += 1
                 return True
-            return False
-        watcher.times.append(time.monotonic())
+            return False  # not a token of this client's
+        record.times.append(time.monotonic())
         try:
-            watcher.callback(params)
+            record.on_progress(params)
         except Exception:  # the caller's callback failed: its bug, not the stream's; say so
             self.stats.callback_errors += 1
             log.exception("a progress callback raised")
@@ -819,16 +822,18 @@ class Client:
         if not isinstance(message, dict):
             return
         if "method" not in message:
-            future = self._pending.get(message.get("id"))
-            if future is not None and not future.done():
-                future.set_result(message)
+            ident = message.get("id")
+            record = self._requests.get(ident)
+            if record is not None and record.ident == ident and not record.future.done():
+                record.future.set_result(message)
             return
         if "id" in message:
             if len(self._tasks) >= MAX_SERVING:  # a flood: bounded, never queued without end
-                dropped = self.stats.server_requests_dropped = self.stats.server_requests_dropped + 1
-                if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th...: a flood logs little
+                if self.stats.dropped_request():  # the 1st, 2nd, 4th, 8th...: a flood logs little
                     log.warning(
-                        "dropped %d of the server's requests: %d are being handled", dropped, MAX_SERVING
+                        "dropped %d of the server's requests: %d are being handled",
+                        self.stats.server_requests_dropped,
+                        MAX_SERVING,
                     )
                 return
             task = asyncio.ensure_future(self._serve(message))
@@ -905,7 +910,7 @@ class Client:
                     if stream is not None:
                         self.guard.finish(stream)  # the previous chain had nothing to resume from
                     stream = self.guard.open_get(self.session)
-                self._get_opened = time.monotonic()
+                self.stats.get_opened()
                 leg = stream
                 try:
                     delivered = await self._consume(leg, answer, None)
@@ -920,8 +925,7 @@ class Client:
                     self._get_failed(broke)
                     failures += 1
                 finally:
-                    self.stats.get_uptime_s = self._get_uptime()
-                    self._get_opened = None
+                    self.stats.get_closed()
             except _Broken as broke:
                 stream = broke.stream or stream
                 self._get_failed(broke)
@@ -939,8 +943,9 @@ class Client:
             log.error("gave up the GET stream after %d failures in a row: %s", failures, self.listen_error)
 
     def listen_now(self) -> None:
-        """Open the standalone GET stream now, in a session opened with ``listen=False``
-        (a gateway does when its own client opens one)."""
+        """Open the standalone GET stream now, in a session opened with ``listen=False``: a
+        relay does when its own client opens one, so the server's own messages have
+        somewhere to go, and no GET is held open for nobody."""
         self.listen = True
         if self.session is not None and self._listener is None and not self._closed and not self.modern:
             self._listener = asyncio.ensure_future(self._listen())
@@ -952,7 +957,7 @@ class Client:
     @property
     def listening(self) -> bool:
         """Whether the standalone GET stream is open now."""
-        return self._get_opened is not None
+        return self.stats.get_open
 
     # -- sending -------------------------------------------------------------------------
 
