@@ -166,9 +166,7 @@ class Relay:
         await asyncio.gather(*self.calls.values(), return_exceptions=True)
         for outbox in list(self.outboxes.values()):
             await outbox.close()
-        if not end_upstream:
-            self.client.session = None  # no DELETE: another replica may still relay it
-        await self.client.close()
+        await self.client.close(end_session=end_upstream)  # without: another replica may still relay it
 
     # -- streams -----------------------------------------------------------------------
 
