@@ -11,16 +11,16 @@ so an old checkout is captured by running this script with that checkout's venv 
 
 - probe/reference/...: ``ssewire serve`` clean, with each fault of ``--list-faults``, under
   2026-07-28 (SSE and JSON answers), stateless, with JSON answers, each probed by
-  ``ssewire probe URL --format json --record FILE`` as tests/mcp/test_probe.py does;
+  ``ssewire probe URL --format json --record FILE`` as tests/mcp/probe/test_probe.py does;
 - probe/python-sdk/..., probe/typescript-sdk/...: the official SDK servers in the modes of
-  tests/mcp/test_probe_sdk.py and test_probe_ts.py (started from tests/mcp/sdk_servers.py
+  tests/mcp/probe/test_probe_sdk.py and test_probe_ts.py (started from tests/support/sdk_servers.py
   and ts_servers.py);
 - recording/...: each probe's recording through ``ssewire validate``;
-- validate/...: the shipped examples, the conformant sessions of tests/mcp/sessions.py and
-  every fault case of tests/mcp/faults.py through ``ssewire validate --format json``, under
+- validate/...: the shipped examples, the conformant sessions of tests/support/conformant_sessions.py and
+  every fault case of tests/support/fault_cases.py through ``ssewire validate --format json``, under
   their own profile and (the examples and sessions) every other revision and an alias;
 - client/reset-table: the rows of scripts/reset_table.py (its seeded cuts, ``--resets``);
-- client/sdk-server-tests: each outcome of tests/mcp/test_client_sdk.py (the client against
+- client/sdk-server-tests: each outcome of tests/mcp/client/test_client_sdk.py (the client against
   both official SDK servers in their modes).
 
 What a run says is kept as verdicts, codes, levels, statuses, exit codes and counts; times,
@@ -61,7 +61,7 @@ HERE = Path(__file__).resolve().parent.parent
 # its own list; the harness must not change with what it compares)
 REVISIONS = ("2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 ALIAS = "stable-2025-11-25"
-PROBE_TOOLS = "countdown,structured"  # what tests/mcp/test_probe*.py let the probe call
+PROBE_TOOLS = "countdown,structured"  # what tests/mcp/probe/test_probe*.py let the probe call
 PROBE_TIMEOUT = 240.0  # one probe process, a 16 s idle window included, on a loaded machine
 VALIDATE_TIMEOUT = 60.0
 SERVER_START = 30.0
@@ -287,7 +287,7 @@ import json, socket, sys, warnings
 warnings.simplefilter("ignore", DeprecationWarning)
 sys.path.insert(0, sys.argv[1])
 import uvicorn
-from tests.mcp.sdk_servers import probe_app
+from tests.support.sdk_servers import probe_app
 listener = socket.socket()
 listener.bind(("127.0.0.1", 0))
 print(json.dumps({"port": listener.getsockname()[1]}), flush=True)
@@ -299,7 +299,7 @@ uvicorn.Server(config).run(sockets=[listener])
 
 @contextlib.contextmanager
 def python_sdk_server(checkout: Path, mode: dict[str, bool]) -> Iterator[str]:
-    """tests/mcp/sdk_servers.py's app (as test_probe_sdk.py builds it) under uvicorn in a
+    """tests/support/sdk_servers.py's app (as test_probe_sdk.py builds it) under uvicorn in a
     process of its own, on a socket it bound itself (no port race)."""
     process = subprocess.Popen(
         [sys.executable, "-c", PY_SDK_RUNNER, str(checkout), json.dumps(mode)],
@@ -335,8 +335,8 @@ def _readline(process: subprocess.Popen[str], seconds: float) -> str:
 
 
 def typescript_sdk_server(checkout: Path, flags: list[str]) -> contextlib.AbstractContextManager[str]:
-    """tests/mcp/ts_servers.py's server (node, the pinned SDK it installs with npm ci)."""
-    from tests.mcp.ts_servers import ts_server
+    """tests/support/ts_servers.py's server (node, the pinned SDK it installs with npm ci)."""
+    from tests.support.ts_servers import ts_server
 
     return ts_server(*flags)
 
@@ -400,7 +400,7 @@ def validate_file(cap: Capture, name: str, path: Path, *, own_only: bool) -> Non
 
 
 def reference_targets(cap: Capture) -> list[Callable[[], None]]:
-    """As tests/mcp/test_probe.py: keep-alive 0.25 s, an idle window of 0.8 s, 5 s a request."""
+    """As tests/mcp/probe/test_probe.py: keep-alive 0.25 s, an idle window of 0.8 s, 5 s a request."""
     listed = run(ssewire("serve", "--list-faults"), timeout=VALIDATE_TIMEOUT)
     faults = normalize_fault_list(listed.stdout, listed.stderr, listed.exit_code)
     cap.keep("serve/list-faults", faults)
@@ -453,14 +453,14 @@ def reference_targets(cap: Capture) -> list[Callable[[], None]]:
     return [*jobs, embedded, unreachable]
 
 
-SDK_MODES = {  # tests/mcp/test_probe_sdk.py's modes (sdk_servers.probe_app's keywords)
+SDK_MODES = {  # tests/mcp/probe/test_probe_sdk.py's modes (sdk_servers.probe_app's keywords)
     "stateful-sse": {"stateless": False, "json_response": False},
     "stateful-sse-store": {"stateless": False, "json_response": False, "store": True},
     "stateful-json": {"stateless": False, "json_response": True},
     "stateless-sse": {"stateless": True, "json_response": False},
     "stateless-json": {"stateless": True, "json_response": True},
 }
-TS_MODES = {  # tests/mcp/test_probe_ts.py's modes (server.mjs's flags)
+TS_MODES = {  # tests/mcp/probe/test_probe_ts.py's modes (server.mjs's flags)
     "stateful-sse": [],
     "stateful-sse-store": ["--store"],
     "stateful-json": ["--json"],
@@ -516,9 +516,9 @@ def sdk_targets(cap: Capture) -> list[Callable[[], None]]:
 
 def transcript_targets(cap: Capture) -> list[Callable[[], None]]:
     """The shipped examples and the test suite's sessions under every profile; each fault case
-    of tests/mcp/faults.py under its own."""
-    from tests.mcp.faults import CASES
-    from tests.mcp.sessions import BASES
+    of tests/support/fault_cases.py under its own."""
+    from tests.support.conformant_sessions import BASES
+    from tests.support.fault_cases import CASES
 
     jobs: list[Callable[[], None]] = []
     for path in sorted((cap.checkout / "examples").rglob("*.json")):
@@ -585,7 +585,7 @@ def client_tests(cap: Capture) -> None:
             "-p",
             "no:randomly",
             f"--junitxml={report}",
-            "tests/mcp/test_client_sdk.py",
+            "tests/mcp/client/test_client_sdk.py",
         ],
         timeout=RESET_TABLE_TIMEOUT,
         cwd=cap.checkout,

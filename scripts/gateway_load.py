@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ssewire.mcp.client.session import Client  # noqa: E402
-from tests.nginx import nginx_proxy  # noqa: E402
-from tests.processes import free_port, listening  # noqa: E402
+from tests.support.nginx import nginx_proxy  # noqa: E402
+from tests.support.processes import free_port, listening  # noqa: E402
 
 SIZE = 4 << 20
 PROGRESS = 1000

@@ -3,7 +3,7 @@ nginx as a byte relay, and direct, with the upstream connections cut.
 
 The upstream is the official Python SDK server with an event store that replays (and,
 with node, the official TypeScript SDK server with its store). The fault proxy sits just
-in front of the upstream, so the same cuts (``tests/mcp/resets.py``'s ``cut_share``: that
+in front of the upstream, so the same cuts (``tests/support/resets.py``'s ``cut_share``: that
 share of the tool-call connections, answers and resumptions alike, each at a random
 offset of its answer) hit the gateway's connections, nginx's, or the client's own. Each
 call: 4 progress notifications, then a 4 MiB result of multi-byte text.
@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness lives with the tests
 
 from scripts.pages import splice  # noqa: E402
-from tests.faultproxy import fault_proxy  # noqa: E402
-from tests.mcp.gateways import gateway_over  # noqa: E402
-from tests.mcp.resets import MIB, PROGRESS, Tally, cut_share, sdk_client, ssewire_client  # noqa: E402
+from tests.support.faultproxy import fault_proxy  # noqa: E402
+from tests.support.gateway_runs import gateway_over  # noqa: E402
+from tests.support.resets import MIB, PROGRESS, Tally, cut_share, sdk_client, ssewire_client  # noqa: E402
 
 PAGE = ROOT / "docs" / "gateway.md"
 START, END = "<!-- healing-table:start -->", "<!-- healing-table:end -->"
@@ -60,7 +60,7 @@ def path_to(kind: str, upstream: str, share: float) -> Iterator[tuple[str, objec
         if kind == "direct":
             yield cut + parts.path, proxy
             return
-        from tests.nginx import nginx_proxy
+        from tests.support.nginx import nginx_proxy
 
         with nginx_proxy(cut, gzip=False, keepalive=False) as front:  # each request its own connection
             yield front + parts.path, proxy
@@ -68,7 +68,7 @@ def path_to(kind: str, upstream: str, share: float) -> Iterator[tuple[str, objec
 
 def upstreams() -> dict[str, object]:
     from ssewire.mcp.transport.serving import running
-    from tests.mcp.sdk_servers import probe_app
+    from tests.support.sdk_servers import probe_app
 
     @contextlib.contextmanager
     def python_sdk() -> Iterator[str]:
@@ -77,7 +77,7 @@ def upstreams() -> dict[str, object]:
 
     found = {"Python SDK server": python_sdk}
     if shutil.which("node"):
-        from tests.mcp.ts_servers import ts_server
+        from tests.support.ts_servers import ts_server
 
         found["TypeScript SDK server"] = lambda: ts_server("--store")
     return found
@@ -92,7 +92,7 @@ def cell(tally: Tally, cuts: int) -> dict[str, str]:
 def table(calls: int, shares: list[float]) -> str:
     import asyncio
 
-    from tests.mcp.sdk_servers import text_of_size
+    from tests.support.sdk_servers import text_of_size
 
     arguments = {"count": PROGRESS, "size": SIZE, "delay": 0.005}
     expected = hashlib.sha256(text_of_size(SIZE).encode()).hexdigest()

@@ -1,9 +1,9 @@
 """The hostile-server table of docs/client.md: what each client does against a server built
 to exhaust it, side by side.
 
-Each hostile server (``tests/mcp/hostile.py``: an endless event, an endless line, an endless
+Each hostile server (``tests/support/hostile_servers.py``: an endless event, an endless line, an endless
 JSON answer, a drip of one byte a second, a flood of server-to-client requests) answers one
-client at a time; each client runs alone in a child process (``tests/mcp/hostile_child.py``)
+client at a time; each client runs alone in a child process (``tests/support/hostile_child.py``)
 that reports its outcome, the seconds to it and its peak RSS above what its imports took.
 
     python scripts/hostile_table.py            # rewrite the table in docs/client.md
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the hostile servers live with the tests
 
 from scripts.pages import splice  # noqa: E402
-from tests.mcp.hostile import MODES, hostile_server  # noqa: E402
-from tests.mcp.test_hostile import run_child  # noqa: E402
+from tests.mcp.client.test_hostile import run_child  # noqa: E402
+from tests.support.hostile_servers import MODES, hostile_server  # noqa: E402
 
 PAGE = ROOT / "docs" / "client.md"
 START, END = "<!-- hostile-table:start -->", "<!-- hostile-table:end -->"

@@ -1,5 +1,5 @@
 """What the reference server and the gateway answer to one matrix of bad (and a few good)
-requests (``tests/mcp/inbound_matrix.py``), captured to compare across a change.
+requests (``tests/support/inbound_matrix.py``), captured to compare across a change.
 
     python scripts/inbound_matrix.py capture OUT.json [--checkout DIR]   # run both servers, record
     python scripts/inbound_matrix.py table OUT.json          # a Markdown table, "same" per case
@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent.parent
 
 def capture(out: Path, checkout: Path) -> None:
     sys.path.insert(0, str(checkout))
-    from tests.mcp.inbound_matrix import CASES, run_all, serve_both
+    from tests.support.inbound_matrix import CASES, run_all, serve_both
 
     with serve_both() as (reference, gateway):
         answers = {"reference": run_all(reference), "gateway": run_all(gateway)}

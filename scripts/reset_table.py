@@ -1,10 +1,10 @@
 """The reset table of docs/client.md: the ssewire ``Client`` and the official MCP Python SDK
 client, side by side, through the same cuts.
 
-Each row runs the same seeded plan through the fault proxy (``tests/faultproxy.py``) in
+Each row runs the same seeded plan through the fault proxy (``tests/support/faultproxy.py``) in
 front of the reference server (a store that keeps every event): tool calls answered by
 4 progress notifications and a 4 MiB result, their answers and resumptions cut at random
-offsets until the given number of resets was planned (``tests/mcp/resets.py`` counts).
+offsets until the given number of resets was planned (``tests/support/resets.py`` counts).
 
     python scripts/reset_table.py                 # 500 resets a row; rewrite the table
     python scripts/reset_table.py --resets 50 --print   # print only
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness lives with the tests
 
 from scripts.pages import splice  # noqa: E402
-from tests.mcp.resets import (  # noqa: E402
+from tests.support.resets import (  # noqa: E402
     MIB,
     PROGRESS,
     ROWS,
@@ -88,7 +88,7 @@ def share_tables(share: float, calls: int) -> str:
     import hashlib
 
     from ssewire.mcp.transport.serving import running
-    from tests.mcp.sdk_servers import probe_app, text_of_size
+    from tests.support.sdk_servers import probe_app, text_of_size
 
     size = 4 * MIB
     arguments = {"count": PROGRESS, "size": size, "delay": 0.005}

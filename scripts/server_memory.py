@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness lives with the tests
 
-from tests.mcp.hostile_clients import (  # noqa: E402
+from tests.support.hostile_clients import (  # noqa: E402
     MIB,
     Served,
     big_answers,

@@ -9,8 +9,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from .budget import DEFAULT_EXAMPLES
-from .helpers import TWINS, twin
+from tests.support.budget import DEFAULT_EXAMPLES
+from tests.support.twins import TWINS, twin
 
 settings.register_profile(
     "default", max_examples=DEFAULT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]

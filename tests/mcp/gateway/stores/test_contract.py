@@ -20,8 +20,7 @@ from ssewire.mcp.gateway.stores import (
     Store,
     StreamState,
 )
-
-from ....redis_server import redis_server
+from tests.support.redis_server import redis_server
 
 MAX_EVENTS = 4
 WAIT = 5.0  # seconds any one store call may take here
