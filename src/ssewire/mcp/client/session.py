@@ -36,6 +36,7 @@ import orjson
 
 from ...jsonrpc import InvalidMessage, Message, Priming
 from ..protocol import requests
+from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
 from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client_info, handshake
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.retry import retry_after
@@ -854,7 +855,7 @@ class Client:
         handler = self.handlers.get(request["method"])
         ident = request["id"]
         if handler is None:
-            reply = requests.error(ident, -32601, f"Method not found: {request['method']}")
+            reply = requests.error(ident, METHOD_NOT_FOUND, f"Method not found: {request['method']}")
         else:
             try:
                 value = handler(request.get("params") or {})
@@ -862,12 +863,14 @@ class Client:
                     value = await asyncio.wait_for(value, self.timeout)
                 reply = requests.result(ident, value)
             except asyncio.TimeoutError:
-                reply = requests.error(ident, -32603, f"the handler took over {self.timeout} s")
+                reply = requests.error(ident, INTERNAL_ERROR, f"the handler took over {self.timeout} s")
             except RPCError as refused:  # the handler's own JSON-RPC error (a relay's client's): as given
                 reply = {"jsonrpc": "2.0", "id": ident, "error": refused.error}
             except Exception:  # its text may hold anything of the caller's: logged here, not sent
                 log.exception("the handler for the server's %s raised", request["method"])
-                reply = requests.error(ident, -32603, f"the client's handler for {request['method']} failed")
+                reply = requests.error(
+                    ident, INTERNAL_ERROR, f"the client's handler for {request['method']} failed"
+                )
         try:
             await self._post(reply, self._post_headers())
         except StreamBroken:
