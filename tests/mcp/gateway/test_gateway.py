@@ -430,3 +430,18 @@ def test_a_flood_of_sessions_never_ends_a_working_one_and_the_store_agrees(upstr
             for stream, response in zip(busy, opened, strict=True):
                 stream.__exit__(None, None, None)
                 del response
+
+
+def test_a_browser_client_reads_every_answer_a_trusted_origin_gets(gateway):
+    """The preflight passes (204), and each answer then carries the CORS headers, so a page
+    can read the result and the Mcp-Session-Id."""
+    origin = {"Origin": "http://localhost:5173"}
+    with httpx.Client(timeout=10) as http:
+        preflight = http.options(gateway.url, headers={**origin, "Access-Control-Request-Method": "POST"})
+        assert preflight.status_code == 204 and "POST" in preflight.headers["access-control-allow-methods"]
+        opened = http.post(gateway.url, json=INITIALIZE, headers={**POST, **origin})
+        refused = http.post(gateway.url, content=b"{", headers={**POST, **origin})
+    for answer in (opened, refused):
+        assert answer.headers["access-control-allow-origin"] == origin["Origin"]
+        assert "Mcp-Session-Id" in answer.headers["access-control-expose-headers"]
+    assert opened.status_code == 200 and refused.status_code == 400

@@ -45,6 +45,7 @@ from ..server.asgi import (
     refuse,
     refused,
     respond,
+    with_headers,
 )
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
@@ -105,6 +106,8 @@ class Gateway:
         retry_ms: int = RETRY_MS,
     ) -> None:
         self.upstream, self.path = upstream, path
+        if replica and store is None:
+            raise ValueError("replicas share a store: give replica=True a shared one (a RedisStore)")
         self.store: Store = store or MemoryStore()
         self.max_message_size, self.keepalive = max_message_size, keepalive
         self.max_body = max_message_size or 1 << 30
@@ -147,19 +150,19 @@ class Gateway:
         if scope["path"] != self.path:
             await plain(send, 404, "not found")
             return
-        answer_headers = cors(headers.get("origin"))
+        send = with_headers(send, cors(headers.get("origin")))  # every answer to a trusted Origin
         handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(scope["method"])
         try:
             if scope["method"] == "OPTIONS":
-                await preflight(send, answer_headers)
+                await preflight(send, [])
             elif handler is None:
-                await not_allowed(send, answer_headers)
+                await not_allowed(send, [])
             else:
                 await self._expire()
                 await handler(scope, receive, send, headers)
         except Refused as refusal:
             self.metrics.add("refused_total")
-            await refused(send, refusal.refusal, answer_headers)
+            await refused(send, refusal.refusal)
 
     async def aclose(self) -> None:
         """Stop every relay (ending the upstream sessions unless a replica), close the rest."""
@@ -228,13 +231,14 @@ class Gateway:
             body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": upstream_error.error})
             await respond(send, 200, body, [("content-type", JSON)])
             return
-        except (StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
+        except Exception as failed:  # any failure of the upstream: this one request's 502
             await self._forget(record.ident, relay)
-            text = f"gateway: the upstream did not open a session ({failed})"
+            text = f"gateway: the upstream did not open a session ({type(failed).__name__}: {failed})"
             raise refuse(502, INTERNAL_ERROR, text, ident=message.get("id")) from None
+        try:
+            await self.store.create(record)
         finally:
-            relay.opening = False
-        await self.store.create(record)
+            relay.opening = False  # only once its record exists: never evicted half made
         self.metrics.add("sessions_opened_total")
         body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result})
         await respond(send, 200, body, [("content-type", JSON), ("mcp-session-id", record.ident)])
@@ -295,7 +299,7 @@ class Gateway:
     async def _get(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
         _check(inbound.GET_HEADERS, headers)
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name:
-            await not_allowed(send, cors(headers.get("origin")), "POST")
+            await not_allowed(send, [], "POST")
             return
         sid, relay = await self._session(headers)
         cursor = headers.get("last-event-id")
@@ -337,7 +341,7 @@ class Gateway:
         """The session's relay here: kept, or taken up from the store's record (once, however
         many requests for it come at the same time)."""
         relay = self.relays.use(sid)
-        if relay is None:
+        if relay is None or relay.opening:  # taken up by a request now: wait for it, once
             lock = self._attaching.setdefault(sid, asyncio.Lock())
             try:
                 async with lock:
@@ -381,7 +385,7 @@ class Gateway:
             retry = [("retry-after", str(BUSY_RETRY_AFTER))]
             raise refuse(503, SERVER_ERROR, text, ident=ident, headers=retry) from None
         for gone in dropped:
-            await self._end(gone)
+            await self._end(gone)  # best effort: it never raises
         return relay
 
     async def _forget(self, sid: str, relay: Relay, *, end_upstream: bool = False) -> None:
@@ -394,7 +398,10 @@ class Gateway:
         its upstream session and its record too (replicas keep both for each other)."""
         await self._close_relay(relay, end_upstream=not self.replica)
         if not self.replica:
-            await self.store.drop(relay.record.ident)
+            try:
+                await self.store.drop(relay.record.ident)
+            except Exception:  # letting a session go is best effort: never a reason to fail a request
+                log.exception("dropping a session's record failed")
 
     def _client(self, **options: Any) -> Client:
         if self._http is None:

@@ -677,10 +677,13 @@ class ReferenceServer:
         session.streams[number] = stream
         while len(session.streams) > self.max_streams:
             kept = session.streams.values()
-            # finished streams go first (their readers lose nothing), the oldest running one
-            # only when every stream runs
-            oldest = next((each for each in kept if each.done), next(iter(kept)))
-            self._drop_stream(session, oldest)
+            finished = next((each for each in kept if each.done), None)
+            if finished is not None:  # finished streams go first: their readers lose nothing
+                self._drop_stream(session, finished)
+                continue
+            # every stream runs: the oldest leaves the session's index (a resumption of it is
+            # then refused), but stays in the log for its reader, within the byte budget
+            del session.streams[next(iter(session.streams))]
         if self.profile.priming:
             self._emit(session, stream, None)
         return stream

@@ -118,6 +118,20 @@ def cors(origin: str | None, *, expose: bool = True) -> list[tuple[str, str]]:
     return headers
 
 
+def with_headers(send: Any, headers: Iterable[tuple[str, str]]) -> Any:
+    """``send`` that adds ``headers`` to the start of every answer (CORS on each one)."""
+    extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    if not extra:
+        return send
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending
+
+
 async def preflight(send: Any, headers: Iterable[tuple[str, str]]) -> None:
     """A CORS preflight (OPTIONS): the methods and headers a browser may send."""
     allow = [("access-control-allow-methods", ALLOWED_METHODS), ("access-control-allow-headers", "*")]
