@@ -65,6 +65,10 @@ def test_a_forgotten_stream_is_told_to_the_log_owner():
     assert told == [done] and "done" not in log
     with pytest.raises(Gap):
         log.append(done, [(b"late", None)])
+    by_hand = log.get("next")
+    log.forget(by_hand)
+    log.forget(by_hand)  # told once: it was kept only the first time
+    assert told == [done, by_hand]
 
 
 def test_the_follower_yields_batches_in_order_until_the_stream_ends():

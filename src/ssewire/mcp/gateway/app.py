@@ -27,17 +27,18 @@ from ..client import Client, RPCError, StreamBroken
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.headers import ModernHeaders
-from ..protocol.inbound import Refusal
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from ..server.asgi import (
     LOOPBACK,
     Refused,
+    climb,
     cors,
     headers_of,
     host_name,
     lifespan,
     loopback_origin,
+    message_of,
     not_allowed,
     plain,
     preflight,
@@ -187,10 +188,8 @@ class Gateway:
     async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
         """Climb the ladder (the body, its headers, the message), then relay."""
         body = await read_body(receive, headers, self.max_body)
-        _check(inbound.POST_HEADERS, headers)
-        message = inbound.read_message(body)
-        if isinstance(message, Refusal):
-            raise Refused(message)
+        climb(inbound.POST_HEADERS, headers)
+        message = message_of(body)
         method = message.get("method")
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name or method == "server/discover":
             await self._post_modern(scope, receive, send, headers, message)
@@ -297,7 +296,7 @@ class Gateway:
     # -- GET and DELETE ----------------------------------------------------------------
 
     async def _get(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
-        _check(inbound.GET_HEADERS, headers)
+        climb(inbound.GET_HEADERS, headers)
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name:
             await not_allowed(send, [], "POST")
             return
@@ -333,7 +332,7 @@ class Gateway:
 
     async def _session(self, headers: dict[str, str]) -> tuple[str, Relay]:
         """The request's session: the ladder's header rules (400), then its relay (404)."""
-        _check(inbound.SESSION_HEADERS, headers)
+        climb(inbound.SESSION_HEADERS, headers)
         sid = headers["mcp-session-id"]
         return sid, await self._relay_for(sid)
 
@@ -564,13 +563,6 @@ class Gateway:
             await store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await store.finish(sid, stream)
-
-
-def _check(rules: Iterable[inbound.HeaderRule], headers: dict[str, str]) -> None:
-    """Climb one of the protocol layer's header ladders; the first refusal is raised."""
-    refusal = inbound.first_refusal(rules, headers)
-    if refusal is not None:
-        raise Refused(refusal)
 
 
 def _logged(task: asyncio.Task[Any]) -> None:

@@ -253,14 +253,14 @@ class Relay:
     def take_over(self, stream: int, call: CallRecord, position: Position) -> None:
         """A call whose replica stopped: resume its upstream answer from where the stored
         events end, and write the rest of its stream (adopted already)."""
+        if position.cursor is None:  # checked before any outbox is made: none is left behind
+            raise ValueError("a call is taken over from a stored cursor")
         outbox = Outbox(self.store, self.record.ident, stream, self.client)
         outbox.upstream, outbox.progress = position.upstream, position.progress
         self.outboxes[stream] = outbox
         ident, method, token = call.id, str(call.method), call.token
         outbox.call_id = ident
         on_progress = self._progress_to(outbox, token, outbox.progress) if token is not None else None
-        if position.cursor is None:
-            raise ValueError("a call is taken over from a stored cursor")
         replying = self.client.resume_call(
             position.upstream, position.cursor, on_progress=on_progress, timeout=self.timeout
         )

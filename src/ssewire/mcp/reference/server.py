@@ -51,11 +51,13 @@ from ..protocol.profiles import KNOWN_VERSIONS, NEWEST_WITH_SESSIONS, PROFILES, 
 from ..protocol.wire import BOTH, JSON, SSE
 from ..server.asgi import (
     Refused,
+    climb,
     cors,
     headers_of,
     lifespan,
     loopback_host,
     loopback_origin,
+    message_of,
     not_allowed,
     plain,
     preflight,
@@ -249,7 +251,7 @@ class ReferenceServer:
         self.sessions: SessionTable[_Session] = SessionTable(
             max_sessions=max_sessions, idle_timeout=session_idle_timeout, clock=lambda: self.clock()
         )
-        # every kept stream; one the budget drops leaves its session's index too
+        # every kept stream; one forgotten leaves its session's index too
         self.log = EventLog(max_bytes=max_store_bytes, max_events=store_size, on_forget=self._forgotten)
         self.tasks: set[asyncio.Task[None]] = set()  # running producers, held until done
         self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)  # what those tasks raised
@@ -358,16 +360,10 @@ class ReferenceServer:
             return (*inbound.GET_HEADERS, _exact_stream_accept)
         return inbound.GET_HEADERS
 
-    @staticmethod
-    def _check(rules: Iterable[inbound.HeaderRule], headers: dict[str, str]) -> None:
-        refusal = inbound.first_refusal(rules, headers)
-        if refusal is not None:
-            raise Refused(refusal)
-
     def _session(self, headers: dict[str, str]) -> _Session:
         """The request's session: 400 without an id or for an unknown MCP-Protocol-Version
         (the ladder's), 404 for an unknown session."""
-        self._check(inbound.SESSION_HEADERS, headers)
+        climb(inbound.SESSION_HEADERS, headers)
         ident = headers["mcp-session-id"]
         session = self.sessions.use(ident)
         if session is None and Fault.STALE_SESSION_ACCEPTED in self.faults and ident not in self.ended:
@@ -389,10 +385,8 @@ class ReferenceServer:
         """Climb the ladder (the body, its headers, the message), find the session, then hand
         the message to its handler."""
         body = await read_body(http.receive, http.headers, self.max_body)
-        self._check(self._post_rules(), http.headers)
-        message = inbound.read_message(body)
-        if isinstance(message, Refusal):
-            raise Refused(message)
+        climb(self._post_rules(), http.headers)
+        message = message_of(body)
         session = self._post_session(http.headers, message)
         if message.get("method") is None:
             await self._client_response(http, message)
@@ -512,7 +506,7 @@ class ReferenceServer:
         for stream in session.listeners:
             self.log.finish(stream)  # its GET stream ends: the client learns of the drop at its next request
         for stream in list(session.streams.values()):
-            self._drop_stream(session, stream)
+            self.log.forget(stream)  # a Last-Event-ID of it is then refused (409)
         for task in session.tasks:
             task.cancel()  # each producer still ends its stream on the way out
 
@@ -679,7 +673,7 @@ class ReferenceServer:
             kept = session.streams.values()
             finished = next((each for each in kept if each.done), None)
             if finished is not None:  # finished streams go first: their readers lose nothing
-                self._drop_stream(session, finished)
+                self.log.forget(finished)
                 continue
             # every stream runs: the oldest leaves the session's index (a resumption of it is
             # then refused), but stays in the log for its reader, within the byte budget
@@ -695,14 +689,6 @@ class ReferenceServer:
         if session.streams.get(number) is stream:
             del session.streams[number]
 
-    def _drop_stream(self, session: _Session, stream: Stream) -> None:
-        """Forget a stream: a Last-Event-ID of it is then refused (409), and a reader still
-        writing it out is cut unless it had sent all of a finished one."""
-        number = _streamnumber_argument(stream)
-        if session.streams.get(number) is stream:
-            del session.streams[number]
-        self.log.forget(stream)
-
     def _emit(self, session: _Session, stream: Stream, message: dict[str, Any] | None) -> None:
         """Store one event (``None``: the priming event, an id and empty data). A stream no
         longer kept takes nothing: its reader was cut already."""
@@ -712,8 +698,8 @@ class ReferenceServer:
             if Fault.DUPLICATE_EVENT_IDS in self.faults:
                 ident = str(seq)
             else:
-                ident = f"{_streamnumber_argument(stream)}-{next(session.counter)}"
-            session.by_event[ident] = (_streamnumber_argument(stream), seq)
+                ident = f"{_stream_number(stream)}-{next(session.counter)}"
+            session.by_event[ident] = (_stream_number(stream), seq)
             if len(session.by_event) > 4096:
                 session.by_event.pop(next(iter(session.by_event)))
         if message is None:
@@ -783,7 +769,7 @@ class ReferenceServer:
         if not self.profile.get_stream or self.stateless_mode or Fault.NO_GET in self.faults:
             await not_allowed(http.send, http.cors, "POST")
             return
-        self._check(self._get_rules(), http.headers)
+        climb(self._get_rules(), http.headers)
         session = self._session(http.headers)
         headers = [*http.cors, ("mcp-session-id", session.ident)]
         cursor = http.headers.get("last-event-id")
@@ -848,7 +834,7 @@ class ReferenceServer:
         await http.respond(200, http.cors)
 
 
-def _streamnumber_argument(stream: Stream) -> int:
+def _stream_number(stream: Stream) -> int:
     """A stream's number in its session (its key in the log is ``(session, number)``)."""
     key: tuple[_Session, int] = stream.key  # type: ignore[assignment]
     return key[1]

@@ -5,12 +5,12 @@ Origin name this machine (DNS rebinding protection), CORS, and the lifespan."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..protocol.codes import INVALID_REQUEST
-from ..protocol.inbound import Refusal
+from ..protocol.inbound import HeaderRule, Refusal, first_refusal, read_message
 from ..protocol.wire import JSON
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -28,6 +28,22 @@ def refuse(
     status: int, code: int, text: str, *, ident: Any = None, headers: Iterable[tuple[str, str]] = ()
 ) -> Refused:
     return Refused(Refusal(status, code, text, ident, tuple(headers)))
+
+
+def climb(rules: Iterable[HeaderRule], headers: Mapping[str, str]) -> None:
+    """Climb one of the protocol layer's header ladders; the first refusal is raised."""
+    refusal = first_refusal(rules, headers)
+    if refusal is not None:
+        raise Refused(refusal)
+
+
+def message_of(body: bytes) -> dict[str, Any]:
+    """The one JSON-RPC message of a POST body, by the protocol layer's message rules;
+    the first refusal is raised."""
+    message = read_message(body)
+    if isinstance(message, Refusal):
+        raise Refused(message)
+    return message
 
 
 class BodyTooLarge(Refused):

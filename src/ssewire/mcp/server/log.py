@@ -77,8 +77,8 @@ class EventLog:
 
     :param max_bytes: bytes of events (and their costs) kept across all streams.
     :param max_events: events kept per stream, unless a stream is opened with its own.
-    :param on_forget: told of each stream the budget drops, so what indexes streams
-        (a server's sessions) forgets it too.
+    :param on_forget: told of each stream forgotten (by `forget` or by the budget), so what
+        indexes streams (a server's sessions, a store's positions) forgets it too.
     """
 
     def __init__(
@@ -131,21 +131,22 @@ class EventLog:
     def forget(self, stream: Stream) -> None:
         """Drop a stream whole. A follower still reading it learns it is gone (`Gap`),
         unless it had sent everything of a finished one."""
-        if self.streams.get(stream.key) is stream:
+        kept = self.streams.get(stream.key) is stream
+        if kept:
             del self.streams[stream.key]
             self.stored -= stream.size
         stream.size = 0
         stream.evicted = stream.next_seq - 1 if stream.done else stream.next_seq
         stream.events.clear()
         stream.changed.set()
+        if kept and self.on_forget is not None:
+            self.on_forget(stream)
 
     def _keep_within_budget(self, current: Stream) -> None:
         while self.stored > self.max_bytes:
             finished = next((s for s in self.streams.values() if s.done and s is not current), None)
             if finished is not None:
                 self.forget(finished)
-                if self.on_forget is not None:
-                    self.on_forget(finished)
                 continue
             running = next(
                 (s for s in self.streams.values() if len(s.events) > (1 if s is current else 0)), None

@@ -31,7 +31,7 @@ class MemoryStore:
     """
 
     def __init__(self, *, max_bytes: int = MAX_STORE_BYTES, max_events: int = MAX_EVENTS) -> None:
-        # a stream the budget drops takes its position along
+        # a stream forgotten takes its position along
         self.log = EventLog(max_bytes=max_bytes, max_events=max_events, on_forget=self._forgotten)
         self.sessions: dict[str, SessionRecord] = {}
         self.numbers: dict[str, int] = {}  # the last stream number of each session
@@ -58,8 +58,7 @@ class MemoryStore:
         for number in range(1, self.numbers.pop(ident, 0) + 1):
             stream = self.log.get((ident, number))
             if stream is not None:
-                self.log.forget(stream)
-            self.positions.pop((ident, number), None)
+                self.log.forget(stream)  # its position goes with it (_forgotten)
 
     # -- streams -----------------------------------------------------------------------
 
