@@ -206,9 +206,12 @@ class Relay:
 
     # -- calls -------------------------------------------------------------------------
 
-    async def start_call(self, message: dict[str, Any]) -> int:
-        """A downstream request: its stream, written by a task of its own."""
+    async def start_call(self, message: dict[str, Any], *, key: Any = None, limit: int = MAX_CALLS) -> int:
+        """A downstream request: its stream, written by a task of its own, held under
+        ``key`` (the request id by default: the one client of a session names its calls;
+        a stateless relay serves many clients, so it keys each request by one of its own)."""
         ident = message.get("id")
+        key = ident if key is None else key
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -216,15 +219,20 @@ class Relay:
         stream = await self.open_stream(CallRecord(ident, method if isinstance(method, str) else None, token))
         outbox = self.outboxes[stream]
         outbox.call_id = ident
-        if len(self.calls) >= MAX_CALLS or ident in self.calls:
-            why = (
-                "a call with this id is in flight" if ident in self.calls else f"{MAX_CALLS} calls in flight"
-            )
+        if len(self.calls) >= limit or key in self.calls:
+            why = "a call with this id is in flight" if key in self.calls else f"{limit} calls in flight"
             outbox.put(gateway_error(ident, "busy", f"the session is busy ({why}); try again later"))
             await self._finished(stream)
             return stream
-        self._spawn(ident, self._call(stream, outbox, message, token))
+        self._spawn(key, self._call(stream, outbox, message, token))
         return stream
+
+    def abandon(self, key: Any) -> None:
+        """Stop relaying the call held under ``key`` (its client left: under 2026-07-28 a
+        closed stream is the cancellation); the upstream request's stream is closed with it."""
+        task = self.calls.get(key)
+        if task is not None:
+            task.cancel()
 
     def _spawn(self, key: Any, work: Coroutine[Any, Any, None]) -> None:
         """Run a call's relaying as a task of this session's, held until it ends."""

@@ -42,6 +42,7 @@ class SessionRecord:
     upstream: str | None  # the upstream's Mcp-Session-Id
     capabilities: dict[str, Any] = field(default_factory=dict)  # the downstream client's
     info: dict[str, Any] = field(default_factory=dict)  # its clientInfo
+    principal: str | None = None  # who opened it: only they are served it (None: auth is off)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,13 +56,16 @@ class SessionRecord:
             return None
         if upstream is not None and not isinstance(upstream, str):
             return None
-        capabilities, info = raw.get("capabilities"), raw.get("info")
+        capabilities, info, principal = raw.get("capabilities"), raw.get("info"), raw.get("principal")
+        if principal is not None and not isinstance(principal, str):
+            return None  # a binding of the wrong shape binds to no one: the session is absent
         return cls(
             ident,
             version,
             upstream,
             capabilities if isinstance(capabilities, dict) else {},
             info if isinstance(info, dict) else {},
+            principal,
         )
 
 
