@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import decode, gateway, probe, redact, serve, validate
+from . import decode, gateway, hash_token, probe, redact, serve, validate
 from ._common import Command, InputError, extra_provides, input_error
 
 COMMANDS: dict[str, Command] = {
-    module.NAME: module for module in (decode, validate, redact, probe, serve, gateway)
+    module.NAME: module for module in (decode, validate, redact, probe, serve, gateway, hash_token)
 }
 
 DESCRIPTION = "Exact, fast Server-Sent Events decoding, and MCP Streamable HTTP transport checks."
