@@ -4,14 +4,18 @@ Origin name this machine (DNS rebinding protection), CORS, and the lifespan."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from ..protocol.codes import INVALID_REQUEST
 from ..protocol.inbound import HeaderRule, Refusal, first_refusal, read_message
 from ..protocol.wire import JSON
+
+if TYPE_CHECKING:
+    from .budget import Reservation
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
@@ -37,10 +41,12 @@ def climb(rules: Iterable[HeaderRule], headers: Mapping[str, str]) -> None:
         raise Refused(refusal)
 
 
-def message_of(body: bytes) -> dict[str, Any]:
+def message_of(body: bytes | bytearray) -> dict[str, Any]:
     """The one JSON-RPC message of a POST body, by the protocol layer's message rules;
     the first refusal is raised."""
-    message = read_message(body)
+    # read_body's bytearray goes as it is: all read_message does with it is orjson.loads,
+    # which takes one (a copy to bytes would double the body's memory for a moment)
+    message = read_message(cast(bytes, body))
     if isinstance(message, Refusal):
         raise Refused(message)
     return message
@@ -56,26 +62,115 @@ class BodyTooLarge(Refused):
         self.limit = limit
 
 
-async def read_body(receive: Any, headers: dict[str, str], limit: int) -> bytes:
+class BodyTimeout(Refused):
+    """A request body not all received within its deadline: 408, and the connection closes
+    after the answer (a client that trickles its body holds no more than the deadline)."""
+
+    def __init__(self, deadline: float) -> None:
+        text = f"Request body not received within {deadline:g} s"
+        super().__init__(Refusal(408, INVALID_REQUEST, text, None, (("connection", "close"),)))
+        self.deadline = deadline
+
+
+class BodyMismatch(Refused):
+    """A body longer, or ended shorter, than its Content-Length: 400, and the connection
+    closes (its framing cannot be trusted)."""
+
+    def __init__(self, declared: int, longer: bool) -> None:
+        text = f"Request body {'longer' if longer else 'shorter'} than its Content-Length ({declared} bytes)"
+        super().__init__(Refusal(400, INVALID_REQUEST, text, None, (("connection", "close"),)))
+        self.declared = declared
+
+
+UNRESERVED_PREALLOCATION = 1 << 20
+"""The most read_body allocates ahead of the bytes it has for a Content-Length when no
+reservation holds them: a client that announces a large body and sends one byte of it makes
+the server allocate no more than this."""
+
+
+async def read_body(
+    receive: Any,
+    headers: dict[str, str],
+    limit: int,
+    *,
+    deadline: float | None = None,
+    budget: Reservation | None = None,
+) -> bytes | bytearray:
     """The request body, read in pieces up to ``limit`` bytes; past it (or a Content-Length
-    announcing more) `BodyTooLarge`, before the rest is read."""
+    announcing more) `BodyTooLarge`, before the rest is read.
+
+    ``deadline``: seconds for the whole body; past it `BodyTimeout` (408). ``budget``: the
+    bytes of the body are added to this reservation (`Reservation.grow`) before they are
+    kept, so a body that does not fit is refused (`BudgetFull`) before it is all read; the
+    caller releases it when done with the body. A body that comes in one piece is that
+    piece (bytes, no copy); one of several pieces is read into one bytearray, allocated
+    once at its Content-Length when it has one (held by ``budget``, else at most
+    `UNRESERVED_PREALLOCATION` ahead). A body longer than its Content-Length, or one that
+    ends short of it, is `BodyMismatch` (400); one cut by the client's disconnect is what
+    was read (nobody is left to answer)."""
     length = headers.get("content-length", "")
-    if length.isascii() and length.isdigit() and int(length) > limit:
+    declared = int(length) if length.isascii() and length.isdigit() else None
+    if declared is not None and declared > limit:
         raise BodyTooLarge(limit)  # refused before a byte of it is read (no 100 Continue either)
-    chunks: list[bytes] = []
-    size = 0
+    loop = asyncio.get_running_loop()
+    end = loop.time() + (deadline or 0.0)
+    body: bytes | bytearray = b""
+    buffer: bytearray | None = None
+    size = reserved = 0  # bytes read; bytes of them and ahead of them held by ``budget``
     more = True
     while more:
-        message = await receive()
+        if deadline is None:
+            message = await receive()
+        else:
+            message = await _before(receive, end - loop.time(), deadline)
         if message["type"] == "http.disconnect":
             break
         chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(limit)
-        chunks.append(chunk)
         more = bool(message.get("more_body"))
-    return b"".join(chunks)
+        if not chunk:
+            continue
+        total = size + len(chunk)
+        if total > limit:
+            raise BodyTooLarge(limit)
+        if declared is not None and total > declared:
+            raise BodyMismatch(declared, longer=True)
+        if buffer is None and size == 0 and not more:
+            if budget is not None:
+                budget.grow(len(chunk))
+            body, size = chunk, total  # the whole body in one piece: kept as it came
+            break
+        if buffer is None:
+            ahead = declared if declared is not None else total
+            if budget is None:
+                ahead = max(total, min(ahead, UNRESERVED_PREALLOCATION))
+            else:
+                budget.grow(ahead)
+            buffer = bytearray(ahead)
+            reserved = ahead
+        if budget is not None and total > reserved:
+            budget.grow(total - reserved)
+            reserved = total
+        buffer[size:total] = chunk  # in place while it fits the allocation, else it grows
+        size = total
+    if buffer is not None:
+        if size < len(buffer):
+            del buffer[size:]  # a body cut short (a disconnect): what was read
+        if budget is not None and reserved > size:
+            budget.shrink_to(budget.size - (reserved - size))
+        body = buffer
+    if declared is not None and size < declared and message["type"] != "http.disconnect":
+        raise BodyMismatch(declared, longer=False)
+    return body
+
+
+async def _before(receive: Any, remaining: float, deadline: float) -> Any:
+    """The next ASGI message, or `BodyTimeout` once ``remaining`` seconds have passed."""
+    if remaining <= 0:
+        raise BodyTimeout(deadline)
+    try:
+        return await asyncio.wait_for(receive(), remaining)
+    except asyncio.TimeoutError:  # not the builtin one before Python 3.11
+        raise BodyTimeout(deadline) from None
 
 
 async def respond(send: Any, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
