@@ -119,3 +119,26 @@ def mask_json_bytes(data: bytes) -> bytes:
     """``data`` with credential fields' values and token-like runs masked."""
     data = JSON_FIELD.sub(rb'\1"' + MASK.encode() + b'"', data)
     return LONG_TOKEN.sub(MASK.encode(), data)
+
+
+def public_url(url: str) -> str:
+    """``url`` as a text may name it: scheme, host, port and path; never its userinfo, query
+    or fragment, which is where credentials ride (``?api_key=...``)."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # not a URL we can take apart: say nothing of it
+        return MASK
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    query = f"?{MASK}" if parts.query else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}{query}" if parts.scheme else MASK
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+
+
+def scrub_urls(text: str) -> str:
+    """Free text (an exception's message, an error sent to a client) with every URL in it
+    reduced to `public_url` and credential fields masked."""
+    return mask_text(_URL_IN_TEXT.sub(lambda m: public_url(m.group(0)), text))

@@ -341,8 +341,8 @@ EXPECTED: dict[str, tuple[int | None, int | None]] = {
     "body_over_limit_chunked": (413, -32600),
     "notification": (202, None),
     "notification_no_session": (400, -32600),
-    "response_unknown_request": (202, None),
-    "error_response_null_id": (202, None),
+    "response_unknown_request": (400, -32600),  # no request awaits it: refused, never held
+    "error_response_null_id": (400, -32600),
     "get_no_accept": (406, -32600),
     "get_accept_json": (406, -32600),
     "get_no_session": (400, -32600),

@@ -113,3 +113,27 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
     return value
+
+
+def header_options(lines: list[str], variables: list[str], flag: str) -> dict[str, str]:
+    """``FLAG 'NAME: VALUE'`` and ``FLAG-env VAR`` options as one mapping of headers to send;
+    InputError (exit 2) for a bad one, naming the option, never echoing a value."""
+    from .._http import header_field
+
+    given = [(f"{flag} #{n}", line) for n, line in enumerate(lines, 1)]
+    for variable in variables:
+        if variable not in os.environ:
+            raise InputError(f"{flag}-env {variable}: the environment variable is not set")
+        given.append((f"{flag}-env {variable}", os.environ[variable]))
+    from ..mcp.protocol.wire import caller_headers
+
+    fields: list[tuple[str, str]] = []
+    for origin, line in given:
+        try:
+            fields.append(header_field(line))
+        except ValueError as exc:
+            raise InputError(f"{origin}: {exc}") from None
+    try:
+        return caller_headers(fields)  # pairs, not a dict: a name given twice is refused there
+    except ValueError as exc:  # a header the MCP transport sets itself, or one given twice
+        raise InputError(str(exc)) from None

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 from typing import Any
 
-from .._http import header_field
-from ._common import EXIT_FINDINGS, EXIT_OK, InputError, add_report_options, cannot, positive_int, write
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    InputError,
+    add_report_options,
+    cannot,
+    header_options,
+    positive_int,
+    write,
+)
 
 NAME = "probe"
 EXTRA = "mcp"
@@ -111,23 +118,7 @@ def add_parser(commands: Any) -> None:
 
 def extra_headers(args: argparse.Namespace) -> dict[str, str]:
     """``--header`` and ``--header-env`` as one mapping; InputError (exit 2) for a bad one."""
-    lines = [(f"--header #{n}", line) for n, line in enumerate(args.header, 1)]  # never echo a value
-    for variable in args.header_env:
-        if variable not in os.environ:
-            raise InputError(f"--header-env {variable}: the environment variable is not set")
-        lines.append((f"--header-env {variable}", os.environ[variable]))
-    from ..mcp.protocol.wire import caller_headers
-
-    fields: list[tuple[str, str]] = []
-    for origin, line in lines:
-        try:
-            fields.append(header_field(line))
-        except ValueError as exc:
-            raise InputError(f"{origin}: {exc}") from None
-    try:
-        return caller_headers(fields)  # pairs, not a dict: a name given twice is refused there
-    except ValueError as exc:  # a header the probe sets itself, or one given twice
-        raise InputError(str(exc)) from None
+    return header_options(args.header, args.header_env, "--header")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -360,36 +360,50 @@ def test_a_flood_of_tiny_calls_is_bounded_by_the_store_budget_like_large_ones():
     assert store.log.stored == sum(s.size for s in store.log.streams.values())  # the books balance
 
 
-def test_2026_a_cancellation_reaches_the_upstream_under_the_gateway_s_own_id():
+def test_2026_closing_a_stream_cancels_its_call_upstream_and_no_client_cancels_another_s():
+    """2026-07-28 (basic/patterns/cancellation): over HTTP, closing the response stream is the
+    cancellation. Two clients use the same JSON-RPC ids through one gateway: B's
+    notifications/cancelled names no request of A's (ignored), B closing its stream ends B's
+    call upstream only, and A's call with the same id is answered whole."""
     seen: list[bytes] = []
+    left: list[bytes] = []  # bodies of upstream requests whose client (the gateway) went away
     app = reference_server(profile="2026-07-28")
 
     async def spying(scope, receive, send):
+        body = b""
+
         async def received():
+            nonlocal body
             message = await receive()
             if message.get("type") == "http.request":
+                body += message.get("body", b"")
                 seen.append(message.get("body", b""))
+            elif message.get("type") == "http.disconnect":
+                left.append(body)
             return message
 
         await app(scope, received, send)
 
     async def calls(url):
-        async with Client(url, profile="2026-07-28", first_id=100) as client:  # discover: 100, the call: 101
-            call = asyncio.ensure_future(client.call_tool("countdown", {"count": 100, "delay": 0.05}))
+        async with (
+            Client(url, profile="2026-07-28", first_id=100) as a,
+            Client(url, profile="2026-07-28", first_id=100) as b,
+        ):  # discover: 100, the call: 101, for both
+            call_a = asyncio.ensure_future(a.call_tool("countdown", {"count": 20, "delay": 0.05}))
+            call_b = asyncio.ensure_future(b.call_tool("countdown", {"count": 400, "delay": 0.05}))
             await asyncio.sleep(0.3)
-            await client.notify("notifications/cancelled", {"requestId": 101})
-            done, _ = await asyncio.wait({call}, timeout=3)
-            call.cancel()
-            return bool(done)
+            await b.notify("notifications/cancelled", {"requestId": 101})  # whose 101? no one's here
+            call_b.cancel()  # B closes its stream: that is its cancellation
+            return await asyncio.wait_for(call_a, 15)
 
     with running(spying) as root, gateway_over(root + "/mcp") as gw:
-        asyncio.run(calls(gw.url))
+        answer = asyncio.run(calls(gw.url))
         deadline = time.monotonic() + 5
-        while not any(b"notifications/cancelled" in body for body in seen) and time.monotonic() < deadline:
+        while not any(b'"count":400' in body for body in left) and time.monotonic() < deadline:
             time.sleep(0.05)
-    upstream_call = next(json.loads(body) for body in seen if b'"tools/call"' in body)
-    told = next(json.loads(body) for body in seen if b"notifications/cancelled" in body)
-    assert told["params"]["requestId"] == upstream_call["id"] != 101
+    assert answer["content"], answer  # A's call 101 answered whole, though B cancelled "101"
+    assert not any(b"notifications/cancelled" in body for body in seen)  # not sent up as anyone's
+    assert any(b'"count":400' in body for body in left)  # B's call ended upstream when B left
 
 
 def test_a_flood_of_sessions_never_ends_a_working_one_and_the_store_agrees(upstream):

@@ -53,7 +53,7 @@ def test_a_rule_added_to_the_ladder_is_followed_by_both_servers(monkeypatch):
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     with serve_both() as bases, httpx.Client(timeout=10) as client:
         for base in bases:
-            refused = client.post(base + "/mcp", content=ping, headers={**headers, "mcp-session-id": "x"})
+            refused = client.post(base + "/mcp", content=ping, headers=headers)  # no session to check first
             assert (refused.status_code, refused.json()["error"]["message"]) == (400, "no pings here")
             agent = client.post(base + "/mcp", content=ping, headers={**headers, "user-agent": "forbidden"})
             assert (agent.status_code, agent.json()["error"]["message"]) == (403, "no such agent")

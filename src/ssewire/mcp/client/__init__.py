@@ -10,6 +10,7 @@ from .session import (
     RequestTimeout,
     RPCError,
     StreamBroken,
+    Unauthorized,
     delivering,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "RPCError",
     "RequestTimeout",
     "StreamBroken",
+    "Unauthorized",
     "delivering",
 ]

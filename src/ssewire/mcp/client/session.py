@@ -90,6 +90,16 @@ class StreamBroken(Exception):
     """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
 
 
+class Unauthorized(StreamBroken):
+    """The server refused the client's credentials (401) or their scope (403): ``challenge``
+    is its ``WWW-Authenticate`` header (what it asks for), or None."""
+
+    def __init__(self, status: int, challenge: str | None) -> None:
+        said = f": {challenge}" if challenge else " (no WWW-Authenticate challenge)"
+        super().__init__(f"the server refused the credentials ({status}){said}")
+        self.status, self.challenge = status, challenge
+
+
 class RequestTimeout(asyncio.TimeoutError):
     """A request got no answer within its deadline (resumptions included)."""
 
@@ -601,6 +611,9 @@ class Client:
 
     async def _answered(self, answer: Answer, record: _Pending, idempotent: bool) -> None:
         """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
+        if answer.status in (401, 403):  # credentials refused: no retry, no resumption helps
+            await answer.aclose()
+            raise Unauthorized(answer.status, answer.headers.get("www-authenticate"))
         if not answer.is_sse:
             await self._answered_json(answer, record, idempotent)
             return

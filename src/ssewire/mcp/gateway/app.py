@@ -13,6 +13,7 @@ own, and a broken answer is re-issued upstream only for a request that lists or 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import secrets
 import time
@@ -22,10 +23,11 @@ from typing import Any
 import httpx
 import orjson
 
+from ..._secrets import public_url, scrub_urls
 from ...asgi import EventStreamResponse
-from ..client import Client, RPCError, StreamBroken
+from ..client import Client, RPCError, StreamBroken, Unauthorized
 from ..protocol import inbound
-from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND
+from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.wire import JSON, SSE, caller_headers
@@ -34,6 +36,7 @@ from ..server.asgi import (
     Refused,
     climb,
     cors,
+    error_message,
     headers_of,
     host_name,
     lifespan,
@@ -48,6 +51,9 @@ from ..server.asgi import (
     respond,
     with_headers,
 )
+from ..server.auth import Authenticator, AuthFailure, metadata_paths
+from ..server.budget import ByteBudget
+from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .metrics import Metrics
@@ -61,6 +67,11 @@ RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes fro
 MODERN = "-stateless-"  # the private store's one session: 2026-07-28 requests, not resumable
 MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
+MAX_BYTES_IN_FLIGHT = 256 << 20  # request bodies being read and parsed, over all clients
+BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: a stalled upload holds nothing longer
+MODERN_CALLS = 4096  # 2026-07-28 requests in flight over all clients (each principal's share: its limits)
+MAX_FORWARDING = 16  # notifications of one session waiting to go upstream; past it 429
+STORE_RETRY_AFTER = 2  # seconds a client refused because the store failed waits
 
 
 class Gateway:
@@ -84,6 +95,16 @@ class Gateway:
         limits; its read timeout None); the gateway does not close it.
     :param replica: this process shares its store with others (a stopping replica leaves
         the upstream sessions open for them).
+    :param auth: how downstream clients prove who they are (`TokenAuth`, `JwtAuth`); each
+        session is bound to the principal that opened it. None: every client is trusted
+        alike (only for a gateway on loopback: the command line refuses it elsewhere).
+    :param limits: what one principal may hold at once (sessions, calls, GET streams, bytes
+        of request bodies); past it 429 with ``Retry-After``.
+    :param max_bytes_in_flight: bytes of request bodies being read and parsed over all
+        clients (the parse counted at its cost in objects); past it 503 with ``Retry-After``.
+    :param body_timeout: seconds a request body may take to arrive (then 408).
+    :param serve_metrics: answer ``/metrics`` here (behind ``auth`` when it is on); False
+        when they are served on a loopback port of their own (`metrics_app`).
     """
 
     def __init__(
@@ -105,6 +126,11 @@ class Gateway:
         session_ttl: float = SESSION_TTL,
         replica: bool = False,
         retry_ms: int = RETRY_MS,
+        auth: Authenticator | None = None,
+        limits: Limits | None = None,
+        max_bytes_in_flight: int | None = MAX_BYTES_IN_FLIGHT,
+        body_timeout: float = BODY_TIMEOUT,
+        serve_metrics: bool = True,
     ) -> None:
         self.upstream, self.path = upstream, path
         if replica and store is None:
@@ -120,6 +146,14 @@ class Gateway:
         self.extra = caller_headers(headers)
         if http is not None and self.extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
+        self.auth, self.body_timeout, self.serve_metrics = auth, body_timeout, serve_metrics
+        self.quotas = Quotas(limits)
+        self.budget = ByteBudget(max_bytes_in_flight, retry_after=BUSY_RETRY_AFTER)
+        metadata = auth.metadata() if auth is not None else None
+        resource = metadata.get("resource") if metadata else None
+        self._metadata = orjson.dumps(metadata) if metadata else None
+        self._metadata_paths = frozenset(metadata_paths(resource) if isinstance(resource, str) else ())
+        self.upstream_label = public_url(upstream)  # what texts and logs name: never its query
         self.metrics = Metrics()
         self.metrics.collect.append(self._relay_figures)
         # the one table of sessions this process relays: its store keeps none of its own
@@ -129,6 +163,7 @@ class Gateway:
         self._modern_lock = asyncio.Lock()
         self._passing = MemoryStore(max_bytes=4 * self.max_body)
         self._http, self._own_http = http, http is None
+        self._requests = itertools.count(1)  # the keys of 2026-07-28 requests
         self._attaching: dict[str, asyncio.Lock] = {}  # sessions being taken up from the store
         self._touched = time.monotonic()  # when the busy sessions were last kept alive
 
@@ -141,29 +176,70 @@ class Gateway:
         if scope["type"] != "http":
             return
         headers = headers_of(scope)
-        if not self._trusted(headers):
+        if not self._trusted(headers, scope):
             self.metrics.add("refused_total")
             await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
             return
-        if scope["path"] == "/metrics" and scope["method"] == "GET":
-            await respond(send, 200, self.metrics.render(), [("content-type", "text/plain; version=0.0.4")])
+        path, method = scope["path"], scope["method"]
+        if path in self._metadata_paths and method == "GET" and self._metadata is not None:
+            # RFC 9728: where a client learns which authorization server issues tokens for us
+            await respond(send, 200, self._metadata, [("content-type", JSON), *cors(headers.get("origin"))])
             return
-        if scope["path"] != self.path:
+        if path == "/metrics" and method == "GET" and self.serve_metrics:
+            if await self._principal(send, headers) is not _DENIED:
+                await self._metrics(send)
+            return
+        if path != self.path:
             await plain(send, 404, "not found")
             return
-        send = with_headers(send, cors(headers.get("origin")))  # every answer to a trusted Origin
-        handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(scope["method"])
+        send = with_headers(send, cors(headers.get("origin")))
+        handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
+        if method == "OPTIONS":  # a preflight carries no credentials: never behind auth
+            await preflight(send, [])
+            return
+        principal = await self._principal(send, headers)
+        if principal is _DENIED:
+            return
+        assert principal is None or isinstance(principal, str)
         try:
-            if scope["method"] == "OPTIONS":
-                await preflight(send, [])
-            elif handler is None:
+            if handler is None:
                 await not_allowed(send, [])
             else:
                 await self._expire()
-                await handler(scope, receive, send, headers)
+                await handler(scope, receive, send, headers, principal)
         except Refused as refusal:
             self.metrics.add("refused_total")
             await refused(send, refusal.refusal)
+
+    async def _principal(self, send: Any, headers: dict[str, str]) -> str | object | None:
+        """Who sends this request (None with auth off); when they cannot say, the 401 or 403
+        with its challenge is sent and `_DENIED` returned."""
+        if self.auth is None:
+            return None
+        try:
+            return await self.auth.authenticate(headers.get("authorization"))
+        except AuthFailure as failure:
+            self.metrics.add("unauthenticated_total")
+            body = {"error": failure.error, "error_description": failure.description}
+            answer = [("content-type", JSON), *self.auth.challenge(failure)]
+            await respond(send, failure.status, orjson.dumps(body), answer)
+            return _DENIED
+
+    async def _metrics(self, send: Any) -> None:
+        await respond(send, 200, self.metrics.render(), [("content-type", "text/plain; version=0.0.4")])
+
+    def metrics_app(self) -> Any:
+        """An ASGI app answering only ``GET /metrics``, for a loopback port of its own."""
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            if scope["path"] == "/metrics" and scope["method"] == "GET":
+                await self._metrics(send)
+            else:
+                await plain(send, 404, "not found")
+
+        return app
 
     async def aclose(self) -> None:
         """Stop every relay (ending the upstream sessions unless a replica), close the rest."""
@@ -176,39 +252,75 @@ class Gateway:
             await self._http.aclose()
         await self.store.aclose()
 
-    def _trusted(self, headers: dict[str, str]) -> bool:
+    def _trusted(self, headers: dict[str, str], scope: dict[str, Any]) -> bool:
+        """DNS rebinding protection: a Host this gateway answers to, and a loopback Host only
+        from a loopback peer (a remote client cannot pass as local by naming 127.0.0.1)."""
         name = host_name(headers.get("host"))
-        if name is None or not (name in LOOPBACK or name in self.allowed_hosts):
+        if name is None:
+            return False
+        if name not in self.allowed_hosts and not (name in LOOPBACK and _loopback_peer(scope)):
             return False
         origin = headers.get("origin")
         return origin is None or loopback_origin(origin) or origin.rstrip("/").lower() in self.allowed_origins
 
     # -- POST --------------------------------------------------------------------------
 
-    async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
-        """Climb the ladder (the body, its headers, the message), then relay."""
-        body = await read_body(receive, headers, self.max_body)
+    async def _post(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
+    ) -> None:
+        """Climb the ladder: the headers, the session (both before a byte of the body is read,
+        so no one unknown makes the gateway hold or parse anything), the body, the message."""
         climb(inbound.POST_HEADERS, headers)
-        message = message_of(body)
+        modern = headers.get("mcp-protocol-version", "").strip() == NEWEST.name
+        session = (
+            None if modern or "mcp-session-id" not in headers else await self._session(headers, principal)
+        )
+        message = await self._message(receive, headers, principal)
         method = message.get("method")
-        if headers.get("mcp-protocol-version", "").strip() == NEWEST.name or method == "server/discover":
-            await self._post_modern(scope, receive, send, headers, message)
+        if modern or method == "server/discover":
+            await self._post_modern(scope, receive, send, headers, message, principal)
             return
         if method == "initialize":
-            await self._initialize(send, message)
+            await self._initialize(send, message, principal)
             return
-        sid, relay = await self._session(headers)
+        sid, relay = session or await self._session(headers, principal)
         if method is None:
-            await relay.answered(message)  # the answer to a request the upstream sent down
+            if not await relay.answered(message):  # the answer to a request the upstream sent down
+                raise Refused(inbound.unasked_answer(None))
             await respond(send, 202, b"", [])
         elif "id" not in message:
-            self._notification(relay, message)
+            await self._notification(relay, message)
             await respond(send, 202, b"", [])
         else:
-            stream = await relay.start_call(message)
+            self.quotas.take(principal, "calls")
+            try:
+                stream = await relay.start_call(message)
+            finally:
+                self._count_call(relay, message.get("id"), principal)
             await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)], relay=relay)
 
-    async def _initialize(self, send: Any, message: dict[str, Any]) -> None:
+    async def _message(self, receive: Any, headers: dict[str, str], principal: str | None) -> dict[str, Any]:
+        """The body's one message, read under the deadline, the principal's share of bytes and
+        the global budget; its parse is charged at what it may cost in objects, and all of it
+        is given back once the message is read."""
+        declared = headers.get("content-length", "")
+        share = int(declared) if declared.isascii() and declared.isdigit() else self.max_body
+        share = min(share, self.max_body)  # a larger one is refused by read_body before it is read
+        with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
+            body = await read_body(receive, headers, self.max_body, deadline=self.body_timeout, budget=held)
+            held.grow(_parse_cost(body))
+            return message_of(body)
+
+    def _count_call(self, relay: Relay, ident: Any, principal: str | None) -> None:
+        """The principal's share of calls, held until the call's task ends (not the request:
+        a call goes on while its client resumes)."""
+        task = relay.calls.get(ident) if isinstance(ident, (str, int)) else None
+        if task is None or task.done():
+            self.quotas.give(principal, "calls")
+        else:
+            task.add_done_callback(lambda _: self.quotas.give(principal, "calls"))
+
+    async def _initialize(self, send: Any, message: dict[str, Any], principal: str | None) -> None:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         asked = named(params.get("protocolVersion"))
@@ -221,6 +333,7 @@ class Gateway:
             None,
             capabilities if isinstance(capabilities, dict) else {},
             info if isinstance(info, dict) else {},
+            principal,
         )
         relay = await self._keep(record, message.get("id"))  # its place taken before it opens
         try:
@@ -230,19 +343,37 @@ class Gateway:
             body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": upstream_error.error})
             await respond(send, 200, body, [("content-type", JSON)])
             return
+        except Unauthorized as refused_us:  # the operator's upstream credentials: never the client's
+            await self._forget(record.ident, relay)
+            text = f"gateway: the upstream {self.upstream_label} refused the gateway's credentials"
+            data = {"gateway": "upstream-unauthorized", "status": refused_us.status}
+            if refused_us.challenge:
+                data["challenge"] = scrub_urls(refused_us.challenge)
+            body = orjson.dumps(error_message(message.get("id"), INTERNAL_ERROR, text, data))
+            await respond(send, 502, body, [("content-type", JSON)])
+            return
         except Exception as failed:  # any failure of the upstream: this one request's 502
             await self._forget(record.ident, relay)
             text = f"gateway: the upstream did not open a session ({type(failed).__name__}: {failed})"
-            raise refuse(502, INTERNAL_ERROR, text, ident=message.get("id")) from None
+            raise refuse(502, INTERNAL_ERROR, scrub_urls(text), ident=message.get("id")) from None
         try:
             await self.store.create(record)
-        finally:
-            relay.opening = False  # only once its record exists: never evicted half made
+        except Exception as failed:  # the store is down: nothing half made stays, upstream either
+            relay.opening = False
+            await self._forget(record.ident, relay, end_upstream=True)
+            log.warning("storing a new session failed (%s)", type(failed).__name__)
+            text = "gateway: its session store is unavailable; retry later"
+            retry = [("retry-after", str(STORE_RETRY_AFTER))]
+            raise refuse(503, SERVER_ERROR, text, ident=message.get("id"), headers=retry) from None
+        relay.opening = False  # only once its record exists: never evicted half made
         self.metrics.add("sessions_opened_total")
         body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result})
         await respond(send, 200, body, [("content-type", JSON), ("mcp-session-id", record.ident)])
 
-    def _notification(self, relay: Relay, message: dict[str, Any]) -> None:
+    async def _notification(self, relay: Relay, message: dict[str, Any]) -> None:
+        """A downstream notification, sent up before its POST is answered: in order, one at a
+        time per session, at most `MAX_FORWARDING` waiting (then 429), each within the
+        deadline (a slow upstream holds the POSTs, never an unbounded heap of tasks)."""
         method = message.get("method")
         params = message.get("params")
         if method == "notifications/initialized":
@@ -250,15 +381,35 @@ class Gateway:
         if method == "notifications/cancelled" and isinstance(params, dict):
             relay.cancel(params.get("requestId"), params.get("reason"))
             return
-        task = asyncio.ensure_future(
-            relay.client.notify(str(method), params if isinstance(params, dict) else None)
-        )
-        task.add_done_callback(_logged)
+        if relay.forwarding >= MAX_FORWARDING:
+            text = f"{MAX_FORWARDING} notifications of this session wait to go upstream; retry later"
+            raise refuse(429, SERVER_ERROR, text, headers=[("retry-after", "1")])
+        relay.forwarding += 1
+        try:
+            async with relay.forward_lock:
+                await asyncio.wait_for(
+                    relay.client.notify(str(method), params if isinstance(params, dict) else None),
+                    self.timeout,
+                )
+        except Exception as failed:  # a notification has no answer: its loss is logged, not raised
+            log.warning("forwarding a notification upstream failed (%s)", type(failed).__name__)
+        finally:
+            relay.forwarding -= 1
 
     async def _post_modern(
-        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], message: dict[str, Any]
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send: Any,
+        headers: dict[str, str],
+        message: dict[str, Any],
+        principal: str | None,
     ) -> None:
-        """2026-07-28: each request on its own; its answer streamed without ids (no resumption)."""
+        """2026-07-28: each request on its own, held under a key of the gateway's (clients'
+        ids meet in one relay: none can name, cancel or block another's); its answer streamed
+        without ids (no resumption). Closing the stream is the cancellation (the revision's
+        rule), so a client that leaves ends its call upstream; a `notifications/cancelled`
+        names no one's request here and is ignored."""
         if "id" in message and "method" in message:
             problem = ModernHeaders.of(headers, message).rejection()
             if problem is not None:
@@ -268,11 +419,17 @@ class Gateway:
             await respond(send, 202, b"", [])  # no server-to-client requests are relayed here
             return
         if "id" not in message:
-            self._notification(relay, message)
+            if message.get("method") != "notifications/cancelled":
+                await self._notification(relay, message)
             await respond(send, 202, b"", [])
             return
-        stream = await relay.start_call(message)
-        await self._serve(scope, receive, send, MODERN, stream, 0, [], store=self._passing)
+        key = ("request", next(self._requests))
+        with self.quotas.hold(principal, "calls"):
+            stream = await relay.start_call(message, key=key, limit=MODERN_CALLS)
+            try:
+                await self._serve(scope, receive, send, MODERN, stream, 0, [], store=self._passing)
+            finally:
+                relay.abandon(key)  # answered (a no-op), or its client left: the call ends upstream
 
     async def _modern_relay(self, ident: Any) -> Relay:
         async with self._modern_lock:
@@ -288,19 +445,28 @@ class Gateway:
                     await relay.open()
                 except (RPCError, StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
                     await self._close_relay(relay, end_upstream=False)
-                    text = f"gateway: the upstream does not answer {NEWEST.name} ({failed})"
+                    text = scrub_urls(f"gateway: the upstream does not answer {NEWEST.name} ({failed})")
                     raise refuse(502, INTERNAL_ERROR, text, ident=ident) from None
                 self._modern = relay
             return self._modern
 
     # -- GET and DELETE ----------------------------------------------------------------
 
-    async def _get(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
+    async def _get(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
+    ) -> None:
         climb(inbound.GET_HEADERS, headers)
         if headers.get("mcp-protocol-version", "").strip() == NEWEST.name:
             await not_allowed(send, [], "POST")
             return
-        sid, relay = await self._session(headers)
+        sid, relay = await self._session(headers, principal)
+        with self.quotas.hold(principal, "streams"):  # a GET stream holds a connection: counted
+            await self._stream(scope, receive, send, headers, sid, relay)
+
+    async def _stream(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], sid: str, relay: Relay
+    ) -> None:
+        """A GET: the session's standalone stream, or a stream resumed from Last-Event-ID."""
         cursor = headers.get("last-event-id")
         if cursor is None:
             stream = await relay.listen()
@@ -321,8 +487,10 @@ class Gateway:
             scope, receive, send, sid, place[0], place[1], [("mcp-session-id", sid)], relay=relay
         )
 
-    async def _delete(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
-        sid, relay = await self._session(headers)
+    async def _delete(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
+    ) -> None:
+        sid, relay = await self._session(headers, principal)
         self.relays.pop(sid)
         await self._close_relay(relay, end_upstream=True)
         await self.store.drop(sid)
@@ -330,21 +498,28 @@ class Gateway:
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def _session(self, headers: dict[str, str]) -> tuple[str, Relay]:
-        """The request's session: the ladder's header rules (400), then its relay (404)."""
+    async def _session(self, headers: dict[str, str], principal: str | None) -> tuple[str, Relay]:
+        """The request's session: the ladder's header rules (400), then its relay (404) if
+        ``principal`` opened it: to anyone else it does not exist (the same 404, so a session
+        id learnt by another client is worth nothing and says nothing)."""
         climb(inbound.SESSION_HEADERS, headers)
         sid = headers["mcp-session-id"]
-        return sid, await self._relay_for(sid)
+        relay = await self._relay_for(sid, principal)
+        return sid, relay
 
-    async def _relay_for(self, sid: str) -> Relay:
+    async def _relay_for(self, sid: str, principal: str | object | None) -> Relay:
         """The session's relay here: kept, or taken up from the store's record (once, however
-        many requests for it come at the same time)."""
+        many requests for it come at the same time); 404 unless ``principal`` opened it
+        (`_ANYONE`: the gateway's own lookups), checked before it counts as used."""
+        known = self.relays.get(sid)
+        if known is not None and not known.opening and not _bound_to(known.record, principal):
+            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
         relay = self.relays.use(sid)
         if relay is None or relay.opening:  # taken up by a request now: wait for it, once
             lock = self._attaching.setdefault(sid, asyncio.Lock())
             try:
                 async with lock:
-                    relay = self.relays.use(sid) or await self._take_up(sid)
+                    relay = self.relays.use(sid) or await self._take_up(sid, principal)
             finally:
                 if not lock.locked():
                     self._attaching.pop(sid, None)
@@ -354,11 +529,13 @@ class Gateway:
             if gone is not None:
                 await self._close_relay(gone, end_upstream=False)
             raise refuse(404, SESSION_NOT_FOUND, "Session not found")
+        if not _bound_to(relay.record, principal):  # (one that was being taken up meanwhile)
+            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
         return relay
 
-    async def _take_up(self, sid: str) -> Relay:
+    async def _take_up(self, sid: str, principal: str | object | None) -> Relay:
         record = await self.store.load(sid)
-        if record is None:
+        if record is None or not _bound_to(record, principal):  # never attached for a stranger
             raise refuse(404, SESSION_NOT_FOUND, "Session not found")
         relay = await self._keep(record, None)
         try:
@@ -374,6 +551,12 @@ class Gateway:
         """A relay for ``record``, in the table before it opens (so concurrent ones cannot
         all pass a room check): the least recently used idle sessions make room (closed, and
         their records dropped when this store is this process's alone), or 503."""
+        limit = self.quotas.limits.sessions
+        if (
+            limit is not None
+            and sum(1 for r in self.relays.values() if r.record.principal == record.principal) >= limit
+        ):
+            raise QuotaExceeded("sessions", limit, BUSY_RETRY_AFTER)  # counted from the table: never astray
         relay = self._relay(record)
         relay.opening = True
         try:
@@ -451,6 +634,12 @@ class Gateway:
             for name, value in relay.figures().items():
                 figures[name] = figures.get(name, 0.0) + value
         figures["sessions_open"] = float(len(self.relays))
+        figures["bytes_in_flight"] = float(self.budget.in_use)
+        figures["bytes_in_flight_peak"] = float(self.budget.peak)
+        figures["budget_refusals_total"] = float(self.budget.refused)
+        for kind, held in self.quotas.figures().items():
+            figures[f"held_{kind}"] = float(held)
+        figures["held_sessions"] = float(len(self.relays))  # the table counts sessions, not the quotas
         return figures
 
     # -- writing a stream downstream ---------------------------------------------------
@@ -546,7 +735,7 @@ class Gateway:
         position = state.position if state is not None else None
         if call is not None and position is not None and position.cursor:
             try:
-                relay = await self._relay_for(sid)
+                relay = await self._relay_for(sid, _ANYONE)
             except Refused:
                 relay = None
             if relay is not None:
@@ -563,6 +752,28 @@ class Gateway:
             await store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await store.finish(sid, stream)
+
+
+def _parse_cost(body: bytes | bytearray) -> int:
+    """What parsing ``body`` may take beyond its bytes: its containers and elements as Python
+    objects (``[{},{},...]`` is 3 bytes an object of ~64), counted by C loops before the
+    parse, so a small body of many objects is charged what it costs, not what it weighs."""
+    return 64 * (body.count(b"{") + body.count(b"[")) + 32 * body.count(b",") + len(body)
+
+
+_DENIED = object()  # _principal's answer when it refused the request itself
+_ANYONE = object()  # the principal of the gateway's own lookups (a takeover): bound to none
+
+
+def _bound_to(record: SessionRecord, principal: str | object | None) -> bool:
+    return principal is _ANYONE or record.principal == principal
+
+
+def _loopback_peer(scope: dict[str, Any]) -> bool:
+    """The connection comes from this machine (a server with no peer address is in-process)."""
+    client = scope.get("client")
+    peer = client[0] if client else None
+    return peer is None or peer == "::1" or peer.startswith(("127.", "::ffff:127."))
 
 
 def _logged(task: asyncio.Task[Any]) -> None:

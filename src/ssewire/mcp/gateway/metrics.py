@@ -29,10 +29,18 @@ COUNTERS = {
     "refused_total": "downstream requests refused (bad body, unknown session, foreign Origin...)",
     "undeliverable_total": "upstream messages with no downstream stream open to take them",
     "stalled_readers_total": "downstream streams cut because their client read nothing for write_timeout",
+    "unauthenticated_total": "downstream requests refused 401 or 403 (no, bad or insufficient credentials)",
+    "budget_refusals_total": "downstream requests refused 503 because the bytes in flight were at the budget",
 }
 GAUGES = {
     "sessions_open": "downstream sessions held by this process",
     "streams_open": "downstream streams being written now",
+    "bytes_in_flight": "bytes of request bodies being read and parsed now (at their parse cost)",
+    "bytes_in_flight_peak": "the most bytes in flight at once since start",
+    "held_sessions": "per-principal quotas: sessions held (all principals)",
+    "held_calls": "per-principal quotas: calls in flight (all principals)",
+    "held_streams": "per-principal quotas: GET streams open (all principals)",
+    "held_bytes": "per-principal quotas: bytes of request bodies being read (all principals)",
 }
 
 

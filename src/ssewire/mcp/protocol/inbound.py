@@ -160,6 +160,13 @@ def response_shape(message: dict[str, Any]) -> Refusal | None:
     return Refusal(400, INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response")
 
 
+def unasked_answer(ident: Any) -> Refusal:
+    """A response naming no request the server sent (or one answered already): refused, as
+    the transport allows for input the server cannot accept, so a client cannot make the
+    server hold answers nobody awaits."""
+    return Refusal(400, INVALID_REQUEST, "Invalid Request: no request of the server awaits this answer", ident)
+
+
 MESSAGE_RULES: tuple[MessageRule, ...] = (
     one_message,
     string_method,

@@ -411,8 +411,9 @@ class ReferenceServer:
     async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
         """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
         waiting = self.asked.pop(message.get("id"), None)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(message)
+        if waiting is None or waiting.done():
+            raise Refused(inbound.unasked_answer(None))
+        waiting.set_result(message)
         await http.respond(202, http.cors)
 
     async def _dispatch(self, call: _Call) -> None:
