@@ -1,0 +1,284 @@
+"""Running the package's ASGI apps under uvicorn with the bounds uvicorn lacks against
+hostile clients: a deadline on each request head, a cap on connections, a bounded head, and
+the keep-alive idle timeout.
+
+What uvicorn (read at 0.54; the same since 0.29) does and does not do, and what is added:
+
+- Its only connection timer is keep-alive: armed when a response completes, cancelled by
+  the next byte. Nothing is armed at connection_made, and that first byte of a new head
+  cancels it, so a client that connects and sends nothing, or half a head, holds its
+  connection (a file descriptor) for ever. Added: a head timer, armed at connection_made
+  and whenever a response completes with the connection kept, cancelled once the head is
+  complete (the protocol has begun a request); when it fires the connection is closed. It
+  never cuts a request being served, however long its answer takes.
+- ``limit_concurrency`` answers 503, but only once a head is complete, and it counts
+  connections (``len(connections) >= limit``, the one asking included, so a limit of N
+  serves N - 1) or tasks; connections that never finish a head are not refused by it and
+  still hold their descriptor. So it is not used: past ``max_connections`` a new
+  connection is answered 503 (Retry-After: 1, connection: close) as it is accepted,
+  before a byte of it is read, and closed at the client's end of file or a short linger
+  later; it is not counted among the server's connections.
+- h11 bounds an incomplete head at 16 KiB by default (``h11_max_incomplete_event_size``,
+  400 past it); httptools does not bound it. Both get ``max_head_size``: h11 through that
+  setting, and bytes fed while a head is incomplete are counted for either (431 past it).
+
+The protocol class is uvicorn's own for ``http`` ("auto": httptools when installed, else
+h11; "h11"; "httptools"), subclassed. WebSocket is off unless ``ws`` is given (the
+servers do not use it)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:
+    _Base = H11Protocol
+else:
+    _Base = object
+
+STARTUP_FAILURE = 3  # uvicorn.run's exit status when the server did not start
+LINGER = 0.25  # seconds a refused connection waits for the client's end of file
+HEAD_SIZE = 32 * 1024  # a request line and headers, at most (nginx's default total)
+
+_BUSY_TEXT = b"server busy: too many connections; retry later"
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"content-type: text/plain; charset=utf-8\r\n"
+    b"content-length: " + str(len(_BUSY_TEXT)).encode() + b"\r\n"
+    b"retry-after: 1\r\n"
+    b"connection: close\r\n\r\n" + _BUSY_TEXT
+)
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+    b"content-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 0\r\n"
+    b"connection: close\r\n\r\n"
+)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What the protocol classes below enforce (None: not enforced)."""
+
+    head_timeout: float | None = None
+    max_connections: int | None = None
+    max_head_size: int | None = None
+
+
+class ServingConfig(uvicorn.Config):
+    """A uvicorn Config that carries the `Bounds` of its protocol class."""
+
+    bounds: Bounds = Bounds()
+
+
+class _Bounded(_Base):
+    """The bounds, over one of uvicorn's HTTP/1.1 protocol classes (its attributes and
+    hooks as in uvicorn >= 0.29: ``config``, ``loop``, ``connections``, ``transport``,
+    ``cycle`` with ``response_complete``, ``on_response_complete``)."""
+
+    _bounds: Bounds = Bounds()
+    _head_timer: asyncio.TimerHandle | None = None
+    _head_bytes = 0
+    _refused = False
+    _upgraded = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        config = self.config
+        self._bounds = config.bounds if isinstance(config, ServingConfig) else Bounds()
+        limit = self._bounds.max_connections
+        if limit is not None and len(self.connections) >= limit:
+            self._refuse(transport)
+            return
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def _refuse(self, transport: asyncio.Transport) -> None:
+        """Answer 503 at once and close: the connection is not one of the server's."""
+        self._refused = True
+        self.transport = transport
+        transport.write(_BUSY)
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._head_timer = self.loop.call_later(LINGER, transport.close)
+
+    def _waiting_for_head(self) -> bool:
+        cycle = self.cycle
+        return not self._upgraded and (cycle is None or cycle.response_complete)
+
+    def _arm_head_timer(self) -> None:
+        self._cancel_head_timer()
+        self._head_bytes = 0
+        if self._bounds.head_timeout is not None:
+            self._head_timer = self.loop.call_later(self._bounds.head_timeout, self._head_timed_out)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._waiting_for_head() and not self.transport.is_closing():
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # a refused connection's request is not read
+        # while a head is incomplete, the parser is fed no more than the bound: a head past
+        # it is refused whether it came in pieces or in one read
+        limit = self._bounds.max_head_size
+        if limit is not None and self._waiting_for_head():
+            room = limit - self._head_bytes
+            if len(data) > room:
+                self._head_bytes = limit
+                if room > 0:
+                    self._feed(data[:room])
+                    if self.transport.is_closing():
+                        return
+                if self._waiting_for_head():
+                    self.transport.write(_TOO_LARGE)
+                    self.transport.close()
+                    return
+                data = data[room:]  # the head ended within the bound: the rest is its request's
+            else:
+                self._head_bytes += len(data)
+        self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        super().data_received(data)
+        if not self.transport.is_closing() and not self._waiting_for_head():
+            self._cancel_head_timer()  # a request has begun: its head is complete
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self._waiting_for_head():
+            self._arm_head_timer()  # the connection is kept: its next head has a deadline too
+
+    def handle_websocket_upgrade(self, *args: Any) -> None:
+        self._upgraded = True
+        self._cancel_head_timer()
+        super().handle_websocket_upgrade(*args)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_timer()
+        if not self._refused:
+            super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if not self._refused:
+            super().pause_writing()
+
+    def resume_writing(self) -> None:
+        if not self._refused:
+            super().resume_writing()
+
+    def shutdown(self) -> None:
+        self._cancel_head_timer()
+        super().shutdown()
+
+
+class BoundedH11Protocol(_Bounded, H11Protocol):
+    """uvicorn's h11 protocol with `Bounds`."""
+
+
+@cache
+def _httptools_protocol() -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHttpToolsProtocol(_Bounded, HttpToolsProtocol):  # type: ignore[misc]
+        """uvicorn's httptools protocol with `Bounds`."""
+
+    return BoundedHttpToolsProtocol
+
+
+def protocol_class(http: str = "auto") -> type[asyncio.Protocol]:
+    """The bounded protocol class for uvicorn's ``http`` setting ("auto", "h11",
+    "httptools"); another is refused (its bounds could not be vouched for)."""
+    if http == "auto":
+        http = "httptools" if find_spec("httptools") is not None else "h11"
+    if http == "h11":
+        return BoundedH11Protocol
+    if http == "httptools":
+        return _httptools_protocol()
+    raise ValueError(f"no bounded HTTP protocol for http={http!r} (auto, h11 or httptools)")
+
+
+def config(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    head_timeout: float = 10.0,
+    max_connections: int | None = 1000,
+    keepalive_timeout: float = 5.0,
+    max_head_size: int = HEAD_SIZE,
+    **uvicorn_options: Any,
+) -> uvicorn.Config:
+    """A uvicorn Config for ``app`` with the bounds: ``head_timeout`` seconds for a request
+    line and headers (from the connection, or from the previous answer on a kept one),
+    ``max_connections`` at once (past it 503 at once), ``keepalive_timeout`` seconds idle
+    between requests, ``max_head_size`` bytes of head. ``uvicorn_options`` go to
+    uvicorn.Config (``http``: "auto", "h11" or "httptools")."""
+    for name, seconds in (("head_timeout", head_timeout), ("keepalive_timeout", keepalive_timeout)):
+        if not (isinstance(seconds, (int, float)) and seconds > 0 and math.isfinite(seconds)):
+            raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")
+    if max_connections is not None and max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+    if max_head_size < 1:
+        raise ValueError(f"max_head_size must be at least 1, not {max_head_size}")
+    if "limit_concurrency" in uvicorn_options:
+        raise ValueError("limit_concurrency: use max_connections (see ssewire.mcp.server.serving)")
+    options: dict[str, Any] = {
+        "ws": "none",
+        **uvicorn_options,
+        "host": host,
+        "port": port,
+        "http": protocol_class(uvicorn_options.get("http", "auto")),
+        "timeout_keep_alive": keepalive_timeout,  # a float works: it is a call_later delay
+        "h11_max_incomplete_event_size": max_head_size,
+    }
+    result = ServingConfig(app, **options)
+    result.bounds = Bounds(head_timeout, max_connections, max_head_size)
+    return result
+
+
+def serve(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    head_timeout: float = 10.0,
+    max_connections: int | None = 1000,
+    keepalive_timeout: float = 5.0,
+    max_head_size: int = HEAD_SIZE,
+    **uvicorn_options: Any,
+) -> None:
+    """Serve ``app`` with `config`'s bounds until interrupted (one process: uvicorn's reload
+    and workers are not run). Like uvicorn.run, exit with status 3 when it did not start
+    (the address in use, say)."""
+    server = uvicorn.Server(
+        config(
+            app,
+            host=host,
+            port=port,
+            head_timeout=head_timeout,
+            max_connections=max_connections,
+            keepalive_timeout=keepalive_timeout,
+            max_head_size=max_head_size,
+            **uvicorn_options,
+        )
+    )
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)

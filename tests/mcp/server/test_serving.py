@@ -1,0 +1,208 @@
+"""serving: a real uvicorn on 127.0.0.1 with the bounds it lacks. Half-sent heads are
+closed by the head deadline while a normal client is served; connections past the cap are
+answered 503 at once while the first ones are held; an idle kept connection is closed; a
+request whose head is complete is never cut by the head timer, however long its answer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from importlib.util import find_spec
+from typing import Any
+
+import pytest
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ssewire.mcp.server import serving
+
+REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """200 "ok"; at /slow, a streamed answer of four pieces over two seconds."""
+    assert scope["type"] == "http"
+    slow = scope["path"] == "/slow"
+    headers = [(b"content-type", b"text/plain")] + ([] if slow else [(b"content-length", b"2")])
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    if slow:
+        for _ in range(4):
+            await send({"type": "http.response.body", "body": b"tick\n", "more_body": True})
+            await asyncio.sleep(0.5)
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+@contextlib.contextmanager
+def served(**bounds: Any) -> Iterator[int]:
+    """serving.config's uvicorn in a thread on a free 127.0.0.1 port; yield the port."""
+    config = serving.config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", log_config=None, **bounds
+    )
+    config.timeout_graceful_shutdown = 1
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server ends ``sock`` (EOF or reset) within ``within`` seconds, with no
+    answer to a half-sent head."""
+    sock.settimeout(within)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def answer(sock: socket.socket, request: bytes = REQUEST) -> bytes:
+    """Send ``request``; read until the answer's end: its body "ok" (of a Content-Length or
+    the last chunk), or the connection's."""
+    sock.sendall(request)
+    got = b""
+    while not got.endswith((b"\r\n\r\nok", b"\r\n0\r\n\r\n")):
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        got += piece
+    return got
+
+
+def test_the_protocol_class_is_uvicorns_own_subclassed_and_its_hooks_are_there():
+    # what the bounds rest on, by name: a uvicorn release that renames one fails here
+    assert issubclass(serving.protocol_class("h11"), H11Protocol)
+    for hook in ("connection_made", "data_received", "on_response_complete", "connection_lost", "shutdown"):
+        assert callable(getattr(H11Protocol, hook))
+    if find_spec("httptools") is None:
+        assert serving.protocol_class("auto") is serving.protocol_class("h11")
+    else:
+        assert serving.protocol_class("auto") is serving.protocol_class("httptools")
+    with pytest.raises(ValueError):
+        serving.protocol_class("zttp")
+    config = serving.config(app, host="127.0.0.1", port=0, keepalive_timeout=0.5, head_timeout=1)
+    assert config.timeout_keep_alive == 0.5 and config.h11_max_incomplete_event_size == serving.HEAD_SIZE
+    assert config.limit_concurrency is None  # the cap is ours (it counts connections as they come)
+    for bad in ({"head_timeout": 0}, {"keepalive_timeout": float("nan")}, {"max_connections": 0}):
+        with pytest.raises(ValueError):
+            serving.config(app, host="127.0.0.1", port=0, **bad)
+
+
+def test_half_sent_heads_are_closed_by_the_head_deadline_while_a_normal_client_is_served():
+    with served(head_timeout=1.0, max_connections=1000) as port:
+        stalled = []
+        for number in range(200):
+            sock = connect(port)
+            if number % 2:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # half a head
+            stalled.append(sock)  # the others send nothing at all
+        started = time.monotonic()
+        with connect(port) as client:
+            assert answer(client).startswith(b"HTTP/1.1 200")
+            assert time.monotonic() - started < 0.9  # served while the stalled ones are held
+        try:
+            for sock in stalled:
+                assert closed_by_server(sock, max(0.1, started + 2.5 - time.monotonic()))
+            assert time.monotonic() - started < 2.5
+        finally:
+            for sock in stalled:
+                sock.close()
+
+
+def test_a_head_trickled_a_byte_at_a_time_is_closed_at_its_deadline():
+    with served(head_timeout=0.5) as port, connect(port) as sock:
+        started = time.monotonic()
+        for byte in b"GET / HTTP/1.1\r\nHost: x\r\n":
+            try:
+                sock.send(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.05)
+        assert closed_by_server(sock, 2)
+        assert time.monotonic() - started < 1.5
+
+
+def test_connections_past_the_cap_are_answered_503_at_once_while_the_first_are_held():
+    with served(max_connections=5, head_timeout=5) as port:
+        held = [connect(port) for _ in range(5)]
+        try:
+            time.sleep(0.2)  # all five accepted
+            for _ in range(3):
+                with connect(port) as extra:
+                    extra.settimeout(2)
+                    started = time.monotonic()
+                    refused = extra.recv(4096)
+                    assert time.monotonic() - started < 1
+                    assert refused.startswith(b"HTTP/1.1 503 ")
+                    assert b"retry-after: 1\r\n" in refused and b"connection: close\r\n" in refused
+                    assert extra.recv(4096) == b""  # and closed
+            assert answer(held[0]).startswith(b"HTTP/1.1 200")  # the first ones are still served
+        finally:
+            for sock in held:
+                sock.close()
+        deadline = time.monotonic() + 3
+        while True:  # their slots are free again
+            with connect(port) as again:
+                got = answer(again)
+            if got.startswith(b"HTTP/1.1 200") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert got.startswith(b"HTTP/1.1 200")
+
+
+def test_a_kept_connection_idle_past_the_keepalive_timeout_is_closed():
+    with served(keepalive_timeout=0.5, head_timeout=5) as port, connect(port) as sock:
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        assert answer(sock).startswith(b"HTTP/1.1 200")  # kept: a second request on it
+        started = time.monotonic()
+        assert closed_by_server(sock, 3)
+        assert 0.4 <= time.monotonic() - started < 1.5
+
+
+def test_a_kept_connection_s_next_head_has_the_head_deadline_too():
+    with served(keepalive_timeout=5, head_timeout=0.5) as port, connect(port) as sock:
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET / HTTP/1.1\r\n")  # cancels the keep-alive timer, not the head one
+        started = time.monotonic()
+        assert closed_by_server(sock, 3)
+        assert time.monotonic() - started < 1
+
+
+def test_a_request_whose_head_is_complete_is_not_cut_by_the_head_timer():
+    with served(head_timeout=0.5, keepalive_timeout=5) as port, connect(port) as sock:
+        started = time.monotonic()
+        got = answer(sock, b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        took = time.monotonic() - started
+        assert got.startswith(b"HTTP/1.1 200") and got.count(b"tick") == 4 and b"\r\nok\r\n" in got
+        assert took >= 1.9
+        assert answer(sock).startswith(b"HTTP/1.1 200")  # and the connection is kept after it
+
+
+def test_a_head_over_the_bound_is_refused():
+    with served(max_head_size=4096) as port, connect(port) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 8192 + b"\r\n\r\n")
+        sock.settimeout(3)
+        got = b""
+        with contextlib.suppress(ConnectionResetError):
+            while piece := sock.recv(4096):
+                got += piece
+        assert got.startswith((b"HTTP/1.1 400", b"HTTP/1.1 431"))
+        with connect(port) as ok:
+            assert answer(ok).startswith(b"HTTP/1.1 200")  # a head under it is served
