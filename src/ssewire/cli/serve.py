@@ -95,9 +95,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.host not in LOOPBACK:
         raise InputError(f"the reference server binds loopback only, not {args.host!r}")
-    import uvicorn
-
     from ..mcp.reference import ReferenceServer
+    from ..mcp.server.serving import serve
 
     bounds = {name: getattr(args, name) for name in BOUNDS if getattr(args, name) is not None}
     app = ReferenceServer(
@@ -113,5 +112,5 @@ def run(args: argparse.Namespace) -> int:
         f"ssewire serve: http://{args.host}:{args.port}{app.path} (faults: {', '.join(sorted(app.faults)) or 'none'})",
         file=sys.stderr,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    serve(app, host=args.host, port=args.port, log_level="warning")  # a head deadline, a connection cap
     return EXIT_OK
