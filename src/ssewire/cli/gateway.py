@@ -13,6 +13,16 @@ EXTRA = "mcp"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
+class _DefaultsShown(argparse.HelpFormatter):
+    """Each option's help names its default, where it has one worth naming."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, [], False, argparse.SUPPRESS) or "%(default)" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         NAME,
@@ -21,7 +31,7 @@ def add_parser(commands: Any) -> None:
         "Upstream streams are read through the resumption guard and resumed upstream; downstream "
         "clients resume from the gateway's own store. Bound beyond loopback it authenticates every "
         "client (--auth-tokens or --auth-jwks) and binds each session to the one who opened it.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsShown,
     )
     parser.add_argument("--upstream", required=True, metavar="URL", help="the upstream MCP endpoint")
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
@@ -143,6 +153,20 @@ def add_parser(commands: Any) -> None:
         "--head-timeout", type=float, default=10.0, metavar="S", help="seconds a request's head may take"
     )
     limits.add_argument(
+        "--write-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds a write may wait for a client that does not read; then its stream is cut (it may resume)",
+    )
+    limits.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=1024,
+        metavar="N",
+        help="sessions relayed at once, all clients",
+    )
+    limits.add_argument(
         "--max-connections", type=positive_int, default=1000, metavar="N", help="connections open at once"
     )
     parser.add_argument(
@@ -159,8 +183,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.upstream.startswith(("http://", "https://")):
         raise InputError("--upstream must be an http(s) URL")  # never echoed: it may hold a secret
-    if args.keepalive < 0 or not args.timeout > 0 or not args.body_timeout > 0 or not args.head_timeout > 0:
-        raise InputError("--keepalive must be >= 0 and --timeout, --body-timeout, --head-timeout > 0 seconds")
+    deadlines = (args.timeout, args.body_timeout, args.head_timeout, args.write_timeout)
+    if args.keepalive < 0 or not all(0 < seconds < float("inf") for seconds in deadlines):
+        raise InputError(
+            "--keepalive must be >= 0 and --timeout, --body-timeout, --head-timeout, --write-timeout > 0 seconds"
+        )
     public = args.public_url or f"http://{_url_host(args.host)}:{args.port}/mcp"
     auth = _auth(args, public)
     if auth is None and args.host not in LOOPBACK and not args.insecure_no_auth:
@@ -188,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
         ),
         max_bytes_in_flight=args.max_bytes_in_flight,
         body_timeout=args.body_timeout,
+        write_timeout=args.write_timeout,
+        max_sessions=args.max_sessions,
         serve_metrics=args.metrics_port is None,
         **options,
     )

@@ -27,8 +27,9 @@ from ..._secrets import public_url, scrub_urls
 from ...asgi import EventStreamResponse
 from ..client import Client, RPCError, StreamBroken, Unauthorized
 from ..protocol import inbound
-from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, SERVER_ERROR, SESSION_NOT_FOUND
+from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.headers import ModernHeaders
+from ..protocol.inbound import Refusal
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from ..server.asgi import (
@@ -58,7 +59,18 @@ from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .metrics import Metrics
 from .relay import Relay, gateway_error
-from .stores import SESSION_TTL, Abandoned, CallRecord, Gap, MemoryStore, SessionRecord, Store, parse_event_id
+from .stores import (
+    SESSION_TTL,
+    Abandoned,
+    CallRecord,
+    Gap,
+    MemoryStore,
+    SessionRecord,
+    Store,
+    StoreFailed,
+    parse_event_id,
+    redacted,
+)
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -201,15 +213,39 @@ class Gateway:
         if principal is _DENIED:
             return
         assert principal is None or isinstance(principal, str)
+        started = False
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
             if handler is None:
-                await not_allowed(send, [])
+                await not_allowed(sending, [])
             else:
                 await self._expire()
-                await handler(scope, receive, send, headers, principal)
+                await handler(scope, receive, sending, headers, principal)
         except Refused as refusal:
             self.metrics.add("refused_total")
-            await refused(send, refusal.refusal)
+            if not started:
+                await refused(sending, refusal.refusal)
+        except Exception as failed:  # never a traceback: a store's may name keys, which hold session ids
+            store = isinstance(failed, StoreFailed)
+            log.warning(
+                "a %s request failed: %s", method, redacted(failed) if store else type(failed).__name__
+            )
+            if not started:
+                text = (
+                    "gateway: its session store is unavailable; retry later"
+                    if store
+                    else "gateway: internal error"
+                )
+                status, retry = (503, [("retry-after", str(STORE_RETRY_AFTER))]) if store else (500, [])
+                await refused(
+                    sending,
+                    Refusal(status, SERVER_ERROR if store else INTERNAL_ERROR, text, None, tuple(retry)),
+                )
 
     async def _principal(self, send: Any, headers: dict[str, str]) -> str | object | None:
         """Who sends this request (None with auth off); when they cannot say, the 401 or 403
@@ -582,8 +618,10 @@ class Gateway:
         if not self.replica:
             try:
                 await self.store.drop(relay.record.ident)
-            except Exception:  # letting a session go is best effort: never a reason to fail a request
-                log.exception("dropping a session's record failed")
+            except (
+                Exception
+            ) as failed:  # letting a session go is best effort: never a reason to fail a request
+                log.warning("dropping a session's record failed (%s)", type(failed).__name__)
 
     def _client(self, **options: Any) -> Client:
         if self._http is None:
@@ -624,8 +662,8 @@ class Gateway:
             self._closed_figures[name] = self._closed_figures.get(name, 0.0) + value
         try:
             await relay.close(end_upstream=end_upstream)
-        except Exception:  # closing is best effort: never a reason to fail a request
-            log.exception("closing a relay failed")
+        except Exception as failed:  # closing is best effort: never a reason to fail a request
+            log.warning("closing a relay failed (%s)", type(failed).__name__)
 
     def _relay_figures(self) -> dict[str, float]:
         figures = dict(self._closed_figures)
@@ -774,8 +812,3 @@ def _loopback_peer(scope: dict[str, Any]) -> bool:
     client = scope.get("client")
     peer = client[0] if client else None
     return peer is None or peer == "::1" or peer.startswith(("127.", "::ffff:127."))
-
-
-def _logged(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("forwarding a notification upstream failed: %s", task.exception())
