@@ -164,7 +164,9 @@ def unasked_answer(ident: Any) -> Refusal:
     """A response naming no request the server sent (or one answered already): refused, as
     the transport allows for input the server cannot accept, so a client cannot make the
     server hold answers nobody awaits."""
-    return Refusal(400, INVALID_REQUEST, "Invalid Request: no request of the server awaits this answer", ident)
+    return Refusal(
+        400, INVALID_REQUEST, "Invalid Request: no request of the server awaits this answer", ident
+    )
 
 
 MESSAGE_RULES: tuple[MessageRule, ...] = (
@@ -176,7 +178,9 @@ MESSAGE_RULES: tuple[MessageRule, ...] = (
 )
 
 
-def read_message(body: bytes, rules: Iterable[MessageRule] | None = None) -> dict[str, Any] | Refusal:
+def read_message(
+    body: bytes | bytearray, rules: Iterable[MessageRule] | None = None
+) -> dict[str, Any] | Refusal:
     """One POSTed JSON-RPC message, or the refusal of the first rule it breaks (of
     `MESSAGE_RULES` as they are when it is called, unless ``rules`` are given)."""
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..protocol.codes import INVALID_REQUEST
@@ -44,9 +44,7 @@ def climb(rules: Iterable[HeaderRule], headers: Mapping[str, str]) -> None:
 def message_of(body: bytes | bytearray) -> dict[str, Any]:
     """The one JSON-RPC message of a POST body, by the protocol layer's message rules;
     the first refusal is raised."""
-    # read_body's bytearray goes as it is: all read_message does with it is orjson.loads,
-    # which takes one (a copy to bytes would double the body's memory for a moment)
-    message = read_message(cast(bytes, body))
+    message = read_message(body)  # a bytearray as it is: a copy would double the body's memory
     if isinstance(message, Refusal):
         raise Refused(message)
     return message
@@ -215,7 +213,7 @@ async def lifespan(receive: Any, send: Any, shutdown: Callable[[], Awaitable[Non
     await send({"type": "lifespan.shutdown.complete"})
 
 
-EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version"  # what a browser client must be able to read
+EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"  # what a browser client must read
 ALLOWED_METHODS = "GET, POST, DELETE"
 
 
