@@ -208,3 +208,55 @@ def test_what_a_redis_store_holds_is_read_as_untrusted(redis_url):
             await store.aclose()
 
     asyncio.run(main())
+
+
+def test_a_failed_stream_ends_for_its_followers_with_the_error_as_its_last_event(store_factory):
+    async def scenario(store: Store) -> None:
+        stream = await store.open_stream("s", CallRecord(3, "tools/call"))
+        await store.append("s", stream, [(b"1", 0.0)])
+        reader = asyncio.ensure_future(drained(store, "s", stream))
+        await asyncio.sleep(0.05)
+        await store.fail("s", stream, b'{"error":1}')
+        assert await reader == [("1-1", b"1"), ("1-2", b'{"error":1}')]  # its id: the next one
+        await asyncio.sleep(0.1)  # (Redis: stored in the background, when it takes it)
+        state = await store.state("s", stream)
+        assert state.done and state.next == 3
+        assert await drained(store, "s", stream, after=1) == [("1-2", b'{"error":1}')]
+
+    run(store_factory, scenario)
+
+
+def test_an_answer_no_one_expects_is_refused_and_one_expected_is_taken_once(store_factory):
+    async def scenario(store: Store) -> None:
+        assert await store.answered("s", {"jsonrpc": "2.0", "id": "gw-9", "result": {}}) is False
+        assert await store.answered("s", {"jsonrpc": "2.0", "id": 5, "result": {}}) is False
+        waiting = asyncio.ensure_future(store.expect("s", "gw-1", WAIT))
+        await asyncio.sleep(0.05)
+        assert await store.answered("s", {"jsonrpc": "2.0", "id": "gw-1", "result": {"n": 1}}) is True
+        assert await store.answered("s", {"jsonrpc": "2.0", "id": "gw-1", "result": {"n": 2}}) is False
+        assert (await waiting)["result"] == {"n": 1}
+        assert await store.expect("s", "gw-9", 0.1) is None  # the refused one was kept nowhere
+
+    run(store_factory, scenario)
+
+
+def test_a_cancellation_reaches_the_listeners_of_its_session_until_they_stop(store_factory):
+    async def scenario(store: Store) -> None:
+        heard: list[tuple[object, object]] = []
+        others: list[tuple[object, object]] = []
+        stop = store.listen_cancels("s", lambda ident, reason: heard.append((ident, reason)))
+        stop_other = store.listen_cancels("t", lambda ident, reason: others.append((ident, reason)))
+        await asyncio.sleep(0.2)  # (Redis: subscribed)
+        await store.cancel("s", 7, "enough")
+        for _ in range(50):
+            if heard:
+                break
+            await asyncio.sleep(0.05)
+        assert heard == [(7, "enough")] and others == []
+        stop()
+        await store.cancel("s", 8)
+        await asyncio.sleep(0.2)
+        assert heard == [(7, "enough")]
+        stop_other()
+
+    run(store_factory, scenario)

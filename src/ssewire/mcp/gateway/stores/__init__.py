@@ -3,6 +3,7 @@ a memory store for one process and a Redis store for replicas (``redis.py``, imp
 demand: it needs the ``redis`` package)."""
 
 from .base import (
+    MAX_ANSWER_BYTES,
     MAX_EVENTS,
     MAX_STORE_BYTES,
     SESSION_TTL,
@@ -14,13 +15,16 @@ from .base import (
     SessionRecord,
     Store,
     Stored,
+    StoreFailed,
     StreamState,
     event_id,
     parse_event_id,
+    redacted,
 )
 from .memory import MemoryStore
 
 __all__ = [
+    "MAX_ANSWER_BYTES",
     "MAX_EVENTS",
     "MAX_STORE_BYTES",
     "SESSION_TTL",
@@ -32,8 +36,10 @@ __all__ = [
     "Position",
     "SessionRecord",
     "Store",
+    "StoreFailed",
     "Stored",
     "StreamState",
     "event_id",
     "parse_event_id",
+    "redacted",
 ]

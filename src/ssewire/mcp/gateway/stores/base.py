@@ -9,11 +9,16 @@ The store holds no session table of its own: which sessions a gateway process ke
 its relay table's to decide (`SessionTable`), so the two can never disagree. A shared
 store (Redis) keeps records past one process, each expiring with its session's last use.
 Everything a store hands back is read as untrusted: a record of the wrong shape is `None`.
+
+A store that fails says so with `StoreFailed`, whose text names the error's class and a
+short reason with no key name in it (keys hold session ids, and a session id is the whole
+credential): what a gateway logs of a store never carries one (`redacted`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +27,30 @@ from ...server.log import Gap as Gap
 MAX_STORE_BYTES = 256 << 20  # room for 64 sessions' 4 MiB results at once
 MAX_EVENTS = 4096  # per stream: a long call's progress stays resumable for this many events
 SESSION_TTL = 600.0  # seconds a session may go unused before it is forgotten
+MAX_ANSWER_BYTES = 8 << 20  # one downstream answer to a server's request, as stored for its asker
+MAX_CANCEL_BYTES = 4096  # one cancellation published to the other replicas
+
+
+class StoreFailed(Exception):
+    """A store's write or read failed (Redis refused it, timed out, or is gone). Its text is
+    safe to log: the error's class and a redacted reason, never a key or a session id."""
+
+
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{16,}")  # the gateway's session ids (token_hex(16)) and the like
+
+
+def redacted(failed: BaseException, *secrets: str, limit: int = 160) -> str:
+    """``failed`` as a log line may carry it: its class and a short reason, with each of
+    ``secrets`` (the session ids at hand) and any long hex run (any other session id) cut."""
+    text = str(failed)
+    for secret in secrets:
+        if len(secret) >= 8:  # (a shorter one would cut words, and is no credential)
+            text = text.replace(secret, "session-A")
+    text = _HEX_RUN.sub("<redacted>", text)
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(failed).__name__}: {text}" if text else type(failed).__name__
 
 
 class Abandoned(Exception):
@@ -194,7 +223,27 @@ class Store(Protocol):
 
     async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None: ...
 
-    async def answered(self, session: str, message: dict[str, Any]) -> None: ...
+    async def answered(self, session: str, message: dict[str, Any]) -> bool:
+        """Hand a downstream answer to the replica that `expect`s it; False (nothing stored)
+        when no one waits for that id, or it is past `MAX_ANSWER_BYTES`."""
+        ...
+
+    async def fail(self, session: str, stream: int, event: bytes) -> None:
+        """The writer of ``stream`` gives up (its writes kept failing): ``event`` (an explicit
+        JSON-RPC error) ends it for the followers in this process at once, whatever the
+        store's state; it is stored as the stream's last event if the store takes it; the
+        writer's lease stops being renewed at once (another replica may adopt the stream)."""
+        ...
+
+    async def cancel(self, session: str, request: Any, reason: Any = None) -> None:
+        """Tell every process relaying ``session`` that its downstream client cancelled
+        request ``request`` (the one relaying it stops it: `listen_cancels`)."""
+        ...
+
+    def listen_cancels(self, session: str, heard: Callable[[Any, Any], None]) -> Callable[[], None]:
+        """Call ``heard(request, reason)`` for each cancellation of ``session`` published
+        (by `cancel`, here or at another replica) until the returned function is called."""
+        ...
 
     def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]: ...
 

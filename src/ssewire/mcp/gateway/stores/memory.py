@@ -5,7 +5,9 @@ session records in a dict the gateway's relay table bounds (nothing to start).""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ...server.log import EventLog, Gap, Stream, follow
@@ -20,6 +22,8 @@ from .base import (
     StreamState,
     event_id,
 )
+
+log = logging.getLogger("ssewire.mcp.gateway")
 
 
 class MemoryStore:
@@ -37,6 +41,7 @@ class MemoryStore:
         self.numbers: dict[str, int] = {}  # the last stream number of each session
         self.positions: dict[Any, Position] = {}  # by the stream's key in the log
         self.waiting: dict[tuple[str, Any], asyncio.Future[dict[str, Any]]] = {}  # answers awaited
+        self.cancels: dict[str, list[Callable[[Any, Any], None]]] = {}  # by session: who hears them
 
     def _forgotten(self, stream: Stream) -> None:
         self.positions.pop(stream.key, None)
@@ -89,6 +94,13 @@ class MemoryStore:
         if kept is not None:
             self.log.finish(kept)
 
+    async def fail(self, session: str, stream: int, event: bytes) -> None:
+        """End an unfinished stream with ``event`` (its followers, all in this process, read
+        it as its last); one finished or no longer kept is left as it is."""
+        kept = self.log.get((session, stream))
+        if kept is not None and not kept.done:
+            self.log.append(kept, [(event, time.time())], final=True)
+
     async def adopt(self, session: str, stream: int) -> Lease | None:
         """Never: one process writes every stream it follows."""
         return None
@@ -126,12 +138,36 @@ class MemoryStore:
         finally:
             self.waiting.pop((session, ident), None)
 
-    async def answered(self, session: str, message: dict[str, Any]) -> None:
-        """A downstream answer: to whoever `expect`s it (dropped if no one does)."""
+    async def answered(self, session: str, message: dict[str, Any]) -> bool:
+        """A downstream answer: to whoever `expect`s it; False (kept nowhere) if no one does.
+        (Held by reference, never copied: its size is what the gateway let in.)"""
         key = (session, message.get("id"))
         waiting = self.waiting.get(key) if isinstance(key[1], str) else None
-        if waiting is not None and not waiting.done():
-            waiting.set_result(message)
+        if waiting is None or waiting.done():
+            return False
+        waiting.set_result(message)
+        return True
+
+    # -- cancellations: one process, so straight to whoever listens --------------------
+
+    async def cancel(self, session: str, request: Any, reason: Any = None) -> None:
+        for heard in list(self.cancels.get(session, ())):
+            try:
+                heard(request, reason)
+            except Exception:  # one listener's bug never stops the others
+                log.exception("a cancellation listener raised")
+
+    def listen_cancels(self, session: str, heard: Callable[[Any, Any], None]) -> Callable[[], None]:
+        listeners = self.cancels.setdefault(session, [])
+        listeners.append(heard)
+
+        def stop() -> None:
+            if heard in listeners:
+                listeners.remove(heard)
+            if not listeners and self.cancels.get(session) is listeners:
+                del self.cancels[session]
+
+        return stop
 
     async def aclose(self) -> None:
         return None
