@@ -34,12 +34,21 @@ from ..protocol.wire import REPEATABLE
 from ..server.asgi import error_message
 from ..streams.guard import UnsafeResumption
 from .metrics import Metrics
-from .stores import CallRecord, Gap, Position, SessionRecord, Store
+from .stores import CallRecord, Gap, Position, SessionRecord, Store, redacted
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
 GATEWAY_ERROR = INTERNAL_ERROR  # the gateway's own failures, with data.gateway saying which
 MAX_CALLS = 64  # calls in flight per session; past it a call is refused at once (-32603, "busy")
+STORE_DEADLINE = (
+    5.0  # seconds a stream's write may keep failing (tried again) before its call ends, explicitly
+)
+STORE_BACKOFF = 0.05  # seconds before the first try again; doubled after each failure...
+STORE_BACKOFF_MAX = 1.0  # ...up to this
+_DRAINING: set[asyncio.Task[None]] = (
+    set()
+)  # every outbox's task, held until it ends (never destroyed pending)
+_NOTIFYING: set[asyncio.Future[None]] = set()  # cancellations being sent upstream, likewise
 
 
 def gateway_error(ident: Any, kind: str, text: str) -> dict[str, Any]:
@@ -48,17 +57,31 @@ def gateway_error(ident: Any, kind: str, text: str) -> dict[str, Any]:
 
 class Outbox:
     """Messages for one downstream stream, stored in order by one task: the upstream
-    client's callbacks are synchronous, a store's writes are not."""
+    client's callbacks are synchronous, a store's writes are not.
+
+    A write that fails is tried again (the same events: stores make that idempotent) after
+    `STORE_BACKOFF`, doubled up to `STORE_BACKOFF_MAX`, for `STORE_DEADLINE` seconds in all;
+    then the stream ends with an explicit error (``gateway_error(call_id, "store", ...)``),
+    never a silent gap: ``on_failed`` is told (the relay cancels the call upstream), and
+    the store's `fail` ends the stream for its followers here at once (and stores the error
+    if it can; the stream's lease is let go). The task ends on every path: the stream
+    finished, failed, or no longer the store's (`Gap`)."""
 
     def __init__(self, store: Store, session: str, stream: int, client: Client | None = None) -> None:
         self.store, self.session, self.stream, self.client = store, session, stream, client
         self.items: list[tuple[bytes, float]] = []
         self.upstream: Any = None  # the upstream request id of the call written here
         self.call_id: Any = None  # the downstream request id of that call
+        self.caller: asyncio.Task[Any] | None = None  # the task relaying that call
+        self.on_failed: Callable[[Outbox], None] | None = None  # told when the store failed for good
         self.progress: float | None = None  # the highest progress value put
         self.wake = asyncio.Event()
         self.closing = False
+        self.ended = False  # the task ended: what is put now goes nowhere
+        self.failed = False  # ended by the store's failure (with the explicit error)
         self.task = asyncio.ensure_future(self._drain())
+        _DRAINING.add(self.task)  # held until it ends, whoever holds the outbox
+        self.task.add_done_callback(_DRAINING.discard)
 
     def _position(self) -> Position | None:
         """Where the upstream answer stands, taken with the items it covers."""
@@ -72,26 +95,90 @@ class Outbox:
             self.progress = value if self.progress is None else max(self.progress, value)
 
     def put(self, message: dict[str, Any], arrived: float | None = None) -> None:
+        if self.ended:
+            return  # the stream ended (failed, or gone from the store): nothing more is written
         self.items.append((orjson.dumps(message), time.time() if arrived is None else arrived))
         self.wake.set()
 
     async def _drain(self) -> None:
+        try:
+            while True:
+                await self.wake.wait()
+                self.wake.clear()
+                items, self.items = self.items, []
+                final = self.closing  # nothing comes after these: they end the stream with them
+                if not await self._stored(items, final) or final:
+                    return
+        finally:
+            self.ended = True
+            self.items = []
+
+    async def _stored(self, items: list[tuple[bytes, float]], final: bool) -> bool:
+        """Store one batch, tried again until `STORE_DEADLINE`; False when the stream ended
+        without it (failed: the explicit error; or no longer the store's)."""
+        if not items and not final:
+            return True
+        position = self._position()  # taken once, with the items it covers
+        deadline = time.monotonic() + STORE_DEADLINE
+        pause, tries = STORE_BACKOFF, 0
         while True:
-            await self.wake.wait()
-            self.wake.clear()
-            items, self.items = self.items, []
-            final = self.closing  # nothing comes after these: they end the stream with them
+            tries += 1
             try:
+                left = max(deadline - time.monotonic(), 0.01)
                 if items:
-                    await self.store.append(self.session, self.stream, items, self._position(), final=final)
-                elif final:
-                    await self.store.finish(self.session, self.stream)
-            except Gap:  # the store dropped the stream (its budget): its reader was cut
-                log.warning("stream %s of a session was evicted while written", self.stream)
-            except Exception:  # the store failed (Redis gone, the stream taken over): never silent
-                log.exception("storing events of stream %s failed", self.stream)
-            if final:
-                return
+                    writing = self.store.append(self.session, self.stream, items, position, final=final)
+                else:
+                    writing = self.store.finish(self.session, self.stream)
+                await asyncio.wait_for(writing, left)
+                if tries > 1:
+                    log.warning("stream %s stored after %d tries", self.stream, tries)
+                return True
+            except Gap as gone:  # evicted (the budget: its reader was cut), or another replica writes it
+                log.warning("stream %s of a session is no longer this writer's: %s", self.stream, gone)
+                return False
+            except Exception as failed:  # the store failed (Redis refusing, stalled, gone): again, bounded
+                left = deadline - time.monotonic()
+                if left <= 0.01:
+                    await self._give_up(failed, tries)
+                    return False
+                if tries == 1:
+                    log.warning(
+                        "storing events of stream %s failed, trying again for %g s (%s)",
+                        self.stream,
+                        STORE_DEADLINE,
+                        redacted(failed, self.session),
+                    )
+                await asyncio.sleep(min(pause, left))
+                pause = min(pause * 2, STORE_BACKOFF_MAX)
+
+    async def _give_up(self, failed: Exception, tries: int) -> None:
+        """The store kept failing: the call ends with an explicit error, for every follower."""
+        self.failed = True
+        self.ended = True
+        log.error(
+            "storing events of stream %s failed %d times in %g s: its call ends with an explicit error (%s)",
+            self.stream,
+            tries,
+            STORE_DEADLINE,
+            redacted(failed, self.session),
+        )
+        text = (
+            f"the gateway's store failed for {STORE_DEADLINE:g} s ({type(failed).__name__}): the rest of "
+            "this call's answer is lost; the request may have been processed: check its effects before "
+            "sending it again"
+        )
+        event = orjson.dumps(gateway_error(self.call_id, "store", text))
+        if self.on_failed is not None:
+            try:
+                self.on_failed(self)
+            except Exception:  # never a reason to leave the followers without the error
+                log.exception("stopping a call whose store failed raised")
+        try:
+            await asyncio.wait_for(self.store.fail(self.session, self.stream, event), STORE_DEADLINE)
+        except Exception as unstored:
+            log.warning(
+                "ending stream %s with its error failed (%s)", self.stream, redacted(unstored, self.session)
+            )
 
     async def close(self) -> None:
         """Store what is queued, then finish the stream."""
@@ -134,6 +221,8 @@ class Relay:
         self._cancelling: asyncio.Future[None] | None = None  # the last cancellation sent up
         self.opening = False  # initializing or attaching upstream: its place is taken meanwhile
         self.serving = 0  # downstream streams being written now (the gateway counts them)
+        # cancellations of this session's calls posted at any replica (the store's one subscription)
+        self._unlisten = store.listen_cancels(record.ident, self.cancel)
 
     # -- the session -------------------------------------------------------------------
 
@@ -161,11 +250,18 @@ class Relay:
 
     async def close(self, *, end_upstream: bool = True) -> None:
         """Stop the calls, finish the streams, end the upstream session (DELETE)."""
-        for task in list(self.calls.values()):
-            task.cancel()
-        await asyncio.gather(*self.calls.values(), return_exceptions=True)
-        for outbox in list(self.outboxes.values()):
-            await outbox.close()
+        self._unlisten()
+        try:
+            for task in list(self.calls.values()):
+                task.cancel()
+            await asyncio.gather(*self.calls.values(), return_exceptions=True)
+        finally:  # every stream finished, whatever happened to the calls (or to this close)
+            outboxes = list(self.outboxes.values())
+            self.outboxes.clear()
+            for outbox in outboxes:
+                outbox.closing = True
+                outbox.wake.set()
+            await asyncio.gather(*(outbox.close() for outbox in outboxes), return_exceptions=True)
         await self.client.close(end_session=end_upstream)  # without: another replica may still relay it
 
     # -- streams -----------------------------------------------------------------------
@@ -175,8 +271,22 @@ class Relay:
         priming = named(self.record.version)
         if priming is not None and priming.priming:
             await self.store.append(self.record.ident, stream, [(b"", time.time())])  # an id to resume from
-        self.outboxes[stream] = Outbox(self.store, self.record.ident, stream, self.client)
+        self.outboxes[stream] = self._outbox(stream)
         return stream
+
+    def _outbox(self, stream: int) -> Outbox:
+        outbox = Outbox(self.store, self.record.ident, stream, self.client)
+        outbox.on_failed = self._store_failed
+        return outbox
+
+    def _store_failed(self, outbox: Outbox) -> None:
+        """A stream's store failed for good: its call is stopped here and upstream (its
+        stream ends with the explicit error the outbox writes)."""
+        self.outboxes.pop(outbox.stream, None)
+        if outbox.caller is not None and not outbox.caller.done():
+            outbox.caller.cancel()
+        if outbox.upstream is not None:
+            self._tell_cancelled(outbox.upstream, "the gateway's store failed")
 
     async def listen(self) -> int:
         """A downstream GET stream; the upstream one opens with the first."""
@@ -263,7 +373,7 @@ class Relay:
         events end, and write the rest of its stream (adopted already)."""
         if position.cursor is None:  # checked before any outbox is made: none is left behind
             raise ValueError("a call is taken over from a stored cursor")
-        outbox = Outbox(self.store, self.record.ident, stream, self.client)
+        outbox = self._outbox(stream)
         outbox.upstream, outbox.progress = position.upstream, position.progress
         self.outboxes[stream] = outbox
         ident, method, token = call.id, str(call.method), call.token
@@ -300,6 +410,7 @@ class Relay:
         replying: Coroutine[Any, Any, dict[str, Any]],
     ) -> None:
         """Await the upstream reply; write the downstream answer, or the explicit error."""
+        outbox.caller = asyncio.current_task()  # what stops the call if its store fails
         try:
             reply = await replying
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
@@ -346,17 +457,51 @@ class Relay:
             self.record.upstream = self.client.session
             await self.store.update(self.record)
 
+    def _held(self, ident: Any) -> tuple[asyncio.Task[None], Any] | None:
+        """The task relaying call ``ident`` here (one this replica began or took over) and
+        the upstream id it was sent under; None when it is not relayed here."""
+        if not isinstance(ident, (str, int)) or isinstance(ident, bool):
+            return None
+        task = self.calls.get(ident)
+        for outbox in list(self.outboxes.values()):
+            if outbox.call_id != ident or outbox.stream in self.listeners:
+                continue
+            found = task or self.calls.get(
+                ("taken", outbox.stream)
+            )  # or taken over from a replica that stopped
+            if found is not None:
+                return found, outbox.upstream
+        return None if task is None else (task, None)
+
     def cancel(self, ident: Any, reason: Any = None) -> None:
         """The downstream client cancelled a call: stop relaying it (its stream ends), and
-        tell the upstream, under the id it knows the request by."""
-        task = self.calls.get(ident) if isinstance(ident, (str, int)) else None
-        if task is None:
+        tell the upstream, under the id it knows the request by. A call not relayed here is
+        left alone (`cancel_anywhere` reaches the replica relaying it)."""
+        held = self._held(ident)
+        if held is None:
             return
-        upstream = next((o.upstream for o in self.outboxes.values() if o.call_id == ident), None)
+        task, upstream = held
         task.cancel()
         if upstream is not None:
-            params = {"requestId": upstream, **({"reason": reason} if isinstance(reason, str) else {})}
-            self._cancelling = asyncio.ensure_future(self.client.notify("notifications/cancelled", params))
+            self._tell_cancelled(upstream, reason)
+
+    async def cancel_anywhere(self, ident: Any, reason: Any = None) -> None:
+        """`cancel` here if the call is relayed here; else published through the store to
+        the replica relaying it (whose relay of this session hears it: `cancel`)."""
+        if self._held(ident) is not None:
+            self.cancel(ident, reason)
+            return
+        try:
+            await self.store.cancel(self.record.ident, ident, reason)
+        except Exception as failed:  # best effort, like the notification itself: said, never raised
+            log.warning("publishing a cancellation failed (%s)", redacted(failed, self.record.ident))
+
+    def _tell_cancelled(self, upstream: Any, reason: Any) -> None:
+        params = {"requestId": upstream, **({"reason": reason} if isinstance(reason, str) else {})}
+        sending = asyncio.ensure_future(self.client.notify("notifications/cancelled", params))
+        self._cancelling = sending
+        _NOTIFYING.add(sending)
+        sending.add_done_callback(_notified)
 
     # -- what the upstream sends on its own --------------------------------------------
 
@@ -393,10 +538,11 @@ class Relay:
 
         return ask
 
-    async def answered(self, message: dict[str, Any]) -> None:
+    async def answered(self, message: dict[str, Any]) -> bool:
         """A downstream response to one of the server's requests: to the replica that asked
-        (this one, or another through the store), which sends it up."""
-        await self.store.answered(self.record.ident, message)
+        (this one, or another through the store), which sends it up. False when no replica
+        asked it (or it was answered already): nothing is stored, the gateway refuses it."""
+        return await self.store.answered(self.record.ident, message)
 
     # -- figures -----------------------------------------------------------------------
 
@@ -409,3 +555,9 @@ class Relay:
             "reissues_total": stats["reissues"],
             "upstream_reinitializations_total": stats["reinitializations"],
         }
+
+
+def _notified(sending: asyncio.Future[None]) -> None:
+    _NOTIFYING.discard(sending)
+    if not sending.cancelled() and sending.exception() is not None:
+        log.warning("sending a cancellation upstream failed (%s)", type(sending.exception()).__name__)
