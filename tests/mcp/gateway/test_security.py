@@ -159,6 +159,26 @@ def test_malformed_credentials_are_a_401_never_a_500(tokens, authorization):
         assert challenge(answer.headers.get("www-authenticate")).get("error") in (None, "invalid_request")
 
 
+def test_a_token_in_the_query_string_is_not_accepted(tokens):
+    """MCP authorization (2025-11-25): access tokens MUST NOT travel in the URI query."""
+    answer = httpx.post(
+        tokens.url, params={"access_token": TOKENS["alice"]}, json=INITIALIZE, headers=POST, timeout=10
+    )
+    assert answer.status_code == 401
+    assert "mcp-session-id" not in answer.headers
+
+
+def test_two_authorization_headers_are_refused_not_one_picked(tokens):
+    """A repeated Authorization (not a list field, RFC 9110 section 5.3) is ``invalid_request``
+    (RFC 6750 section 3.1: it repeats a parameter): a proxy checking the first and the
+    gateway believing the last would disagree about who is calling."""
+    for pair in (("bob", "alice"), ("alice", "alice")):
+        headers = [*POST.items(), *(("Authorization", f"Bearer {TOKENS[name]}") for name in pair)]
+        answer = httpx.post(tokens.url, json=INITIALIZE, headers=headers, timeout=10)
+        assert answer.status_code in (400, 401), answer.text
+        assert "mcp-session-id" not in answer.headers
+
+
 def test_the_right_token_opens_a_session_that_serves_calls(tokens):
     with httpx.Client(timeout=10) as http:
         headers = opened(http, tokens.url, as_principal("alice"))
