@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from ssewire import Decoder
@@ -522,6 +523,20 @@ def test_a_second_call_over_the_call_quota_gets_a_429_until_the_first_ends(upstr
             assert time.monotonic() < deadline, "the call's share was never given back"
             time.sleep(0.05)
         assert answer.status_code == 200
+
+
+def test_a_chunked_body_is_served_under_a_byte_quota_below_the_message_limit(upstream):
+    """A body without Content-Length (chunked) is small here; refusing it because it *might*
+    reach the message limit (16 MiB) makes every chunked request of every client a 429 for
+    ever once the byte quota is set below that limit: it must be charged as it arrives."""
+    body = orjson.dumps(INITIALIZE)
+    with gateway_over(upstream, auth=token_auth(), limits=Limits(bytes=1 << 20)) as gw:
+        sized = httpx.post(gw.url, content=body, headers={**POST, **as_principal("alice")}, timeout=10)
+        assert sized.status_code == 200
+        chunked = httpx.post(
+            gw.url, content=iter([body]), headers={**POST, **as_principal("alice")}, timeout=10
+        )
+        assert chunked.status_code == 200, chunked.text
 
 
 # -- the upstream side ----------------------------------------------------------------------------
