@@ -49,6 +49,7 @@ from ..server.asgi import (
     read_body,
     refuse,
     refused,
+    repeated,
     respond,
     with_headers,
 )
@@ -198,7 +199,7 @@ class Gateway:
             await respond(send, 200, self._metadata, [("content-type", JSON), *cors(headers.get("origin"))])
             return
         if path == "/metrics" and method == "GET" and self.serve_metrics:
-            if await self._principal(send, headers) is not _DENIED:
+            if await self._principal(send, scope, headers) is not _DENIED:
                 await self._metrics(send)
             return
         if path != self.path:
@@ -209,7 +210,7 @@ class Gateway:
         if method == "OPTIONS":  # a preflight carries no credentials: never behind auth
             await preflight(send, [])
             return
-        principal = await self._principal(send, headers)
+        principal = await self._principal(send, scope, headers)
         if principal is _DENIED:
             return
         assert principal is None or isinstance(principal, str)
@@ -247,16 +248,22 @@ class Gateway:
                     Refusal(status, SERVER_ERROR if store else INTERNAL_ERROR, text, None, tuple(retry)),
                 )
 
-    async def _principal(self, send: Any, headers: dict[str, str]) -> str | object | None:
+    async def _principal(
+        self, send: Any, scope: dict[str, Any], headers: dict[str, str]
+    ) -> str | object | None:
         """Who sends this request (None with auth off); when they cannot say, the 401 or 403
         with its challenge is sent and `_DENIED` returned."""
         if self.auth is None:
             return None
         try:
+            if repeated(scope, b"authorization"):
+                raise AuthFailure(400, "invalid_request", "one Authorization header, not several")
             return await self.auth.authenticate(headers.get("authorization"))
         except AuthFailure as failure:
             self.metrics.add("unauthenticated_total")
-            body = {"error": failure.error, "error_description": failure.description}
+            body = {"error_description": failure.description}  # RFC 6750's fields, as in its challenge
+            if failure.error is not None:  # none when no credentials came (RFC 6750 sec 3.1)
+                body = {"error": failure.error, **body}
             answer = [("content-type", JSON), *self.auth.challenge(failure)]
             await respond(send, failure.status, orjson.dumps(body), answer)
             return _DENIED
@@ -340,7 +347,11 @@ class Gateway:
         the global budget; its parse is charged at what it may cost in objects, and all of it
         is given back once the message is read."""
         declared = headers.get("content-length", "")
-        share = int(declared) if declared.isascii() and declared.isdigit() else self.max_body
+        limit = self.quotas.limits.bytes
+        # without a Content-Length the body may be anything up to the message limit: the whole
+        # share it may take is charged (not more than the share, or it could never be served)
+        unknown = self.max_body if limit is None else min(self.max_body, limit)
+        share = int(declared) if declared.isascii() and declared.isdigit() else unknown
         share = min(share, self.max_body)  # a larger one is refused by read_body before it is read
         with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
             body = await read_body(receive, headers, self.max_body, deadline=self.body_timeout, budget=held)

@@ -205,6 +205,12 @@ def headers_of(scope: dict[str, Any]) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
+def repeated(scope: dict[str, Any], name: bytes) -> bool:
+    """The request carries header ``name`` (lower case) more than once: for a field that is
+    not a list (Authorization, RFC 9110 sec 5.3), which one counts is ambiguous."""
+    return sum(1 for k, _ in scope["headers"] if k.lower() == name) > 1
+
+
 async def lifespan(receive: Any, send: Any, shutdown: Callable[[], Awaitable[None]]) -> None:
     """The ASGI lifespan protocol: start at once; at shutdown, run ``shutdown``, then say so."""
     while (await receive())["type"] != "lifespan.shutdown":
@@ -215,6 +221,7 @@ async def lifespan(receive: Any, send: Any, shutdown: Callable[[], Awaitable[Non
 
 EXPOSED = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"  # what a browser client must read
 ALLOWED_METHODS = "GET, POST, DELETE"
+ALLOWED_HEADERS = "*, Authorization"  # any header a browser may send, and the one "*" leaves out
 
 
 def cors(origin: str | None, *, expose: bool = True) -> list[tuple[str, str]]:
@@ -243,7 +250,11 @@ def with_headers(send: Any, headers: Iterable[tuple[str, str]]) -> Any:
 
 async def preflight(send: Any, headers: Iterable[tuple[str, str]]) -> None:
     """A CORS preflight (OPTIONS): the methods and headers a browser may send."""
-    allow = [("access-control-allow-methods", ALLOWED_METHODS), ("access-control-allow-headers", "*")]
+    # "*" never covers Authorization (Fetch standard): it is named, or no browser sends a token
+    allow = [
+        ("access-control-allow-methods", ALLOWED_METHODS),
+        ("access-control-allow-headers", ALLOWED_HEADERS),
+    ]
     await respond(send, 204, b"", [*headers, *allow])
 
 
