@@ -93,14 +93,20 @@ redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
 
-# KEYS: meta, events, lease. ARGV: owner, lease ms, ttl ms, first seq, tag, final (0/1),
-# position (JSON or ''), maxlen, then data, arrival for each event. 1: written already (the
-# tag is there), 0: written, -1: the stream is gone, -2: written on by another, -3: another's lease
+# KEYS: meta, events, lease. ARGV: owner, lease ms, ttl ms, first seq (with a '*': or the
+# next one, if the last write was this owner's: a failed stream's error, after a write given
+# up that landed late), tag, final (0/1), position (JSON or ''), maxlen, then data, arrival
+# for each event. 1: written already (the tag is there), 0: written, -1: the stream is
+# gone, -2: written on by another, -3: another's lease
 APPEND = """
 if redis.call('hget', KEYS[1], 'last') == ARGV[5] then return 1 end
 local following = tonumber(redis.call('hget', KEYS[1], 'next'))
 if not following then return -1 end
-local seq = tonumber(ARGV[4])
+local seq = tonumber((string.gsub(ARGV[4], '[*]', '')))
+if following ~= seq and string.sub(ARGV[4], -1) == '*' then
+  local last = redis.call('hget', KEYS[1], 'last') or ''
+  if string.sub(last, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then seq = following end
+end
 if following ~= seq or redis.call('hexists', KEYS[1], 'done') == 1 then return -2 end
 local held = redis.call('get', KEYS[3])
 if held and held ~= ARGV[1] then return -3 end
@@ -292,15 +298,27 @@ class RedisStore:
         """Store events after the last this process stored (`APPEND`). Sent again after a
         failure (the same events), it stores nothing twice: `StoreFailed` may be retried;
         `Gap` may not (the stream is gone, or another replica writes it now)."""
+        await self._stored(session, stream, items, position, final=final)
+
+    async def _stored(
+        self,
+        session: str,
+        stream: int,
+        items: list[tuple[bytes, float]],
+        position: Position | None = None,
+        *,
+        final: bool = False,
+        failing: bool = False,
+    ) -> None:
         seq = self._next.get((session, stream))
         if seq is None:
             raise Gap(f"stream {stream} is not written by this process (or no longer)")
-        tag = f"{self.owner}:{seq}:{len(items)}:{int(final)}"
+        tag = f"{self.owner}:{'fail' if failing else seq}:{len(items)}:{int(final)}"
         args: list[Any] = [
             self.owner,
             self.lease_ms,
             self.ttl_ms,
-            seq,
+            f"{seq}*" if failing else seq,
             tag,
             int(final),
             json.dumps(position.to_dict()) if position is not None else "",
@@ -360,9 +378,8 @@ class RedisStore:
         try:
             while True:
                 try:
-                    await asyncio.wait_for(
-                        self.append(session, stream, [(event, time.time())], final=True), 2.0
-                    )
+                    writing = self._stored(session, stream, [(event, time.time())], final=True, failing=True)
+                    await asyncio.wait_for(writing, 2.0)
                     return
                 except Gap:
                     return  # adopted by another replica meanwhile, or dropped: its end is theirs
