@@ -426,7 +426,8 @@ class Gateway:
         if method == "notifications/initialized":
             return  # the upstream got the gateway's own at initialize
         if method == "notifications/cancelled" and isinstance(params, dict):
-            relay.cancel(params.get("requestId"), params.get("reason"))
+            # here, or at the replica relaying it (through the store)
+            await relay.cancel_anywhere(params.get("requestId"), params.get("reason"))
             return
         if relay.forwarding >= MAX_FORWARDING:
             text = f"{MAX_FORWARDING} notifications of this session wait to go upstream; retry later"
@@ -540,7 +541,10 @@ class Gateway:
         sid, relay = await self._session(headers, principal)
         self.relays.pop(sid)
         await self._close_relay(relay, end_upstream=True)
-        await self.store.drop(sid)
+        try:
+            await self.store.drop(sid)
+        except StoreFailed as failed:  # ended here and upstream; its keys expire with their TTL
+            log.warning("dropping a deleted session's keys failed (%s)", redacted(failed, sid))
         await respond(send, 200, b"", [])
 
     # -- sessions ----------------------------------------------------------------------
@@ -765,13 +769,16 @@ class Gateway:
                         for piece in pieces:  # a large one: written as stored, never copied
                             yield piece
                 return
-            except Gap:
-                # cut, never a silent gap: the client resumes and is refused (409) explicitly
+            except (Gap, StoreFailed):
+                # cut, never a silent gap: the client resumes, and is served or refused explicitly
                 raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
             except Abandoned as abandoned:
                 # shielded: a reader that leaves mid-adoption must not leave the stream adopted
                 # by no one (its lease renewed, never finished)
-                await asyncio.shield(self._adopt(store, sid, stream, abandoned.call))
+                try:
+                    await asyncio.shield(self._adopt(store, sid, stream, abandoned.call))
+                except StoreFailed:  # the store cannot say who takes it: the client resumes later
+                    raise ConnectionAbortedError("the store failed while this stream was adopted") from None
 
     async def _adopt(self, store: Store, sid: str, stream: int, call: CallRecord | None) -> None:
         """The replica writing a call's stream stopped, once, whichever replica comes first:

@@ -26,7 +26,8 @@ from typing import Any
 import httpx
 import orjson
 
-from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, delivering
+from ..._secrets import scrub_urls
+from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, Unauthorized, delivering
 from ..protocol.codes import INTERNAL_ERROR
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import named
@@ -78,6 +79,7 @@ class Outbox:
         self.wake = asyncio.Event()
         self.closing = False
         self.ended = False  # the task ended: what is put now goes nowhere
+        self.sealed = False  # its last event is queued (an explicit error): nothing comes after it
         self.failed = False  # ended by the store's failure (with the explicit error)
         self.task = asyncio.ensure_future(self._drain())
         _DRAINING.add(self.task)  # held until it ends, whoever holds the outbox
@@ -95,10 +97,33 @@ class Outbox:
             self.progress = value if self.progress is None else max(self.progress, value)
 
     def put(self, message: dict[str, Any], arrived: float | None = None) -> None:
-        if self.ended:
+        if self.ended or self.sealed:
             return  # the stream ended (failed, or gone from the store): nothing more is written
-        self.items.append((orjson.dumps(message), time.time() if arrived is None else arrived))
+        try:
+            data = orjson.dumps(message)
+        except orjson.JSONEncodeError as why:  # read by orjson, not writable by it (nested too deep)
+            self._unencodable(message, why)
+            return
+        self.items.append((data, time.time() if arrived is None else arrived))
         self.wake.set()
+
+    def _unencodable(self, message: dict[str, Any], why: Exception) -> None:
+        """An upstream message that cannot be re-encoded: its call ends with an explicit error
+        (and is stopped upstream, unless the message was its answer); on a stream of no call
+        (the GET stream) it is dropped, and logged."""
+        log.warning("an upstream message for stream %s cannot be re-encoded (%s)", self.stream, why)
+        if self.call_id is None:
+            return
+        text = (
+            f"an upstream message of this call cannot be relayed ({why}); the request may have "
+            "been processed: check its effects before sending it again"
+        )
+        self.items.append((orjson.dumps(gateway_error(self.call_id, "unencodable", text)), time.time()))
+        self.sealed = self.closing = True  # the error is the stream's last event
+        self.wake.set()
+        answer = "method" not in message and message.get("id") == self.call_id
+        if not answer and self.on_failed is not None:
+            self.on_failed(self)  # the call goes on upstream no more
 
     async def _drain(self) -> None:
         try:
@@ -223,6 +248,8 @@ class Relay:
         self.serving = 0  # downstream streams being written now (the gateway counts them)
         # cancellations of this session's calls posted at any replica (the store's one subscription)
         self._unlisten = store.listen_cancels(record.ident, self.cancel)
+        self.forward_lock = asyncio.Lock()  # downstream notifications go up one at a time, in order
+        self.forwarding = 0  # notifications waiting for it (the gateway bounds them)
 
     # -- the session -------------------------------------------------------------------
 
@@ -439,11 +466,17 @@ class Relay:
                 f"the upstream could not resume {method}'s answer safely ({failed.kind}: {failed.detail}); "
                 "the request may have been processed: check its effects before sending it again",
             )
+        if isinstance(failed, Unauthorized):  # the operator's credentials, refused upstream
+            error = gateway_error(ident, "upstream-unauthorized", scrub_urls(f"{method}: {failed}"))
+            error["error"]["data"].update(status=failed.status, challenge=scrub_urls(failed.challenge or ""))
+            return error
         if isinstance(failed, RequestTimeout):
             return gateway_error(ident, "timeout", str(failed))
         if isinstance(failed, (StreamBroken, httpx.HTTPError, RPCError)):
-            return gateway_error(ident, "upstream", f"{method}: {failed}")
-        log.exception("relaying %s failed", method, exc_info=failed)
+            return gateway_error(ident, "upstream", scrub_urls(f"{method}: {failed}"))
+        log.error(
+            "relaying %s failed (%s)", method, type(failed).__name__
+        )  # no traceback: it may name secrets
         return gateway_error(ident, "internal", f"{method}: the gateway failed ({type(failed).__name__})")
 
     async def _finished(self, stream: int) -> None:
