@@ -95,6 +95,8 @@ BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a sessi
 RETRY_MS = 1000
 MAX_ERRORS = 64  # failures of background tasks kept for inspection (bounded)
 
+BODY_TIMEOUT = 30.0  # seconds a request body may take: a stalled upload holds the server no longer
+
 
 @dataclass(eq=False)
 class _Session:
@@ -384,7 +386,7 @@ class ReferenceServer:
     async def _post(self, http: _Http) -> None:
         """Climb the ladder (the body, its headers, the message), find the session, then hand
         the message to its handler."""
-        body = await read_body(http.receive, http.headers, self.max_body)
+        body = await read_body(http.receive, http.headers, self.max_body, deadline=BODY_TIMEOUT)
         climb(self._post_rules(), http.headers)
         message = message_of(body)
         session = self._post_session(http.headers, message)
