@@ -1,0 +1,587 @@
+"""The gateway under attack (DESIGN.md section 5, "Security" and "Every peer is untrusted").
+
+Each test is one attack on ``ssewire gateway`` in a process of its own, in front of
+``ssewire serve`` (or a tiny hostile upstream), with small bounds (``tests/support/attacks.py``)
+so that every attack meets them within seconds; most run while the victim's probe call
+streams 60 progress notifications, which must all come, then its answer. Each records a row
+(outcome, seconds, the gateway's peak RSS): ``SSEWIRE_ATTACK_REPORT=PATH`` writes them as
+JSON, ``python scripts/attack_table.py`` prints them as a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from ssewire.mcp.client import Client
+from ssewire.mcp.transport.serving import running
+from tests.support.attacks import (
+    BODY_TIMEOUT,
+    CHALLENGE,
+    HEAD_TIMEOUT,
+    LIMIT_SESSIONS,
+    LIMIT_STREAMS,
+    MAX_BYTES_IN_FLIGHT,
+    MAX_CONNECTIONS,
+    MIB,
+    SOCKET_TIMEOUT,
+    TOKENS,
+    UPSTREAM_SECRET,
+    BearerUpstream,
+    DeepUpstream,
+    answered_echo,
+    attack,
+    bearer,
+    call,
+    closed_within,
+    connect,
+    gateway,
+    head,
+    initialize,
+    non_loopback_address,
+    objects_body,
+    open_session,
+    post_headers,
+    probing,
+    read_status,
+    server_side,
+    tool_call,
+    upload,
+    upstream,
+    within,
+)
+from tests.support.processes import free_port, stop
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's")
+
+SLACK = 3.0  # seconds a deadline may be overrun by (2 cores, a loaded CI)
+RSS_SLACK = 100 * MIB  # what the gateway may hold beyond its budget: buffers, the allocator
+
+
+@pytest.fixture(scope="module")
+def up():
+    with upstream() as server:
+        yield server
+
+
+def _statuses(counter: Counter) -> str:
+    return ", ".join(f"{count}x {status}" for status, count in sorted(counter.items(), key=str))
+
+
+# -- 1 -----------------------------------------------------------------------------------
+
+
+def test_a_session_flood_is_refused_429_past_the_limit_and_the_victims_call_stays_whole(up):
+    attempts = 1100
+    with gateway(up.url) as gw, attack(f"1. session flood: {attempts:,} initializes", gw.pid) as case:
+        statuses: list[int] = []
+        refused: list[httpx.Response] = []
+
+        def flood(count: int) -> None:
+            with httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+                for _ in range(count):
+                    answer = initialize(http, gw.url, "attacker")
+                    statuses.append(answer.status_code)
+                    if answer.status_code == 429 and not refused:
+                        refused.append(answer)
+
+        with probing(gw.url, 60, 0.1) as probe:
+            threads = [threading.Thread(target=flood, args=(attempts // 4,), daemon=True) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+        case.served(probe.served)
+        counts = Counter(statuses)
+        case.outcome = f"{_statuses(counts)}; victim {probe.said()}"
+        assert probe.served, probe.said()
+        assert counts == {200: LIMIT_SESSIONS, 429: attempts - LIMIT_SESSIONS}
+        assert refused[0].headers["retry-after"].isdigit()
+        assert refused[0].json()["error"]["code"] == -32000
+        assert answered_echo(gw.url), "a fresh victim request after the flood"
+
+
+# -- 2 -----------------------------------------------------------------------------------
+
+
+def test_2026_a_clients_cancel_and_reused_id_never_touch_anothers_call():
+    """Two 2026-07-28 clients (victim A, attacker B) with the same first_id send the same id;
+    B posts notifications/cancelled for it and closes its stream: A's call is answered whole."""
+    with (
+        upstream("--profile", "2026-07-28") as modern,
+        gateway(modern.url) as gw,
+        attack("2. 2026-07-28 cross-client cancel, same id", gw.pid) as case,
+    ):
+        progress: list[dict] = []
+        ids: dict[str, list] = {"a": [], "b": []}
+
+        async def calls() -> dict:
+            async with (
+                Client(gw.url, profile="2026-07-28", first_id=100, headers=bearer("victim")) as a,
+                Client(gw.url, profile="2026-07-28", first_id=100, headers=bearer("attacker")) as b,
+            ):
+                arguments = {"count": 20, "delay": 0.05, "size": 64}
+                call_a = asyncio.ensure_future(
+                    a.reply(
+                        "tools/call",
+                        {"name": "countdown", "arguments": arguments},
+                        on_progress=progress.append,
+                        on_sent=ids["a"].append,
+                    )
+                )
+                call_b = asyncio.ensure_future(
+                    b.reply(
+                        "tools/call",
+                        {"name": "countdown", "arguments": {**arguments, "count": 400}},
+                        on_sent=ids["b"].append,
+                    )
+                )
+                await asyncio.sleep(0.4)
+                await b.notify("notifications/cancelled", {"requestId": ids["b"][0], "reason": "mine?"})
+                call_b.cancel()  # B closes its stream: its own call's cancellation
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call_b
+                return await asyncio.wait_for(call_a, 15)
+
+        answer = within(30, asyncio.run, calls())
+        whole = len(progress) == 20 and "result" in answer and bool(answer["result"].get("content"))
+        case.served(whole)
+        case.outcome = (
+            f"ids A {ids['a']} B {ids['b']}; A got {len(progress)}/20 progress + {list(answer)[-1]}"
+        )
+        assert ids["a"] == ids["b"], "the two clients' calls share their JSON-RPC id"
+        assert whole, answer
+
+
+# -- 3 -----------------------------------------------------------------------------------
+
+BODY = 16_000_000  # under the 16 MiB message limit: the body itself is admissible
+
+
+def test_a_flood_of_object_bodies_is_refused_and_memory_stays_within_the_budget(up):
+    body = objects_body(BODY)
+    bogus = {"Mcp-Session-Id": "0" * 32, "MCP-Protocol-Version": "2025-11-25"}
+    variants = {
+        "no session": (post_headers("attacker"), {503}),
+        "bogus session": ({**post_headers("attacker"), **bogus}, {404}),
+        "bad token": ({**post_headers(None), "Authorization": "Bearer not-a-token"}, {401}),
+    }
+    with gateway(up.url) as gw, attack("3. body flood: 4 x 16 MB of [{},...] x 3", gw.pid) as case:
+        outcomes: dict[str, list] = {}
+        with probing(gw.url, 60, 0.1) as probe:
+            for name, (headers, _) in variants.items():
+                got: list = []
+                threads = [
+                    threading.Thread(
+                        target=lambda h=headers, g=got: g.append(upload(gw.port, h, body)), daemon=True
+                    )
+                    for _ in range(4)
+                ]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(30)
+                outcomes[name] = got
+        case.served(probe.served)
+        growth = case.growth()
+        case.outcome = "; ".join(
+            f"{name}: {_statuses(Counter(u.status for u in got))}"
+            + (" (answered before the body)" if all(u.early for u in got) else "")
+            for name, got in outcomes.items()
+        )
+        for name, (_, expected) in variants.items():
+            assert len(outcomes[name]) == 4 and {u.status for u in outcomes[name]} <= expected, (
+                name,
+                outcomes,
+            )
+        for name in ("bogus session", "bad token"):  # answered from the head: the body is never read
+            assert all(u.early and u.sent < BODY // 2 for u in outcomes[name]), (name, outcomes[name])
+        assert growth < MAX_BYTES_IN_FLIGHT + RSS_SLACK, f"peak rose {growth / MIB:.0f} MiB"
+        assert probe.served, probe.said()
+        assert answered_echo(gw.url)
+
+
+# -- 4 -----------------------------------------------------------------------------------
+
+
+def test_slow_heads_are_closed_after_the_head_timeout_and_the_victim_is_served(up):
+    count = 500
+    with gateway(up.url) as gw, attack(f"4. slow heads: {count} half heads", gw.pid) as case:
+        with probing(gw.url, 60, 0.1) as probe:
+            opened: list[tuple[socket.socket, float]] = []
+            try:
+                for _ in range(count):
+                    sock = connect(gw.port)
+                    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")
+                    opened.append((sock, time.monotonic()))
+                during = answered_echo(gw.url)
+                closed: dict[int, float] = {}
+                refused = 0
+                deadline = opened[-1][1] + HEAD_TIMEOUT + SLACK
+                waiting = {sock.fileno(): (sock, at) for sock, at in opened}
+                while waiting and time.monotonic() < deadline:
+                    ready, _, _ = select.select(list(waiting), [], [], 0.2)
+                    for fd in ready:
+                        sock, at = waiting[fd]
+                        try:
+                            data = sock.recv(65536)
+                        except OSError:
+                            data = b""
+                        if data.startswith(b"HTTP/1.1 503"):
+                            refused += 1
+                        if not data or (
+                            data.startswith(b"HTTP/1.1 503") and closed_within(sock, 2.0) is not None
+                        ):
+                            closed[fd] = time.monotonic() - at
+                            del waiting[fd]
+            finally:
+                for sock, _ in opened:
+                    sock.close()
+        case.served(probe.served)
+        slowest = max(closed.values(), default=0.0)
+        case.outcome = (
+            f"{len(closed)}/{count} closed, slowest {slowest:.1f} s ({refused} at once 503 past "
+            f"--max-connections {MAX_CONNECTIONS}); a fresh victim request during: {during}"
+        )
+        assert len(closed) == count, f"{count - len(closed)} still open after {HEAD_TIMEOUT + SLACK:g} s"
+        assert slowest <= HEAD_TIMEOUT + SLACK
+        assert probe.served, probe.said()
+        assert answered_echo(gw.url)
+
+
+# -- 5 -----------------------------------------------------------------------------------
+
+
+def test_stalled_bodies_get_408_within_the_body_timeout_and_memory_stays_bounded(up):
+    count, declared = 40, 15_000_000
+    with gateway(up.url) as gw, attack(f"5. slow bodies: {count} x 15 MB declared, stalled", gw.pid) as case:
+        got: list = []
+        with probing(gw.url, 60, 0.1) as probe:
+
+            def stalled() -> None:
+                got.append(
+                    upload(gw.port, post_headers("attacker"), b"[" * 1024, declared=declared, stall=True)
+                )
+
+            threads = [threading.Thread(target=stalled, daemon=True) for _ in range(count)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(BODY_TIMEOUT + SOCKET_TIMEOUT + 5)
+        case.served(probe.served)
+        counts = Counter(u.status for u in got)
+        late = max((u.seconds for u in got if u.status == 408), default=0.0)
+        case.outcome = f"{_statuses(counts)} (429/503 at once: the share, the budget); 408s by {late:.1f} s"
+        assert len(got) == count and set(counts) <= {408, 429, 503}, counts
+        assert counts[408] >= 1 and late <= BODY_TIMEOUT + SLACK
+        assert all(b"connection: close" in u.answer.lower() for u in got if u.status == 408)
+        assert case.growth() < MAX_BYTES_IN_FLIGHT + RSS_SLACK
+        assert probe.served, probe.said()
+        assert answered_echo(gw.url)
+
+
+# -- 6 -----------------------------------------------------------------------------------
+
+
+def _get_stream(port: int, principal: str, sid: str) -> tuple[socket.socket, int | None, bytes]:
+    sock = connect(port)
+    headers = {
+        "Accept": "text/event-stream",
+        "Mcp-Session-Id": sid,
+        "MCP-Protocol-Version": "2025-11-25",
+        **bearer(principal),
+    }
+    sock.sendall(head("GET", port, headers))
+    status, answer = read_status(sock)
+    return sock, status, answer
+
+
+def test_get_streams_past_the_limit_are_refused_429_and_the_victim_still_opens_one(up):
+    extra = 4
+    with (
+        gateway(up.url) as gw,
+        attack(f"6. GET streams: {LIMIT_STREAMS + extra} on one session", gw.pid) as case,
+    ):
+        sockets: list[socket.socket] = []
+        try:
+            with probing(gw.url, 60, 0.05) as probe, httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+                sid = open_session(http, gw.url, "attacker")["Mcp-Session-Id"]
+                statuses, refusal = [], b""
+                for _ in range(LIMIT_STREAMS + extra):
+                    sock, status, answer = _get_stream(gw.port, "attacker", sid)
+                    sockets.append(sock)
+                    statuses.append(status)
+                    if status == 429:
+                        refusal = answer
+                victim_sid = open_session(http, gw.url, "victim")["Mcp-Session-Id"]
+                sock, victim_status, _ = _get_stream(gw.port, "victim", victim_sid)
+                sockets.append(sock)
+        finally:
+            for sock in sockets:
+                sock.close()
+        case.served(probe.served)
+        case.outcome = f"attacker {_statuses(Counter(statuses))}; the victim's GET {victim_status}"
+        assert statuses == [200] * LIMIT_STREAMS + [429] * extra
+        assert b"retry-after:" in refusal.lower()
+        assert victim_status == 200
+        assert probe.served, probe.said()
+
+
+# -- 7 -----------------------------------------------------------------------------------
+
+
+def test_concurrent_large_results_are_all_answered_or_refused(up):
+    calls, size = 16, 4 * MIB
+    with gateway(up.url) as gw, attack(f"7. {calls} concurrent 4 MiB results", gw.pid) as case:
+        outcomes: list[str] = []
+        with probing(gw.url, 60, 0.1) as probe, httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+            sessions = [open_session(http, gw.url, "attacker") for _ in range(4)]
+
+            def big(n: int) -> None:
+                with httpx.Client(timeout=httpx.Timeout(SOCKET_TIMEOUT, read=30)) as own:
+                    status, got = call(own, gw.url, sessions[n % 4], tool_call(n, "big", {"size": size}))
+                answers = [m for m in got if m.get("id") == n]
+                if status == 200 and answers and "result" in answers[0]:
+                    text = answers[0]["result"]["content"][0]["text"]
+                    outcomes.append("answered" if len(text) == size else f"torn {len(text)}")
+                elif answers and "error" in answers[0]:
+                    outcomes.append(f"error {answers[0]['error']['code']}")
+                else:
+                    outcomes.append(f"status {status}")
+
+            threads = [threading.Thread(target=big, args=(n,), daemon=True) for n in range(calls)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(40)
+        case.served(probe.served)
+        counts = Counter(outcomes)
+        case.outcome = f"{_statuses(counts)}; peak +{case.growth() / MIB:.0f} MiB (the budget counts bodies)"
+        assert len(outcomes) == calls, f"{calls - len(outcomes)} calls hung"
+        assert all(o == "answered" or o.startswith(("error", "status 429", "status 503")) for o in outcomes)
+        assert probe.served, probe.said()
+        assert answered_echo(gw.url)
+
+
+# -- 8 -----------------------------------------------------------------------------------
+
+
+def _never_reading(port: int, sid: str, ident: int, size: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel holds little of it
+    sock.settimeout(SOCKET_TIMEOUT)
+    sock.connect(("127.0.0.1", port))
+    body = json.dumps(tool_call(ident, "big", {"size": size})).encode()
+    headers = {**post_headers("attacker", sid), "Content-Length": str(len(body))}
+    sock.sendall(head("POST", port, headers) + body)
+    return sock
+
+
+WRITE_TIMEOUT = 2.0
+
+
+def test_a_client_that_never_reads_is_cut_after_the_write_timeout_and_memory_stays_bounded(up):
+    """Four calls of an 8 MiB answer whose client never reads: past --write-timeout the
+    gateway lets the connection go (its end of it gone, nothing left queued for the client),
+    so a reader that stalls holds neither a connection nor a buffer beyond the deadline."""
+    size = 8 * MIB
+    options = ("--write-timeout", str(WRITE_TIMEOUT))
+    with (
+        gateway(up.url, *options) as gw,
+        attack("8. 4 clients that never read an 8 MiB answer", gw.pid) as case,
+    ):
+        with probing(gw.url, 60, 0.1) as probe, httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+            sid = open_session(http, gw.url, "attacker")["Mcp-Session-Id"]
+            stalled = [_never_reading(gw.port, sid, n, size) for n in range(1, 5)]
+            try:
+                time.sleep(WRITE_TIMEOUT + SLACK)
+                held = [server_side(gw.port, sock.getsockname()[1]) for sock in stalled]
+                during = answered_echo(gw.url)
+            finally:
+                for sock in stalled:
+                    sock.close()
+        case.served(probe.served)
+        growth = case.growth()
+        kept = [state for state in held if state is not None and state[0] == "ESTABLISHED"]
+        case.outcome = (
+            f"after --write-timeout {WRITE_TIMEOUT:g} s + {SLACK:g} s: {len(kept)}/4 connections still "
+            f"held by the gateway ({sum(q for _, q in kept) / MIB:.1f} MiB queued in the kernel); "
+            f"peak +{growth / MIB:.0f} MiB; a fresh victim request during: {during}"
+        )
+        assert growth < 4 * size + RSS_SLACK
+        assert during and probe.served, probe.said()
+        assert not kept, f"the gateway still holds the stalled readers' connections: {held}"
+
+
+# -- 9 -----------------------------------------------------------------------------------
+
+
+def test_an_upstream_wanting_a_bearer_token_is_an_explicit_error_and_clients_tokens_stay_down():
+    bearer_up = BearerUpstream()
+    with running(bearer_up, lifespan="off") as root, attack("9. upstream wants a bearer token", None) as case:
+        with gateway(root + "/mcp") as gw, httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+            refused = initialize(http, gw.url, "victim")
+        env = {"SSEWIRE_UP_AUTH": f"Authorization: {UPSTREAM_SECRET}"}
+        with gateway(root + "/mcp", "--upstream-header-env", "SSEWIRE_UP_AUTH", env=env) as gw:
+            works = answered_echo(gw.url)
+        seen = Counter(bearer_up.seen)
+        case.outcome = (
+            f"without the header: {refused.status_code} {refused.headers.get('content-type')} "
+            f"{refused.json().get('error', {}).get('data') if refused.headers.get('content-type') == 'application/json' else refused.text[:80]}; "
+            f"with it: session works {works}; the upstream saw {dict(seen)}"
+        )
+        assert refused.headers.get("content-type", "").startswith("application/json"), refused.text
+        error = refused.json()["error"]
+        assert error["data"]["gateway"] == "upstream-unauthorized" and error["data"]["status"] == 401
+        assert 'realm="up"' in error["data"]["challenge"]
+        assert "resource_metadata=" in error["data"]["challenge"]
+        assert CHALLENGE.split("resource_metadata=")[1].strip('"') in error["data"]["challenge"]
+        assert works
+        assert not any(TOKENS["victim"] in (value or "") for value in seen), seen
+        assert set(seen) <= {None, UPSTREAM_SECRET}
+
+
+# -- 10 ----------------------------------------------------------------------------------
+
+
+def _kind(answer: object) -> str:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
+        return "none"
+    data = error.get("data")
+    return f"{error.get('code')} ({data.get('gateway') if isinstance(data, dict) else error.get('message', '')[:40]})"
+
+
+def test_an_answer_nested_too_deep_to_re_encode_fails_the_call_explicitly():
+    with (
+        running(DeepUpstream(), lifespan="off") as root,
+        gateway(root + "/mcp") as gw,
+        attack("10. upstream answer nested 300 deep", gw.pid) as case,
+        httpx.Client(timeout=httpx.Timeout(SOCKET_TIMEOUT, read=15)) as http,
+    ):
+        headers = open_session(http, gw.url, "victim")
+        results = {}
+        for n, name in enumerate(("deep", "deep-sse"), 1):
+            started = time.monotonic()
+            status, got = within(20, call, http, gw.url, headers, tool_call(n, name, {}))
+            answers = [m for m in got if m.get("id") == n]
+            results[name] = (status, answers[0] if answers else got, time.monotonic() - started)
+        after = answered_echo(gw.url)
+        case.outcome = "; ".join(
+            f"{name}: {status}, error {_kind(answer)} in {seconds:.1f} s"
+            for name, (status, answer, seconds) in results.items()
+        )
+        for name, (_, answer, seconds) in results.items():
+            assert isinstance(answer, dict) and "error" in answer, (name, answer)
+            assert seconds < 10
+        assert after
+
+
+# -- 11 ----------------------------------------------------------------------------------
+
+SECRET = "SECRET123"
+
+
+def test_an_upstream_urls_secret_never_reaches_a_client_or_the_log():
+    dead = free_port()
+    url = f"http://127.0.0.1:{dead}/mcp?api_key={SECRET}"
+    with gateway(url) as gw, attack("11. secret in --upstream's query, upstream dead", gw.pid) as case:
+        texts = []
+        with httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+            answer = initialize(http, gw.url, "victim")
+            texts.append(answer.text)
+
+        async def clients() -> list[str]:
+            said = []
+            for profile in ("2025-11-25", "2026-07-28"):
+                try:
+                    async with Client(
+                        gw.url, profile=profile, headers=bearer("victim"), timeout=10
+                    ) as client:
+                        await client.call_tool("echo", {"text": "x"})
+                    said.append("no error")
+                except Exception as failed:  # what a client is told: checked for the secret
+                    said.append(f"{type(failed).__name__}: {failed}")
+            return said
+
+        errors = within(30, asyncio.run, clients())
+        texts += errors
+        case.snapshot()
+        stop(gw.process)  # its log whole, the shutdown's lines too
+        log = gw.stderr()
+        case.outcome = f"initialize {answer.status_code}; clients: {' | '.join(e[:60] for e in errors)}"
+        assert answer.status_code == 502
+        assert "no error" not in errors
+        assert not any(SECRET in text for text in texts), texts
+        assert SECRET not in log, log[-2000:]
+
+
+def test_a_last_event_id_beyond_ascii_is_a_4xx_never_a_500(up):
+    with gateway(up.url) as gw, attack("11b. Last-Event-ID: 1-\u00b2", gw.pid) as case:
+        with httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+            sid = open_session(http, gw.url, "victim")["Mcp-Session-Id"]
+        statuses = {}
+        for label, value in (
+            ("utf-8", "1-\u00b2".encode()),
+            ("latin-1", b"1-\xb2"),
+            ("digits", b"\xb2-\xb9"),
+        ):
+            with connect(gw.port) as sock:
+                headers = {
+                    "Accept": "text/event-stream",
+                    "Mcp-Session-Id": sid,
+                    "MCP-Protocol-Version": "2025-11-25",
+                    "Last-Event-ID": value,
+                    **bearer("victim"),
+                }
+                sock.sendall(head("GET", gw.port, headers))
+                statuses[label] = read_status(sock)[0]
+        case.outcome = f"{statuses}"
+        assert all(status is not None and 400 <= status < 500 for status in statuses.values()), statuses
+        assert answered_echo(gw.url)
+
+
+# -- 12 ----------------------------------------------------------------------------------
+
+
+def test_a_remote_peer_naming_a_loopback_host_is_refused_403(up):
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("no address beyond loopback to connect from")
+    with gateway(up.url, host="0.0.0.0") as gw, attack(f"12. Host: 127.0.0.1 from {address}", gw.pid) as case:
+        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}).encode()
+        statuses = {}
+        for label, host in (("remote", address), ("loopback", "127.0.0.1")):
+            with connect(gw.port, host=host) as sock:
+                headers = {**post_headers("victim"), "Content-Length": str(len(body))}
+                sock.sendall(head("POST", gw.port, headers) + body)  # head() names Host 127.0.0.1
+                statuses[label] = read_status(sock)[0]
+        case.outcome = f"through {address}: {statuses['remote']}; from loopback: {statuses['loopback']}"
+        assert statuses == {"remote": 403, "loopback": 200}
+
+
+def test_binding_beyond_loopback_without_auth_exits_2_naming_insecure_no_auth(up):
+    with attack("12b. --host 0.0.0.0 without auth", None) as case:
+        argv = [sys.executable, "-m", "ssewire", "gateway", "--upstream", up.url]
+        done = subprocess.run(
+            [*argv, "--host", "0.0.0.0", "--port", str(free_port())],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ},
+        )
+        case.outcome = f"exit {done.returncode}: {done.stderr.strip()[:120]}"
+        assert done.returncode == 2
+        assert "--insecure-no-auth" in done.stderr
