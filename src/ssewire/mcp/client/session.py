@@ -90,14 +90,16 @@ class StreamBroken(Exception):
     """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
 
 
-class Unauthorized(StreamBroken):
+class Unauthorized(httpx.HTTPStatusError):
     """The server refused the client's credentials (401) or their scope (403): ``challenge``
-    is its ``WWW-Authenticate`` header (what it asks for), or None."""
+    is its ``WWW-Authenticate`` header (what it asks for), or None. An HTTP status error
+    as any other, with the challenge read out."""
 
-    def __init__(self, status: int, challenge: str | None) -> None:
-        said = f": {challenge}" if challenge else " (no WWW-Authenticate challenge)"
-        super().__init__(f"the server refused the credentials ({status}){said}")
-        self.status, self.challenge = status, challenge
+    def __init__(self, response: httpx.Response) -> None:
+        self.status, self.challenge = response.status_code, response.headers.get("www-authenticate")
+        said = f": {self.challenge}" if self.challenge else " (no WWW-Authenticate challenge)"
+        text = f"the server refused the credentials ({self.status}){said}"
+        super().__init__(text, request=response.request, response=response)
 
 
 class RequestTimeout(asyncio.TimeoutError):
@@ -613,7 +615,7 @@ class Client:
         """Read a POST's answer (JSON or SSE), resuming its stream until the response came."""
         if answer.status in (401, 403):  # credentials refused: no retry, no resumption helps
             await answer.aclose()
-            raise Unauthorized(answer.status, answer.headers.get("www-authenticate"))
+            raise Unauthorized(answer.response)
         if not answer.is_sse:
             await self._answered_json(answer, record, idempotent)
             return

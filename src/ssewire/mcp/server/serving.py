@@ -97,7 +97,7 @@ class _Bounded(_Base):
         if limit is not None and len(self.connections) >= limit:
             self._refuse(transport)
             return
-        super().connection_made(transport)
+        super().connection_made(_CutIsAborted(transport, self))  # type: ignore[arg-type]
         self._arm_head_timer()
 
     def _refuse(self, transport: asyncio.Transport) -> None:
@@ -183,6 +183,26 @@ class _Bounded(_Base):
     def shutdown(self) -> None:
         self._cancel_head_timer()
         super().shutdown()
+
+
+class _CutIsAborted:
+    """The connection's transport, but closing it while a response is incomplete (the app
+    gave up on a client that does not read, or it left) aborts it: asyncio's ``close``
+    waits until the write buffer drains, which for a client that never reads is never, so
+    the connection, its descriptor and its buffered bytes would stay as long as it liked."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Bounded) -> None:
+        self._transport, self._protocol = transport, protocol
+
+    def close(self) -> None:
+        cycle = self._protocol.cycle
+        if cycle is not None and not cycle.response_complete:
+            self._transport.abort()
+        else:
+            self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class BoundedH11Protocol(_Bounded, H11Protocol):
