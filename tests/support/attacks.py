@@ -3,7 +3,9 @@ process of its own on 127.0.0.1 (so the gateway's memory is its own), two princi
 (``attacker``, ``victim``) in an ``--auth-tokens`` file made by ``ssewire hash-token``, a
 victim's probe call running while an attack does, raw sockets for what httpx will not send,
 tiny hostile upstreams (one that wants a bearer token, one that answers JSON nested too
-deep to re-encode), and one report row per attack.
+deep to re-encode), a spying one (the requests it got, the sessions it opened), the
+victim's call read as a client reads it through a fault (`WatchedCall`: event ids, resumed
+with ``Last-Event-ID`` when cut, a hang named), and one report row per attack.
 
 Figures: the gateway's peak resident memory is its VmHWM (/proc/<pid>/status, Linux), reset
 to the present VmRSS at the start of each attack (``clear_refs``), read again at its end.
@@ -17,6 +19,7 @@ SIGKILL) when its ``with`` block ends.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import select
@@ -354,6 +357,171 @@ def probing(url: str, count: int = 60, delay: float = 0.1) -> Iterator[Probe]:
         probe.join(count * delay + 20)
 
 
+class WatchedCall(threading.Thread):
+    """The victim's ``countdown`` call read as a client reads it, through a fault: every
+    event's id and message, resumed (GET with ``Last-Event-ID``, at most ``resumes`` times)
+    when its stream is cut before the answer. It ends at the answer, a refused resumption,
+    or a hang: ``quiet`` seconds with nothing but keep-alive comments (or nothing at all).
+
+    ``progress`` holds the progress values in the order they came, ``ids`` every event id,
+    ``answer`` the message answering the call (a result, or an error such as the gateway's
+    explicit ``data.gateway == "store"``)."""
+
+    def __init__(
+        self, url: str, count: int = 60, delay: float = 0.1, *, quiet: float = 15.0, resumes: int = 3
+    ) -> None:
+        super().__init__(daemon=True)
+        self.url, self.count, self.delay, self.quiet, self.resumes = url, count, delay, quiet, resumes
+        self.progress: list[int] = []
+        self.ids: list[str] = []
+        self.answer: dict[str, Any] | None = None
+        self.resumed: list[int] = []  # the status of each resumption
+        self.hang: str | None = None
+        self.failure: str | None = None
+        self.seconds = 0.0  # from the POST to the end
+        self.started = threading.Event()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        try:
+            timeout = httpx.Timeout(SOCKET_TIMEOUT, read=self.quiet + 1)
+            with httpx.Client(timeout=timeout) as http:
+                headers = open_session(http, self.url, "victim")
+                message = tool_call(
+                    7, "countdown", {"count": self.count, "delay": self.delay, "size": 64}, "p"
+                )
+                start = time.monotonic()
+                request = http.build_request("POST", self.url, json=message, headers=headers)
+                while True:
+                    status = self._read(http, request)
+                    if status is not None:
+                        self.resumed.append(status)
+                    if (
+                        self.answer is not None
+                        or self.hang
+                        or self.failure
+                        or len(self.resumed) > self.resumes
+                    ):
+                        return
+                    if status is not None and status != 200:
+                        return
+                    if not self.ids:
+                        self.failure = "the stream was cut before any event id"
+                        return
+                    get = {
+                        **{k: v for k, v in headers.items() if k != "Content-Type"},
+                        "Accept": "text/event-stream",
+                        "Last-Event-ID": self.ids[-1],
+                    }
+                    request = http.build_request("GET", self.url, headers=get)
+                    time.sleep(0.5)  # the gateway's retry field
+        except Exception as failed:  # what broke it: the test asserts on it
+            self.failure = f"{type(failed).__name__}: {failed}"
+        finally:
+            self.seconds = time.monotonic() - start
+            self.started.set()
+
+    def _read(self, http: httpx.Client, request: httpx.Request) -> int | None:
+        """One stream read to its end; its status when it is a resumption's."""
+        decoder = Decoder()
+        last = time.monotonic()
+        resuming = request.method == "GET"
+        try:
+            answer = http.send(request, stream=True)
+        except httpx.TransportError as failed:
+            self.failure = f"{type(failed).__name__}: {failed}"
+            return None
+        try:
+            if answer.status_code != 200:
+                if not resuming:
+                    self.failure = f"status {answer.status_code}: {answer.read()[:200]!r}"
+                return answer.status_code if resuming else None
+            for chunk in answer.iter_bytes():
+                for event in decoder.feed(chunk):
+                    if event.id:
+                        self.ids.append(event.id)
+                    if event.data:
+                        last = time.monotonic()
+                        self._got(json.loads(event.data))
+                if self.answer is not None:
+                    break
+                if time.monotonic() - last > self.quiet:
+                    self.hang = f"only keep-alives for {self.quiet:g} s"
+                    break
+        except httpx.ReadTimeout:
+            self.hang = f"nothing at all for {self.quiet + 1:g} s"
+        except httpx.TransportError:
+            pass  # cut: resumed by the caller
+        finally:
+            answer.close()
+        return 200 if resuming else None
+
+    def _got(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "notifications/progress":
+            self.progress.append(int(message["params"]["progress"]))
+            self.started.set()
+        elif message.get("id") == 7:
+            self.answer = message
+
+    @property
+    def whole(self) -> bool:
+        """Every notification in order, then the result."""
+        return (
+            self.progress == list(range(1, self.count + 1))
+            and self.answer is not None
+            and "result" in self.answer
+        )
+
+    @property
+    def gateway_error(self) -> str | None:
+        """The ``data.gateway`` of an explicit gateway error answering the call."""
+        error = (self.answer or {}).get("error")
+        data = error.get("data") if isinstance(error, dict) else None
+        return data.get("gateway") if isinstance(data, dict) else None
+
+    @property
+    def in_order(self) -> bool:
+        """Progress 1, 2, ... with no gap and no duplicate; event ids never repeated, their
+        sequence numbers rising (a resumption's priming event aside)."""
+        seqs = [int(i.rpartition("-")[2]) for i in self.ids if i.rpartition("-")[2].isdigit()]
+        rising = all(b > a for a, b in itertools.pairwise(seqs))
+        return self.progress == list(range(1, len(self.progress) + 1)) and rising
+
+    def wait_started(self, within: float = 10.0) -> None:
+        if not self.started.wait(within) or self.failure:
+            raise AssertionError(f"the victim's call did not start: {self.failure}")
+
+    def finish(self, within: float) -> None:
+        self.join(within)
+        if self.is_alive():
+            raise AssertionError(f"the victim's call did not end within {within:g} s: {self.said()}")
+
+    def said(self) -> str:
+        answer = "none" if self.answer is None else ("result" if "result" in self.answer else "error")
+        if self.gateway_error:
+            answer += f" ({self.gateway_error})"
+        extra = f", resumed {self.resumed}" if self.resumed else ""
+        extra += f", {self.hang}" if self.hang else ""
+        extra += f", {self.failure}" if self.failure else ""
+        return f"{len(self.progress)}/{self.count} progress, answer {answer} in {self.seconds:.1f} s{extra}"
+
+
+def watched(url: str, count: int = 60, delay: float = 0.1, **options: Any) -> WatchedCall:
+    """A `WatchedCall` started, once its first notification came."""
+    call = WatchedCall(url, count, delay, **options)
+    call.start()
+    call.wait_started()
+    return call
+
+
+def whole_call(url: str, count: int = 20, delay: float = 0.05, within: float = 20.0) -> WatchedCall:
+    """A new session of the victim and one ``countdown`` call, read to its end."""
+    call = WatchedCall(url, count, delay, quiet=8.0, resumes=2)
+    call.start()
+    call.finish(within)
+    return call
+
+
 # -- raw sockets -----------------------------------------------------------------------
 
 
@@ -583,6 +751,38 @@ class DeepUpstream:
             return await receive()
 
         await self.inner(scope, again, send)
+
+
+class SpyUpstream:
+    """The reference server, recording every request's method and ``Mcp-Session-Id``
+    (``requests``) and the session ids its answers gave (``opened``)."""
+
+    def __init__(self) -> None:
+        self.inner = ReferenceServer(keepalive=1.0)
+        self.requests: list[tuple[str, str | None]] = []
+        self.opened: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        self.requests.append((scope["method"], _header(scope, b"mcp-session-id")))
+
+        async def spied(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id":
+                        self.opened.append(value.decode("latin-1"))
+            await send(message)
+
+        await self.inner(scope, receive, spied)
+
+    def deleted(self) -> list[str | None]:
+        """The session ids of the DELETE requests it was sent."""
+        return [sid for method, sid in self.requests if method == "DELETE"]
+
+    def open_sessions(self) -> int:
+        return len(self.inner.sessions)
 
 
 # -- the report ------------------------------------------------------------------------
