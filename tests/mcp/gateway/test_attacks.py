@@ -6,6 +6,13 @@ so that every attack meets them within seconds; most run while the victim's prob
 streams 60 progress notifications, which must all come, then its answer. Each records a row
 (outcome, seconds, the gateway's peak RSS): ``SSEWIRE_ATTACK_REPORT=PATH`` writes them as
 JSON, ``python scripts/attack_table.py`` prints them as a table.
+
+Cases 13-18 fail what the gateway stands on: its Redis store (refusing writes, stalled,
+its connections cut, restarted, down at initialize; ``tests/support/redis_server.py``,
+skipped without redis-server unless ``SSEWIRE_REQUIRE_REDIS=1``) and its upstream (every
+connection reset after a few bytes, ``tests/support/faultproxy.py``): the victim's call is
+whole or ends with an explicit error, never a silent gap or a hang, and a new call is
+served once the fault is gone.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from tests.support.attacks import (
     UPSTREAM_SECRET,
     BearerUpstream,
     DeepUpstream,
+    SpyUpstream,
+    WatchedCall,
     answered_echo,
     attack,
     bearer,
@@ -60,9 +69,13 @@ from tests.support.attacks import (
     tool_call,
     upload,
     upstream,
+    watched,
+    whole_call,
     within,
 )
+from tests.support.faultproxy import Cut, fault_proxy
 from tests.support.processes import free_port, stop
+from tests.support.redis_server import controlled_redis
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's")
 
@@ -585,3 +598,189 @@ def test_binding_beyond_loopback_without_auth_exits_2_naming_insecure_no_auth(up
         case.outcome = f"exit {done.returncode}: {done.stderr.strip()[:120]}"
         assert done.returncode == 2
         assert "--insecure-no-auth" in done.stderr
+
+
+# -- 13-18: the store and the upstream failing -------------------------------------------
+
+STORE_DEADLINE = 5.0  # seconds a store write is tried (relay.py): then the call's explicit error
+QUIET = 15.0  # seconds of keep-alives only past which a stream counts as hung
+
+
+def _fault_outcome(during: WatchedCall, after: WatchedCall | None) -> str:
+    said = f"during: {during.said()}"
+    return said + (f"; a new call after: {after.said()}" if after is not None else "")
+
+
+def _whole_or_store_error(call: WatchedCall) -> None:
+    """Every notification and the answer, or the notifications up to a point and then the
+    explicit ``store`` error: in order, no gap, no duplicate, no hang."""
+    assert call.hang is None and call.failure is None, call.said()
+    assert call.in_order, (call.progress, call.ids)
+    assert call.whole or call.gateway_error == "store", call.said()
+
+
+def _faulted_call(gw, name: str, fault, undo, lasting: float) -> None:
+    """The victim's call of 60 notifications 0.1 s apart through ``fault`` (undone after
+    ``lasting`` s): whole, or up to a point and then the explicit store error, within the
+    store's deadline; then a new call of the victim served whole."""
+    with attack(name, gw.pid) as case:
+        during = watched(gw.url, 60, 0.1, quiet=QUIET)
+        time.sleep(0.5)
+        fault()
+        began = time.monotonic()
+        try:
+            during.finish(lasting)  # the store's 5 s, then its error: within the fault
+        finally:
+            time.sleep(max(0.0, lasting - (time.monotonic() - began)))
+            undo()
+        after = whole_call(gw.url)
+        case.served(after.whole)
+        case.outcome = _fault_outcome(during, after)
+        _whole_or_store_error(during)
+        assert during.seconds < 6 + STORE_DEADLINE + SLACK, during.said()
+        assert after.whole, after.said()
+
+
+def test_redis_refusing_writes_ends_the_call_whole_or_with_the_store_error(up):
+    with controlled_redis() as redis, gateway(up.url, "--store", redis.url) as gw:
+        name = "13. Redis refuses writes (maxmemory) for 9 s mid-call"
+        _faulted_call(gw, name, redis.refuse_writes, redis.accept_writes, 9.0)
+
+
+def test_redis_stalled_ends_the_call_whole_or_with_the_store_error(up):
+    with controlled_redis() as redis, gateway(up.url, "--store", redis.url) as gw:
+        _faulted_call(gw, "14. Redis stalled (SIGSTOP) for 12 s mid-call", redis.pause, redis.resume, 12.0)
+
+
+def test_redis_connections_cut_every_300_ms_lose_nothing(up):
+    with (
+        controlled_redis() as redis,
+        gateway(up.url, "--store", redis.url) as gw,
+        attack("15. Redis CLIENT KILL every 0.3 s mid-call", gw.pid) as case,
+    ):
+        during = watched(gw.url, 60, 0.1, quiet=QUIET)
+        kills: list[int] = []
+        while during.is_alive() and len(kills) < 60:
+            kills.append(redis.blip())
+            time.sleep(0.3)
+        during.finish(20)
+        case.served(during.whole)
+        case.outcome = f"{len(kills)} blips ({sum(kills)} connections cut); {during.said()}"
+        assert during.hang is None and during.failure is None, during.said()
+        assert during.in_order and len(set(during.ids)) == len(during.ids), (during.progress, during.ids)
+        assert during.whole, during.said()
+        assert answered_echo(gw.url)
+
+
+def test_redis_restarted_mid_call_ends_it_explicitly_and_the_gateway_reconnects(up):
+    with (
+        controlled_redis() as redis,
+        gateway(up.url, "--store", redis.url) as gw,
+        attack("16. Redis restarted (same port, nothing kept) mid-call", gw.pid) as case,
+    ):
+        during = watched(gw.url, 60, 0.1, quiet=QUIET)
+        time.sleep(1.0)
+        redis.restart()
+        during.finish(6 + STORE_DEADLINE + QUIET + SLACK)
+        after = whole_call(gw.url)
+        case.served(after.whole)
+        case.outcome = _fault_outcome(during, after)
+        assert during.hang is None and during.failure is None, during.said()
+        assert during.in_order, (during.progress, during.ids)
+        assert during.whole or (during.gateway_error is not None), during.said()
+        assert after.whole, after.said()
+
+
+def test_redis_down_at_initialize_is_a_503_and_the_upstream_session_is_closed():
+    spy = SpyUpstream()
+    with (
+        controlled_redis() as redis,
+        running(spy, lifespan="off") as root,
+        gateway(root + "/mcp", "--store", redis.url) as gw,
+        attack("17. Redis down at initialize", gw.pid) as case,
+    ):
+        redis.stop()
+        with httpx.Client(timeout=SOCKET_TIMEOUT) as http:
+            started = time.monotonic()
+            answer = initialize(http, gw.url, "victim")
+            seconds = time.monotonic() - started
+        deadline = time.monotonic() + 5  # the DELETE may follow the answer
+        while not (spy.opened and spy.opened[-1] in spy.deleted()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        opened = list(spy.opened)
+        deleted = [sid for sid in spy.deleted() if sid in opened]
+        left = spy.open_sessions()
+        redis.start()
+        deadline, after = time.monotonic() + 10, False
+        while not after and time.monotonic() < deadline:
+            after = answered_echo(gw.url)
+        case.served(after)
+        kind = answer.headers.get("content-type", "")
+        case.outcome = (
+            f"initialize {answer.status_code} in {seconds:.1f} s, Retry-After "
+            f"{answer.headers.get('retry-after')}, {kind or 'no content-type'}: {answer.text[:90]}; "
+            f"upstream sessions opened {len(opened)}, DELETEd {len(deleted)}, left open {left}; "
+            f"served after Redis came back: {after}"
+        )
+        assert answer.status_code == 503, answer.text
+        assert answer.headers.get("retry-after", "").isdigit()
+        assert kind.startswith("application/json"), answer.text
+        body = answer.json()
+        assert body.get("jsonrpc") == "2.0" and body["error"]["code"] < 0 and body.get("id") == 0, body
+        assert opened, "the gateway opened no upstream session"
+        assert opened[-1] in deleted, f"no DELETE of the upstream session: {spy.requests}"
+        assert left == 0, f"{left} upstream sessions left open"
+        assert after, "a fresh victim session once Redis is back"
+
+
+def test_an_upstream_resetting_every_connection_is_an_explicit_error_within_the_deadline(up):
+    broken = threading.Event()
+    calls = 8
+    with (
+        fault_proxy(up.port, lambda n, head: Cut(at=12) if broken.is_set() else None) as proxy,
+        gateway(f"http://127.0.0.1:{proxy.port}/mcp", "--timeout", "10") as gw,
+        attack(f"18. upstream resets every connection after 12 bytes: {calls} calls", gw.pid) as case,
+        httpx.Client(timeout=httpx.Timeout(SOCKET_TIMEOUT, read=30)) as http,
+    ):
+        headers = open_session(http, gw.url, "victim")
+        broken.set()
+        for handler in list(proxy._handlers):  # the connections open now go too (kept alive, they pass)
+            handler.get_loop().call_soon_threadsafe(handler.cancel)
+        results: dict[int, tuple[int, object, float]] = {}
+
+        def one(n: int) -> None:
+            started = time.monotonic()
+            arguments = {"count": 20, "delay": 0.05, "size": 64} if n == 1 else {"text": "x"}
+            with httpx.Client(timeout=httpx.Timeout(SOCKET_TIMEOUT, read=30)) as own:
+                status, got = call(
+                    own, gw.url, headers, tool_call(n, "countdown" if n == 1 else "echo", arguments)
+                )
+            answers = [m for m in got if m.get("id") == n]
+            results[n] = (status, answers[0] if answers else got, time.monotonic() - started)
+
+        threads = [threading.Thread(target=one, args=(n,), daemon=True) for n in range(1, calls + 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10 + SLACK + 5)
+        growth = case.growth()
+        broken.clear()
+        status, got = call(http, gw.url, headers, tool_call(99, "echo", {"text": "back"}))
+        again = status == 200 and any("result" in m and m.get("id") == 99 for m in got)
+        fresh = answered_echo(gw.url)
+        case.served(again and fresh)
+        victim = results.get(1)
+        slowest = max((seconds for _, _, seconds in results.values()), default=0.0)
+        case.outcome = (
+            f"{proxy.stats.cuts} connections reset; the victim's call: "
+            + (f"{victim[0]}, error {_kind(victim[1])} in {victim[2]:.1f} s" if victim else "no outcome")
+            + f"; {len(results)}/{calls} calls ended, slowest {slowest:.1f} s: "
+            + _statuses(Counter(_kind(answer) for _, answer, _ in results.values()))
+            + f"; peak +{growth / MIB:.0f} MiB; the same session after: {again}, a new one: {fresh}"
+        )
+        assert len(results) == calls, f"{calls - len(results)} calls hung"
+        for n, (_, answer, seconds) in results.items():
+            assert isinstance(answer, dict) and "error" in answer, (n, answer)
+            assert seconds < 10 + SLACK, (n, seconds)
+        assert growth < RSS_SLACK, f"peak rose {growth / MIB:.0f} MiB"
+        assert again and fresh
