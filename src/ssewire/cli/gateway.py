@@ -278,6 +278,12 @@ def _auth(args: argparse.Namespace, public: str) -> Any:
             raise InputError("--auth-jwks needs --auth-issuer and --auth-audience (and the other way round)")
         from ..mcp.server.auth import JwtAuth
 
+        try:
+            import jwt  # noqa: F401
+        except ModuleNotFoundError:
+            raise InputError(
+                "--auth-jwks needs PyJWT, which is not installed: pip install '.[auth]'"
+            ) from None
         return JwtAuth(
             jwks=args.auth_jwks,
             issuer=args.auth_issuer,

@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from ..protocol.wire import JSON
+
 if TYPE_CHECKING:
     import httpx
 
@@ -443,6 +445,8 @@ class JwtAuth:
         http: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        import jwt  # noqa: F401  (PyJWT missing fails here, at start-up, not at the first request)
+
         if not jwks or not issuer or not audience:
             raise ValueError("jwks, issuer and audience must each be given")
         _resource_parts(resource)  # ValueError for a URL that cannot be a resource identifier
@@ -598,9 +602,7 @@ def _read_file(path: str) -> bytes:
 
 
 async def _fetch(client: httpx.AsyncClient, url: str) -> bytes:
-    async with client.stream(
-        "GET", url, headers={"accept": "application/json"}, timeout=JWKS_TIMEOUT
-    ) as response:
+    async with client.stream("GET", url, headers={"accept": JSON}, timeout=JWKS_TIMEOUT) as response:
         if response.status_code != 200:
             raise _KeysUnavailable(f"HTTP status {response.status_code}")
         length = response.headers.get("content-length", "")

@@ -27,7 +27,7 @@ class Limits:
     sessions: int | None = 256
     calls: int | None = 256  # requests in flight, across its sessions
     streams: int | None = 64  # downstream GET streams open
-    bytes: int | None = 64 << 20  # request bodies being read and answers being written
+    bytes: int | None = 64 << 20  # request bodies being read (answers are the store's budget)
 
 
 class QuotaExceeded(Refused):
