@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from typing import Any
 
@@ -278,12 +279,8 @@ def _auth(args: argparse.Namespace, public: str) -> Any:
             raise InputError("--auth-jwks needs --auth-issuer and --auth-audience (and the other way round)")
         from ..mcp.server.auth import JwtAuth
 
-        try:
-            import jwt  # noqa: F401
-        except ModuleNotFoundError:
-            raise InputError(
-                "--auth-jwks needs PyJWT, which is not installed: pip install '.[auth]'"
-            ) from None
+        if importlib.util.find_spec("jwt") is None:
+            raise InputError("--auth-jwks needs PyJWT, which is not installed: pip install '.[auth]'")
         return JwtAuth(
             jwks=args.auth_jwks,
             issuer=args.auth_issuer,
