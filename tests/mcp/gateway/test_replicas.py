@@ -33,9 +33,11 @@ def redis_url():
         yield url
 
 
-def replica(upstream: str, redis_url: str, port: int):
+def replica(upstream: str, redis_url: str, port: int, **popen):
     argv = [sys.executable, "-m", "ssewire", "gateway", "--upstream", upstream, "--store", redis_url]
-    return listening([*argv, "--port", str(port), "--keepalive", "0.5"], port, name="a gateway replica")
+    return listening(
+        [*argv, "--port", str(port), "--keepalive", "0.5"], port, name="a gateway replica", **popen
+    )
 
 
 def test_a_client_resumes_at_the_other_replica_without_gap_or_copy(upstream, redis_url):
@@ -61,6 +63,48 @@ def test_a_client_resumes_at_the_other_replica_without_gap_or_copy(upstream, red
     got = messages(first) + messages(rest)
     assert [m["params"]["progress"] for m in got if "method" in m] == [1, 2, 3, 4, 5, 6]
     assert [m["id"] for m in got if "result" in m] == [4]
+
+
+def test_a_replica_stalled_past_its_lease_leaves_the_call_whole_and_unwinds_without_a_lost_task(
+    upstream, redis_url, tmp_path
+):
+    """A replica stopped (SIGSTOP) past its 3 s lease while it writes a call: the client
+    resumes at the other replica, which takes the call over; the stalled one, continued,
+    finds its lease taken and lets the call go. The call arrives whole, once, and the
+    stalled replica's unwinding leaves no task unretrieved or destroyed pending."""
+    a, b = free_port(), free_port()
+    log = tmp_path / "stalled.log"
+    with (
+        log.open("wb") as said,
+        replica(upstream, redis_url, b),
+        replica(upstream, redis_url, a, stderr=said) as stalled,
+        httpx.Client(timeout=30) as http,
+    ):
+        at_a, at_b = f"http://127.0.0.1:{a}/mcp", f"http://127.0.0.1:{b}/mcp"
+        headers = session(http, at_a)
+        decoder, first = Decoder(), []
+        with http.stream("POST", at_a, json=countdown(7, 24, 0.2), headers=headers) as answer:
+            for chunk in answer.iter_bytes():
+                first += decoder.feed(chunk)
+                if len(messages(first)) >= 2:
+                    break
+        stalled.send_signal(signal.SIGSTOP)
+        go_on = threading.Timer(4.5, lambda: stalled.send_signal(signal.SIGCONT))
+        go_on.start()
+        try:
+            resume = {**headers, "Accept": "text/event-stream", "Last-Event-ID": decoder.last_event_id}
+            rest = Decoder().feed(http.get(at_b, headers=resume).content)  # taken over at B
+        finally:
+            go_on.join()
+        asyncio.run(asyncio.sleep(1.5))  # the stalled replica goes on, finds the lease taken, unwinds
+        taken = metric(http.get(f"http://127.0.0.1:{b}/metrics").text, "ssewire_gateway_takeovers_total")
+    assert taken == 1  # B resumed the call upstream: the stall was past the lease
+    got = messages(first) + messages(rest)
+    assert [m["params"]["progress"] for m in got if "method" in m] == list(range(1, 25))
+    assert [m["id"] for m in got if "result" in m] == [7]
+    text = log.read_text(errors="replace")
+    assert "never retrieved" not in text and "destroyed but it is pending" not in text, text[-2000:]
+    assert "Traceback" not in text, text[-2000:]
 
 
 def test_a_replica_killed_mid_call_leaves_every_call_intact_or_an_explicit_error(upstream, redis_url):

@@ -35,7 +35,7 @@ from ..protocol.wire import REPEATABLE
 from ..server.asgi import error_message
 from ..streams.guard import UnsafeResumption
 from .metrics import Metrics
-from .stores import CallRecord, Gap, Position, SessionRecord, Store, redacted
+from .stores import CallRecord, Gap, Position, SessionRecord, Store, StreamGone, redacted
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -158,6 +158,9 @@ class Outbox:
                 if tries > 1:
                     log.warning("stream %s stored after %d tries", self.stream, tries)
                 return True
+            except StreamGone as gone:  # the store lost it: no one can read the rest, so the call ends
+                await self._give_up(gone, tries, f"the gateway's store lost this call's stream ({gone})")
+                return False
             except Gap as gone:  # evicted (the budget: its reader was cut), or another replica writes it
                 log.warning("stream %s of a session is no longer this writer's: %s", self.stream, gone)
                 return False
@@ -176,8 +179,9 @@ class Outbox:
                 await asyncio.sleep(min(pause, left))
                 pause = min(pause * 2, STORE_BACKOFF_MAX)
 
-    async def _give_up(self, failed: Exception, tries: int) -> None:
-        """The store kept failing: the call ends with an explicit error, for every follower."""
+    async def _give_up(self, failed: Exception, tries: int, why: str | None = None) -> None:
+        """The store kept failing (or lost the stream): the call ends with an explicit error,
+        for every follower."""
         self.failed = True
         self.ended = True
         log.error(
@@ -187,10 +191,10 @@ class Outbox:
             STORE_DEADLINE,
             redacted(failed, self.session),
         )
+        why = why or f"the gateway's store failed for {STORE_DEADLINE:g} s ({type(failed).__name__})"
         text = (
-            f"the gateway's store failed for {STORE_DEADLINE:g} s ({type(failed).__name__}): the rest of "
-            "this call's answer is lost; the request may have been processed: check its effects before "
-            "sending it again"
+            f"{why}: the rest of this call's answer is lost; the request may have been processed: "
+            "check its effects before sending it again"
         )
         event = orjson.dumps(gateway_error(self.call_id, "store", text))
         if self.on_failed is not None:

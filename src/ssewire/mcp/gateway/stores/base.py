@@ -53,6 +53,12 @@ def redacted(failed: BaseException, *secrets: str, limit: int = 160) -> str:
     return f"{type(failed).__name__}: {text}" if text else type(failed).__name__
 
 
+class StreamGone(Gap):
+    """A stream its writer was writing is kept no more at all (the store lost it: a Redis
+    restart, its keys gone): no follower can ever read the rest, so its call must end
+    explicitly, unlike a stream another replica writes now (a plain `Gap`)."""
+
+
 class Abandoned(Exception):
     """A stream is unfinished and its writer is gone (a replica that stopped): a follower
     may `Store.adopt` it, to take the call up or end it with an explicit error."""

@@ -63,6 +63,7 @@ from .base import (
     SessionRecord,
     Stored,
     StoreFailed,
+    StreamGone,
     StreamState,
     event_id,
     redacted,
@@ -329,10 +330,14 @@ class RedisStore:
         keys = [self._key(kind, session, stream) for kind in ("m", "e", "l")]
         with _failing(f"storing events of stream {stream}", session):
             done = int(await self._append(keys=keys, args=args))
+        if done == -1:  # its keys are gone (Redis restarted, or flushed): its followers must be told
+            lease = self._leases.pop((session, stream), None)
+            if lease is not None:
+                lease.cancel()
+            raise StreamGone(f"stream {stream} is no longer kept")  # (still ours to `fail`)
         if done < 0:
             self._stop_writing(session, stream)
-            why = {-1: "is no longer kept", -2: "was written by another replica"}.get(done, "is another's")
-            raise Gap(f"stream {stream} {why}")
+            raise Gap(f"stream {stream} was written by another replica")
         if final:
             self._stop_writing(session, stream)
         else:
@@ -602,7 +607,9 @@ class RedisStore:
                 if not entries:
                     if lost and key not in self._failed:
                         state = await self.state(session, stream)
-                        if state is not None and not state.done:
+                        if state is None:  # its keys are gone (a restart): never wait on it
+                            raise Gap(f"stream {stream} is no longer kept")
+                        if not state.done:
                             raise Abandoned(state.call)
                     continue
                 if _seq(entries[0][0]) != sent + 1:
