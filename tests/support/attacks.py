@@ -532,8 +532,14 @@ def head(method: str, port: int, headers: dict[str, str | bytes], path: str = "/
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def connect(port: int, host: str = "127.0.0.1", timeout: float = SOCKET_TIMEOUT) -> socket.socket:
-    return socket.create_connection((host, port), timeout=timeout)
+def connect(
+    port: int, host: str = "127.0.0.1", timeout: float = SOCKET_TIMEOUT, source: str | None = None
+) -> socket.socket:
+    """A connection to the gateway, from ``source`` (another loopback address, 127.0.0.2:
+    an attacker whose address is not the victim's) when given."""
+    return socket.create_connection(
+        (host, port), timeout=timeout, source_address=(source, 0) if source else None
+    )
 
 
 def read_status(sock: socket.socket) -> tuple[int | None, bytes]:

@@ -170,6 +170,13 @@ def add_parser(commands: Any) -> None:
     limits.add_argument(
         "--max-connections", type=positive_int, default=1000, metavar="N", help="connections open at once"
     )
+    limits.add_argument(
+        "--max-connections-per-peer",
+        type=positive_int,
+        metavar="N",
+        help="connections open at once from one address (set it when clients connect directly; "
+        "behind a balancer every client has its address)",
+    )
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -246,6 +253,7 @@ def _serve(app: Any, args: argparse.Namespace) -> None:
                 port=args.port,
                 head_timeout=args.head_timeout,
                 max_connections=args.max_connections,
+                max_connections_per_peer=args.max_connections_per_peer,
                 log_level="warning",
             )
         )

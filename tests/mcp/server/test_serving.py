@@ -206,3 +206,20 @@ def test_a_head_over_the_bound_is_refused():
         assert got.startswith((b"HTTP/1.1 400", b"HTTP/1.1 431"))
         with connect(port) as ok:
             assert answer(ok).startswith(b"HTTP/1.1 200")  # a head under it is served
+
+
+def test_one_address_past_its_share_is_answered_503_while_another_address_is_served():
+    """Slow heads from one address hold its share of the connections, never all of them."""
+    with served(max_connections=100, max_connections_per_peer=3, head_timeout=5) as port:
+        held = [connect(port) for _ in range(3)]
+        try:
+            time.sleep(0.2)  # all three accepted, their heads never sent
+            with connect(port) as extra:
+                extra.settimeout(2)
+                assert extra.recv(4096).startswith(b"HTTP/1.1 503 ")  # the same address, past its share
+            other = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.2", 0))
+            with other:
+                assert answer(other).startswith(b"HTTP/1.1 200")  # another address is served meanwhile
+        finally:
+            for sock in held:
+                sock.close()

@@ -71,6 +71,7 @@ class Bounds:
     head_timeout: float | None = None
     max_connections: int | None = None
     max_head_size: int | None = None
+    max_connections_per_peer: int | None = None  # one address's share (None: behind a balancer)
 
 
 class ServingConfig(uvicorn.Config):
@@ -95,6 +96,10 @@ class _Bounded(_Base):
         self._bounds = config.bounds if isinstance(config, ServingConfig) else Bounds()
         limit = self._bounds.max_connections
         if limit is not None and len(self.connections) >= limit:
+            self._refuse(transport)
+            return
+        share = self._bounds.max_connections_per_peer
+        if share is not None and _peer_connections(self.connections, transport) >= share:
             self._refuse(transport)
             return
         super().connection_made(_CutIsAborted(transport, self))  # type: ignore[arg-type]
@@ -185,6 +190,19 @@ class _Bounded(_Base):
         super().shutdown()
 
 
+def _peer_connections(connections: Any, transport: asyncio.Transport) -> int:
+    """How many of the server's connections come from the address ``transport`` does."""
+    peer = transport.get_extra_info("peername")
+    address = peer[0] if isinstance(peer, tuple) and peer else None
+    if address is None:
+        return 0  # a Unix socket, or no address: nothing to share by
+    held = 0
+    for connection in connections:
+        other = getattr(connection, "client", None)
+        held += bool(other and other[0] == address)
+    return held
+
+
 class _CutIsAborted:
     """The connection's transport, but closing it while a response is incomplete (the app
     gave up on a client that does not read, or it left) aborts it: asyncio's ``close``
@@ -240,18 +258,23 @@ def config(
     max_connections: int | None = 1000,
     keepalive_timeout: float = 5.0,
     max_head_size: int = HEAD_SIZE,
+    max_connections_per_peer: int | None = None,
     **uvicorn_options: Any,
 ) -> uvicorn.Config:
     """A uvicorn Config for ``app`` with the bounds: ``head_timeout`` seconds for a request
     line and headers (from the connection, or from the previous answer on a kept one),
     ``max_connections`` at once (past it 503 at once), ``keepalive_timeout`` seconds idle
-    between requests, ``max_head_size`` bytes of head. ``uvicorn_options`` go to
+    between requests, ``max_head_size`` bytes of head, ``max_connections_per_peer`` from one
+    address (so one client cannot take every slot; leave None when a balancer is every
+    client's address). ``uvicorn_options`` go to
     uvicorn.Config (``http``: "auto", "h11" or "httptools")."""
     for name, seconds in (("head_timeout", head_timeout), ("keepalive_timeout", keepalive_timeout)):
         if not (isinstance(seconds, (int, float)) and seconds > 0 and math.isfinite(seconds)):
             raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")
     if max_connections is not None and max_connections < 1:
         raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+    if max_connections_per_peer is not None and max_connections_per_peer < 1:
+        raise ValueError(f"max_connections_per_peer must be at least 1, not {max_connections_per_peer}")
     if max_head_size < 1:
         raise ValueError(f"max_head_size must be at least 1, not {max_head_size}")
     if "limit_concurrency" in uvicorn_options:
@@ -266,7 +289,7 @@ def config(
         "h11_max_incomplete_event_size": max_head_size,
     }
     result = ServingConfig(app, **options)
-    result.bounds = Bounds(head_timeout, max_connections, max_head_size)
+    result.bounds = Bounds(head_timeout, max_connections, max_head_size, max_connections_per_peer)
     return result
 
 
