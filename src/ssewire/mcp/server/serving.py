@@ -293,32 +293,11 @@ def config(
     return result
 
 
-def serve(
-    app: Any,
-    *,
-    host: str,
-    port: int,
-    head_timeout: float = 10.0,
-    max_connections: int | None = 1000,
-    keepalive_timeout: float = 5.0,
-    max_head_size: int = HEAD_SIZE,
-    **uvicorn_options: Any,
-) -> None:
-    """Serve ``app`` with `config`'s bounds until interrupted (one process: uvicorn's reload
-    and workers are not run). Like uvicorn.run, exit with status 3 when it did not start
-    (the address in use, say)."""
-    server = uvicorn.Server(
-        config(
-            app,
-            host=host,
-            port=port,
-            head_timeout=head_timeout,
-            max_connections=max_connections,
-            keepalive_timeout=keepalive_timeout,
-            max_head_size=max_head_size,
-            **uvicorn_options,
-        )
-    )
+def serve(app: Any, **options: Any) -> None:
+    """Serve ``app`` with `config`'s bounds (``options`` are its keywords) until interrupted
+    (one process: uvicorn's reload and workers are not run). Like uvicorn.run, exit with
+    status 3 when it did not start (the address in use, say)."""
+    server = uvicorn.Server(config(app, **options))
     try:
         server.run()
     except KeyboardInterrupt:
