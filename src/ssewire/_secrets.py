@@ -132,7 +132,21 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
     query = f"?{MASK}" if parts.query else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}{query}" if parts.scheme else MASK
+    path = "/".join(MASK if _secret_segment(part) else part for part in parts.path.split("/"))
+    return f"{parts.scheme}://{host}{port}{path}{query}" if parts.scheme else MASK
+
+
+_TOKEN_SEGMENT = re.compile(r"[A-Za-z0-9_\-.~+=%]{20,}")
+
+
+def _secret_segment(part: str) -> bool:
+    """A path segment that may be a key (hosted MCP servers put one there: ``/s/<key>/mcp``):
+    20 or more token characters with letters and digits both."""
+    return (
+        bool(_TOKEN_SEGMENT.fullmatch(part))
+        and any(c.isdigit() for c in part)
+        and any(c.isalpha() for c in part)
+    )
 
 
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")

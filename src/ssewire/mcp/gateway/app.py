@@ -13,11 +13,12 @@ own, and a broken answer is re-issued upstream only for a request that lists or 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -230,7 +231,8 @@ class Gateway:
         except Refused as refusal:
             self.metrics.add("refused_total")
             if not started:
-                await refused(sending, refusal.refusal)
+                closing = [pair for pair in _closing(scope) if pair not in refusal.refusal.headers]
+                await refused(sending, refusal.refusal, closing)
         except Exception as failed:  # never a traceback: a store's may name keys, which hold session ids
             store = isinstance(failed, StoreFailed)
             log.warning(
@@ -264,7 +266,7 @@ class Gateway:
             body = {"error_description": failure.description}  # RFC 6750's fields, as in its challenge
             if failure.error is not None:  # none when no credentials came (RFC 6750 sec 3.1)
                 body = {"error": failure.error, **body}
-            answer = [("content-type", JSON), *self.auth.challenge(failure)]
+            answer = [("content-type", JSON), *self.auth.challenge(failure), *_closing(scope)]
             await respond(send, failure.status, orjson.dumps(body), answer)
             return _DENIED
 
@@ -312,40 +314,66 @@ class Gateway:
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
     ) -> None:
         """Climb the ladder: the headers, the session (both before a byte of the body is read,
-        so no one unknown makes the gateway hold or parse anything), the body, the message."""
+        so no one unknown makes the gateway hold or parse anything), the body, the message;
+        then dispatch it, the body's share and budget held until the message is handed on
+        (a call's stream is written after they are given back)."""
         climb(inbound.POST_HEADERS, headers)
         modern = headers.get("mcp-protocol-version", "").strip() == NEWEST.name
         session = (
             None if modern or "mcp-session-id" not in headers else await self._session(headers, principal)
         )
-        message = await self._message(receive, headers, principal)
-        method = message.get("method")
-        if modern or method == "server/discover":
-            await self._post_modern(scope, receive, send, headers, message, principal)
-            return
-        if method == "initialize":
-            await self._initialize(send, message, principal)
-            return
+        async with self._reading(receive, headers, principal) as message:
+            scope[_BODY_READ] = True  # read whole: a refusal from here need not close the connection
+            method = message.get("method")
+            if modern or method == "server/discover":
+                serve = await self._post_modern(send, headers, message, principal)
+            elif method == "initialize":
+                await self._initialize(send, message, principal)
+                return
+            else:
+                serve = await self._post_session(send, headers, message, principal, session)
+            del message  # what the call needs is the relay's now: the stream is written without it
+        if serve is not None:
+            await serve(scope, receive)
+
+    async def _post_session(
+        self,
+        send: Any,
+        headers: dict[str, str],
+        message: dict[str, Any],
+        principal: str | None,
+        session: tuple[str, Relay] | None,
+    ) -> _Serving | None:
+        """A message of a session (2025 revisions): answered here, or a call whose stream
+        the returned function writes."""
         sid, relay = session or await self._session(headers, principal)
+        if self.relays.get(sid) is not relay:  # ended (DELETE) while its body was read
+            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
+        method = message.get("method")
         if method is None:
             if not await relay.answered(message):  # the answer to a request the upstream sent down
                 raise Refused(inbound.unasked_answer(None))
             await respond(send, 202, b"", [])
-        elif "id" not in message:
+            return None
+        if "id" not in message:
             await self._notification(relay, message)
             await respond(send, 202, b"", [])
-        else:
-            self.quotas.take(principal, "calls")
-            try:
-                stream = await relay.start_call(message)
-            finally:
-                self._count_call(relay, message.get("id"), principal)
+            return None
+        self.quotas.take(principal, "calls")  # given back when the call ends, not the request
+        stream = await relay.start_call(message, on_done=lambda: self.quotas.give(principal, "calls"))
+
+        async def serve(scope: dict[str, Any], receive: Any) -> None:
             await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)], relay=relay)
 
-    async def _message(self, receive: Any, headers: dict[str, str], principal: str | None) -> dict[str, Any]:
+        return serve
+
+    @contextlib.asynccontextmanager
+    async def _reading(
+        self, receive: Any, headers: dict[str, str], principal: str | None
+    ) -> AsyncIterator[dict[str, Any]]:
         """The body's one message, read under the deadline, the principal's share of bytes and
-        the global budget; its parse is charged at what it may cost in objects, and all of it
-        is given back once the message is read."""
+        the global budget; its parse is charged at what it may cost in objects. All of it is
+        held while the message is (the block), and given back after."""
         declared = headers.get("content-length", "")
         limit = self.quotas.limits.bytes
         # without a Content-Length the body may be anything up to the message limit: the whole
@@ -356,16 +384,9 @@ class Gateway:
         with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
             body = await read_body(receive, headers, self.max_body, deadline=self.body_timeout, budget=held)
             held.grow(_parse_cost(body))
-            return message_of(body)
-
-    def _count_call(self, relay: Relay, ident: Any, principal: str | None) -> None:
-        """The principal's share of calls, held until the call's task ends (not the request:
-        a call goes on while its client resumes)."""
-        task = relay.calls.get(ident) if isinstance(ident, (str, int)) else None
-        if task is None or task.done():
-            self.quotas.give(principal, "calls")
-        else:
-            task.add_done_callback(lambda _: self.quotas.give(principal, "calls"))
+            message = message_of(body)
+            del body
+            yield message
 
     async def _initialize(self, send: Any, message: dict[str, Any], principal: str | None) -> None:
         params = message.get("params")
@@ -385,6 +406,9 @@ class Gateway:
         relay = await self._keep(record, message.get("id"))  # its place taken before it opens
         try:
             result = await relay.open()
+        except asyncio.CancelledError:  # its client left: nothing half made stays
+            await asyncio.shield(self._forget(record.ident, relay, end_upstream=True))
+            raise
         except RPCError as upstream_error:  # the upstream's own answer: passed on as it is
             await self._forget(record.ident, relay)
             body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": upstream_error.error})
@@ -445,14 +469,8 @@ class Gateway:
             relay.forwarding -= 1
 
     async def _post_modern(
-        self,
-        scope: dict[str, Any],
-        receive: Any,
-        send: Any,
-        headers: dict[str, str],
-        message: dict[str, Any],
-        principal: str | None,
-    ) -> None:
+        self, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None
+    ) -> _Serving | None:
         """2026-07-28: each request on its own, held under a key of the gateway's (clients'
         ids meet in one relay: none can name, cancel or block another's); its answer streamed
         without ids (no resumption). Closing the stream is the cancellation (the revision's
@@ -465,19 +483,34 @@ class Gateway:
         relay = await self._modern_relay(message.get("id"))
         if "method" not in message:
             await respond(send, 202, b"", [])  # no server-to-client requests are relayed here
-            return
+            return None
         if "id" not in message:
             if message.get("method") != "notifications/cancelled":
-                await self._notification(relay, message)
+                params = message.get("params")
+                try:  # the revision has no client notifications to order: each goes up on its own
+                    await asyncio.wait_for(
+                        relay.client.notify(
+                            str(message["method"]), params if isinstance(params, dict) else None
+                        ),
+                        self.timeout,
+                    )
+                except Exception as failed:  # no answer to give: its loss is logged, not raised
+                    log.warning("forwarding a notification upstream failed (%s)", type(failed).__name__)
             await respond(send, 202, b"", [])
-            return
+            return None
         key = ("request", next(self._requests))
-        with self.quotas.hold(principal, "calls"):
-            stream = await relay.start_call(message, key=key, limit=MODERN_CALLS)
+        self.quotas.take(principal, "calls")
+        stream = await relay.start_call(
+            message, key=key, limit=MODERN_CALLS, on_done=lambda: self.quotas.give(principal, "calls")
+        )
+
+        async def serve(scope: dict[str, Any], receive: Any) -> None:
             try:
                 await self._serve(scope, receive, send, MODERN, stream, 0, [], store=self._passing)
             finally:
                 relay.abandon(key)  # answered (a no-op), or its client left: the call ends upstream
+
+        return serve
 
     async def _modern_relay(self, ident: Any) -> Relay:
         async with self._modern_lock:
@@ -489,6 +522,7 @@ class Gateway:
                     client=self._client,
                     timeout=self.timeout,
                 )
+                relay.shared = True  # many clients' requests: no stream is one's by default
                 try:
                     await relay.open()
                 except (RPCError, StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
@@ -810,6 +844,12 @@ class Gateway:
         await store.finish(sid, stream)
 
 
+def _closing(scope: dict[str, Any]) -> list[tuple[str, str]]:
+    """``connection: close`` for a refused request whose body is left unread (a POST refused
+    from its head): its bytes are never read, so the connection cannot carry another."""
+    return [("connection", "close")] if scope.get("method") == "POST" and not scope.get(_BODY_READ) else []
+
+
 def _parse_cost(body: bytes | bytearray) -> int:
     """What parsing ``body`` may take beyond its bytes: its containers and elements as Python
     objects (``[{},{},...]`` is 3 bytes an object of ~64), counted by C loops before the
@@ -818,6 +858,8 @@ def _parse_cost(body: bytes | bytearray) -> int:
 
 
 _DENIED = object()  # _principal's answer when it refused the request itself
+_BODY_READ = "ssewire.body_read"  # set in a POST's scope once its body may be read
+_Serving = Callable[[dict[str, Any], Any], Awaitable[None]]  # writes a call's stream (scope, receive)
 _ANYONE = object()  # the principal of the gateway's own lookups (a takeover): bound to none
 
 

@@ -50,6 +50,12 @@ _DRAINING: set[asyncio.Task[None]] = (
     set()
 )  # every outbox's task, held until it ends (never destroyed pending)
 _NOTIFYING: set[asyncio.Future[None]] = set()  # cancellations being sent upstream, likewise
+_CLOSING: set[asyncio.Future[None]] = set()  # streams of calls cancelled before they ran, being finished
+
+
+def _held_until_done(future: asyncio.Future[None], held: set[asyncio.Future[None]]) -> None:
+    held.add(future)
+    future.add_done_callback(held.discard)
 
 
 def gateway_error(ident: Any, kind: str, text: str) -> dict[str, Any]:
@@ -252,6 +258,7 @@ class Relay:
         self.serving = 0  # downstream streams being written now (the gateway counts them)
         # cancellations of this session's calls posted at any replica (the store's one subscription)
         self._unlisten = store.listen_cancels(record.ident, self.cancel)
+        self.shared = False  # relays many clients' requests (2026-07-28): no stream is anyone's default
         self.forward_lock = asyncio.Lock()  # downstream notifications go up one at a time, in order
         self.forwarding = 0  # notifications waiting for it (the gateway bounds them)
 
@@ -341,16 +348,26 @@ class Relay:
             for outbox in self.outboxes.values():
                 if outbox.upstream == related:
                     return outbox
+        if self.shared:
+            return None  # the streams here are many clients': never one's message on another's
         calls = [n for n in self.outboxes if n not in self.listeners]
         order = [*self.listeners[::-1], *calls[::-1]]
         return self.outboxes.get(order[0]) if order else None
 
     # -- calls -------------------------------------------------------------------------
 
-    async def start_call(self, message: dict[str, Any], *, key: Any = None, limit: int = MAX_CALLS) -> int:
+    async def start_call(
+        self,
+        message: dict[str, Any],
+        *,
+        key: Any = None,
+        limit: int = MAX_CALLS,
+        on_done: Callable[[], None] | None = None,
+    ) -> int:
         """A downstream request: its stream, written by a task of its own, held under
         ``key`` (the request id by default: the one client of a session names its calls;
-        a stateless relay serves many clients, so it keys each request by one of its own)."""
+        a stateless relay serves many clients, so it keys each request by one of its own).
+        ``on_done`` is called once the call's relaying ends (at once when it is refused)."""
         ident = message.get("id")
         key = ident if key is None else key
         params = message.get("params")
@@ -364,8 +381,12 @@ class Relay:
             why = "a call with this id is in flight" if key in self.calls else f"{limit} calls in flight"
             outbox.put(gateway_error(ident, "busy", f"the session is busy ({why}); try again later"))
             await self._finished(stream)
+            if on_done is not None:
+                on_done()
             return stream
-        self._spawn(key, self._call(stream, outbox, message, token))
+        task = self._spawn(key, self._call(stream, outbox, message, token), stream)
+        if on_done is not None:
+            task.add_done_callback(lambda _: on_done())
         return stream
 
     def abandon(self, key: Any) -> None:
@@ -375,11 +396,20 @@ class Relay:
         if task is not None:
             task.cancel()
 
-    def _spawn(self, key: Any, work: Coroutine[Any, Any, None]) -> None:
-        """Run a call's relaying as a task of this session's, held until it ends."""
+    def _spawn(self, key: Any, work: Coroutine[Any, Any, None], stream: int) -> asyncio.Task[None]:
+        """Run a call's relaying as a task of this session's, held until it ends; its stream
+        is finished on every path, a cancel before the task's first step included."""
         task = asyncio.ensure_future(work)
         self.calls[key] = task
-        task.add_done_callback(lambda _: self.calls.pop(key, None) if self.calls.get(key) is task else None)
+
+        def ended(_: asyncio.Task[None]) -> None:
+            if self.calls.get(key) is task:
+                self.calls.pop(key, None)
+            if stream in self.outboxes:  # it never ran (cancelled at once): its stream ends here
+                _held_until_done(asyncio.ensure_future(self._finished(stream)), _CLOSING)
+
+        task.add_done_callback(ended)
+        return task
 
     async def _call(self, stream: int, outbox: Outbox, message: dict[str, Any], token: Any) -> None:
         ident, method = message.get("id"), str(message.get("method"))
@@ -413,7 +443,7 @@ class Relay:
         replying = self.client.resume_call(
             position.upstream, position.cursor, on_progress=on_progress, timeout=self.timeout
         )
-        self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying))
+        self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying), stream)
 
     def _progress_to(
         self, outbox: Outbox, token: Any, above: float | None = None
@@ -497,8 +527,8 @@ class Relay:
     def _held(self, ident: Any) -> tuple[asyncio.Task[None], Any] | None:
         """The task relaying call ``ident`` here (one this replica began or took over) and
         the upstream id it was sent under; None when it is not relayed here."""
-        if not isinstance(ident, (str, int)) or isinstance(ident, bool):
-            return None
+        if not isinstance(ident, (str, int, float)) or isinstance(ident, bool):
+            return None  # (1.0 names call 1: equal numbers are one key)
         task = self.calls.get(ident)
         for outbox in list(self.outboxes.values()):
             if outbox.call_id != ident or outbox.stream in self.listeners:

@@ -532,15 +532,19 @@ class JwtAuth:
         """The key to verify a token of ``kid`` and ``alg`` with, reading the JWKS first
         when none is held, the set is older than ``max_age``, or ``kid`` is unknown (each
         within the refresh limit)."""
-        async with self._lock:
-            if self._keys is None or self._clock() - self._loaded_at >= self.max_age:
-                await self._refresh()
-            if self._keys is None:
-                raise self._fail("the server's signing keys are unavailable; try again later")
-            known = [key for key in self._keys if kid is None or key.kid == kid]
-            if not known:
-                await self._refresh()
+        keys = self._keys  # a token of a key held needs no lock: a refresh never holds it up
+        fresh = keys is not None and self._clock() - self._loaded_at < self.max_age
+        known = [key for key in keys if kid is None or key.kid == kid] if keys is not None and fresh else []
+        if not known:
+            async with self._lock:
+                if self._keys is None or self._clock() - self._loaded_at >= self.max_age:
+                    await self._refresh()
+                if self._keys is None:
+                    raise self._fail("the server's signing keys are unavailable; try again later")
                 known = [key for key in self._keys if kid is None or key.kid == kid]
+                if not known:
+                    await self._refresh()
+                    known = [key for key in self._keys if kid is None or key.kid == kid]
         if not known:
             raise self._fail("the token's signing key (kid) is not known")
         fitting = [key for key in known if key.fits(alg)]

@@ -86,8 +86,9 @@ FAILED_KEPT = 60.0  # seconds the error ending a failed stream is kept for follo
 # unless the stream ended meanwhile; another's (the stream adopted) is not renewed: 0
 RENEW = """
 local held = redis.call('get', KEYS[1])
+if redis.call('exists', KEYS[2]) == 0 then return -1 end
 if held == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
-if held or redis.call('hexists', KEYS[2], 'done') == 1 or redis.call('exists', KEYS[2]) == 0 then
+if held or redis.call('hexists', KEYS[2], 'done') == 1 then
   return 0
 end
 redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -281,6 +282,9 @@ class RedisStore:
             except (StoreFailed, asyncio.TimeoutError) as failed:  # Redis away a moment: the lease may hold
                 log.warning("renewing the lease of stream %s failed (%s)", stream, failed)
                 continue
+            if held == -1:  # the stream's keys are gone (a restart): its writer's next write says so
+                self._leases.pop((session, stream), None)
+                return
             if not held:
                 log.error("stream %s was taken over by another replica: this one stops writing it", stream)
                 self._next.pop((session, stream), None)
