@@ -67,9 +67,11 @@ def test_no_token_or_one_a_header_cannot_carry_is_refused(stdin, said, capsys, m
     assert "two words" not in err
 
 
-def test_the_command_reads_a_real_stdin(tmp_path):
+@pytest.mark.parametrize("command", [["hash-token"], ["gateway", "hash-token"]], ids=["own", "under-gateway"])
+def test_the_command_reads_a_real_stdin(tmp_path, command):
+    """Also spelt ``ssewire gateway hash-token``: the gateway is what reads the lines."""
     done = subprocess.run(
-        [sys.executable, "-m", "ssewire", "hash-token", "bob"],
+        [sys.executable, "-m", "ssewire", *command, "bob"],
         input="piped-token\n",
         capture_output=True,
         text=True,

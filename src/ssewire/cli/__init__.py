@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:2] == ["gateway", hash_token.NAME]:  # spelt as a gateway command: the same one
+        words = words[1:]
+    args = build_parser().parse_args(words)
     command = COMMANDS[args.command]
     try:
         return command.run(args)

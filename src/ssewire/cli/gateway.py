@@ -31,7 +31,8 @@ def add_parser(commands: Any) -> None:
         description="Serve an MCP gateway at http://HOST:PORT/mcp (metrics at /metrics) until interrupted. "
         "Upstream streams are read through the resumption guard and resumed upstream; downstream "
         "clients resume from the gateway's own store. Bound beyond loopback it authenticates every "
-        "client (--auth-tokens or --auth-jwks) and binds each session to the one who opened it.",
+        "client (--auth-tokens or --auth-jwks) and binds each session to the one who opened it. "
+        "'ssewire gateway hash-token PRINCIPAL' (or 'ssewire hash-token') makes a --auth-tokens line.",
         formatter_class=_DefaultsShown,
     )
     parser.add_argument("--upstream", required=True, metavar="URL", help="the upstream MCP endpoint")
