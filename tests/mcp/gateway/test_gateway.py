@@ -459,3 +459,43 @@ def test_a_browser_client_reads_every_answer_a_trusted_origin_gets(gateway):
         assert answer.headers["access-control-allow-origin"] == origin["Origin"]
         assert "Mcp-Session-Id" in answer.headers["access-control-expose-headers"]
     assert opened.status_code == 200 and refused.status_code == 400
+
+
+def test_a_session_taken_up_by_many_requests_at_once_is_taken_up_once(upstream, monkeypatch):
+    """Requests for a session another process opened arrive together: one takes it up, the
+    rest wait for it; a take-up that fails leaves no lock behind and no second relay."""
+    from ssewire.mcp.gateway import relay as relay_module
+    from ssewire.mcp.gateway.stores import MemoryStore
+
+    attaches, real_attach = [], relay_module.Relay.attach
+
+    async def counted(self):
+        attaches.append(self)
+        if len(attaches) == 1:
+            raise relay_module.StreamBroken("the first take-up fails")
+        await asyncio.sleep(0.2)  # long enough for the others to queue behind it
+        await real_attach(self)
+
+    shared = MemoryStore()
+    with (
+        gateway_over(upstream, store=shared, replica=True) as one,
+        gateway_over(upstream, store=shared, replica=True) as two,
+        httpx.Client(timeout=30) as http,
+    ):
+        headers = session(http, one.url)
+        monkeypatch.setattr(relay_module.Relay, "attach", counted)
+
+        async def pings():
+            async with httpx.AsyncClient(timeout=30) as client:
+                asked = [
+                    client.post(two.url, json={"jsonrpc": "2.0", "id": n, "method": "ping"}, headers=headers)
+                    for n in range(12)
+                ]
+                return [answer.status_code for answer in await asyncio.gather(*asked)]
+
+        first = asyncio.run(pings())
+        second = asyncio.run(pings())
+        assert first.count(404) == 1 and first.count(200) == 11, first  # one failed take-up, then one good
+        assert second == [200] * 12
+        assert len(attaches) == 2  # not one per request
+        assert list(two.app.relays) == [headers["Mcp-Session-Id"]] and two.app._attaching == {}

@@ -178,7 +178,8 @@ class Gateway:
         self._passing = MemoryStore(max_bytes=4 * self.max_body)
         self._http, self._own_http = http, http is None
         self._requests = itertools.count(1)  # the keys of 2026-07-28 requests
-        self._attaching: dict[str, asyncio.Lock] = {}  # sessions being taken up from the store
+        # sessions being taken up from the store: one lock each, and how many wait on it
+        self._attaching: dict[str, tuple[asyncio.Lock, int]] = {}
         self._touched = time.monotonic()  # when the busy sessions were last kept alive
 
     # -- ASGI --------------------------------------------------------------------------
@@ -601,13 +602,17 @@ class Gateway:
             raise refuse(404, SESSION_NOT_FOUND, "Session not found")
         relay = self.relays.use(sid)
         if relay is None or relay.opening:  # taken up by a request now: wait for it, once
-            lock = self._attaching.setdefault(sid, asyncio.Lock())
+            lock, waiting = self._attaching.get(sid, (asyncio.Lock(), 0))
+            self._attaching[sid] = (lock, waiting + 1)  # counted: the last one out lets it go
             try:
                 async with lock:
                     relay = self.relays.use(sid) or await self._take_up(sid, principal)
             finally:
-                if not lock.locked():
-                    self._attaching.pop(sid, None)
+                lock, waiting = self._attaching[sid]
+                if waiting > 1:
+                    self._attaching[sid] = (lock, waiting - 1)
+                else:
+                    del self._attaching[sid]
         elif await self.store.load(sid) is None:  # (the load keeps it from expiring)
             # ended (DELETE) or expired in the store, at another replica perhaps: gone here too
             gone = self.relays.pop(sid)
