@@ -83,6 +83,7 @@ MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 MAX_BYTES_IN_FLIGHT = 256 << 20  # request bodies being read and parsed, over all clients
 BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: a stalled upload holds nothing longer
+OPEN_TIMEOUT = 30.0  # seconds the stateless relay's discovery upstream may take (all wait on it)
 MODERN_CALLS = 4096  # 2026-07-28 requests in flight over all clients (each principal's share: its limits)
 MAX_FORWARDING = 16  # notifications of one session waiting to go upstream; past it 429
 STORE_RETRY_AFTER = 2  # seconds a client refused because the store failed waits
@@ -524,8 +525,8 @@ class Gateway:
                     timeout=self.timeout,
                 )
                 relay.shared = True  # many clients' requests: no stream is one's by default
-                try:
-                    await relay.open()
+                try:  # under the lock every stateless request waits on: not a call's deadline, a short one
+                    await asyncio.wait_for(relay.open(), min(self.timeout, OPEN_TIMEOUT))
                 except (RPCError, StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
                     await self._close_relay(relay, end_upstream=False)
                     text = scrub_urls(f"gateway: the upstream does not answer {NEWEST.name} ({failed})")
