@@ -285,7 +285,32 @@ def answered_echo(url: str, principal: str = "victim", text: str = "still here")
     return status == 200 and bool(results) and text in json.dumps(results[0])
 
 
-class Probe(threading.Thread):
+class _VictimCall(threading.Thread):
+    """The victim's ``countdown`` call (request id 7) as a thread: what it got of it."""
+
+    count: int
+    progress: list[int]
+    answer: dict[str, Any] | None
+    started: threading.Event
+
+    def _got(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "notifications/progress":
+            self.progress.append(int(message["params"]["progress"]))
+            self.started.set()
+        elif message.get("id") == 7:
+            self.answer = message
+
+    @property
+    def whole(self) -> bool:
+        """Every notification in order, then the result."""
+        return (
+            self.progress == list(range(1, self.count + 1))
+            and self.answer is not None
+            and "result" in self.answer
+        )
+
+
+class Probe(_VictimCall):
     """The victim's session calling ``countdown`` (``count`` progress notifications
     ``delay`` s apart) while an attack runs: ``served`` when every notification came, in
     order, then the answer. ``started`` is set at the first notification."""
@@ -319,20 +344,9 @@ class Probe(threading.Thread):
         finally:
             self.started.set()
 
-    def _got(self, message: dict[str, Any]) -> None:
-        if message.get("method") == "notifications/progress":
-            self.progress.append(int(message["params"]["progress"]))
-            self.started.set()
-        elif message.get("id") == 7:
-            self.answer = message
-
     @property
     def served(self) -> bool:
-        return (
-            self.progress == list(range(1, self.count + 1))
-            and self.answer is not None
-            and "result" in self.answer
-        )
+        return self.whole
 
     def wait_started(self, within: float = 10.0) -> None:
         if not self.started.wait(within) or self.failure:
@@ -357,7 +371,7 @@ def probing(url: str, count: int = 60, delay: float = 0.1) -> Iterator[Probe]:
         probe.join(count * delay + 20)
 
 
-class WatchedCall(threading.Thread):
+class WatchedCall(_VictimCall):
     """The victim's ``countdown`` call read as a client reads it, through a fault: every
     event's id and message, resumed (GET with ``Last-Event-ID``, at most ``resumes`` times)
     when its stream is cut before the answer. It ends at the answer, a refused resumption,
@@ -455,22 +469,6 @@ class WatchedCall(threading.Thread):
         finally:
             answer.close()
         return 200 if resuming else None
-
-    def _got(self, message: dict[str, Any]) -> None:
-        if message.get("method") == "notifications/progress":
-            self.progress.append(int(message["params"]["progress"]))
-            self.started.set()
-        elif message.get("id") == 7:
-            self.answer = message
-
-    @property
-    def whole(self) -> bool:
-        """Every notification in order, then the result."""
-        return (
-            self.progress == list(range(1, self.count + 1))
-            and self.answer is not None
-            and "result" in self.answer
-        )
 
     @property
     def gateway_error(self) -> str | None:

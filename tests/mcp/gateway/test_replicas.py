@@ -45,12 +45,7 @@ def test_a_client_resumes_at_the_other_replica_without_gap_or_copy(upstream, red
     with replica(upstream, redis_url, a), replica(upstream, redis_url, b), httpx.Client(timeout=30) as http:
         at_a, at_b = f"http://127.0.0.1:{a}/mcp", f"http://127.0.0.1:{b}/mcp"
         headers = session(http, at_a)
-        decoder, first = Decoder(), []
-        with http.stream("POST", at_a, json=countdown(4, 6, 0.15), headers=headers) as answer:
-            for chunk in answer.iter_bytes():
-                first += decoder.feed(chunk)
-                if len(messages(first)) >= 2:
-                    break
+        decoder, first = _first_two(http, at_a, countdown(4, 6, 0.15), headers)
         resume = {**headers, "Accept": "text/event-stream", "Last-Event-ID": decoder.last_event_id}
         rest = Decoder().feed(http.get(at_b, headers=resume).content)  # live: A still writes it
         later = http.post(at_b, json={"jsonrpc": "2.0", "id": 5, "method": "ping"}, headers=headers)
@@ -82,12 +77,7 @@ def test_a_replica_stalled_past_its_lease_leaves_the_call_whole_and_unwinds_with
     ):
         at_a, at_b = f"http://127.0.0.1:{a}/mcp", f"http://127.0.0.1:{b}/mcp"
         headers = session(http, at_a)
-        decoder, first = Decoder(), []
-        with http.stream("POST", at_a, json=countdown(7, 24, 0.2), headers=headers) as answer:
-            for chunk in answer.iter_bytes():
-                first += decoder.feed(chunk)
-                if len(messages(first)) >= 2:
-                    break
+        decoder, first = _first_two(http, at_a, countdown(7, 24, 0.2), headers)
         stalled.send_signal(signal.SIGSTOP)
         go_on = threading.Timer(4.5, lambda: stalled.send_signal(signal.SIGCONT))
         go_on.start()
@@ -128,6 +118,17 @@ def test_a_replica_killed_mid_call_leaves_every_call_intact_or_an_explicit_error
     # the kills fell inside calls, and the survivor resumed them upstream: whole, not failed
     assert taken >= KILLS // 2
     assert tally["intact"] >= taken
+
+
+def _first_two(http: httpx.Client, url: str, call: dict, headers: dict[str, str]) -> tuple[Decoder, list]:
+    """POST ``call`` and read its stream until two messages came; then leave it (a cut)."""
+    decoder, events = Decoder(), []
+    with http.stream("POST", url, json=call, headers=headers) as answer:
+        for chunk in answer.iter_bytes():
+            events += decoder.feed(chunk)
+            if len(messages(events)) >= 2:
+                break
+    return decoder, events
 
 
 def metric(text: str, name: str) -> float:

@@ -30,7 +30,6 @@ from ..client import Client, RPCError, StreamBroken, Unauthorized
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.headers import ModernHeaders
-from ..protocol.inbound import Refusal
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from ..server.asgi import (
@@ -38,7 +37,6 @@ from ..server.asgi import (
     Refused,
     climb,
     cors,
-    error_message,
     headers_of,
     host_name,
     lifespan,
@@ -60,7 +58,7 @@ from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .metrics import Metrics
-from .relay import Relay, gateway_error
+from .relay import Relay, gateway_error, unauthorized_error
 from .stores import (
     SESSION_TTL,
     Abandoned,
@@ -241,16 +239,10 @@ class Gateway:
                 "a %s request failed: %s", method, redacted(failed) if store else type(failed).__name__
             )
             if not started:
-                text = (
-                    "gateway: its session store is unavailable; retry later"
-                    if store
-                    else "gateway: internal error"
+                failure = (
+                    _store_unavailable() if store else refuse(500, INTERNAL_ERROR, "gateway: internal error")
                 )
-                status, retry = (503, [("retry-after", str(STORE_RETRY_AFTER))]) if store else (500, [])
-                await refused(
-                    sending,
-                    Refusal(status, SERVER_ERROR if store else INTERNAL_ERROR, text, None, tuple(retry)),
-                )
+                await refused(sending, failure.refusal)
 
     async def _principal(
         self, send: Any, scope: dict[str, Any], headers: dict[str, str]
@@ -418,11 +410,8 @@ class Gateway:
             return
         except Unauthorized as refused_us:  # the operator's upstream credentials: never the client's
             await self._forget(record.ident, relay)
-            text = f"gateway: the upstream {self.upstream_label} refused the gateway's credentials"
-            data = {"gateway": "upstream-unauthorized", "status": refused_us.status}
-            if refused_us.challenge:
-                data["challenge"] = scrub_urls(refused_us.challenge)
-            body = orjson.dumps(error_message(message.get("id"), INTERNAL_ERROR, text, data))
+            text = f"the upstream {self.upstream_label} refused the gateway's credentials"
+            body = orjson.dumps(unauthorized_error(message.get("id"), text, refused_us))
             await respond(send, 502, body, [("content-type", JSON)])
             return
         except Exception as failed:  # any failure of the upstream: this one request's 502
@@ -435,9 +424,7 @@ class Gateway:
             relay.opening = False
             await self._forget(record.ident, relay, end_upstream=True)
             log.warning("storing a new session failed (%s)", type(failed).__name__)
-            text = "gateway: its session store is unavailable; retry later"
-            retry = [("retry-after", str(STORE_RETRY_AFTER))]
-            raise refuse(503, SERVER_ERROR, text, ident=message.get("id"), headers=retry) from None
+            raise _store_unavailable(message.get("id")) from None
         relay.opening = False  # only once its record exists: never evicted half made
         self.metrics.add("sessions_opened_total")
         body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result})
@@ -461,14 +448,21 @@ class Gateway:
         relay.forwarding += 1
         try:
             async with relay.forward_lock:
-                await asyncio.wait_for(
-                    relay.client.notify(str(method), params if isinstance(params, dict) else None),
-                    self.timeout,
-                )
-        except Exception as failed:  # a notification has no answer: its loss is logged, not raised
-            log.warning("forwarding a notification upstream failed (%s)", type(failed).__name__)
+                await self._send_up(relay, message)
         finally:
             relay.forwarding -= 1
+
+    async def _send_up(self, relay: Relay, message: dict[str, Any]) -> None:
+        """One downstream notification sent upstream within the call deadline; it has no
+        answer, so its loss is logged, not raised."""
+        params = message.get("params")
+        try:
+            await asyncio.wait_for(
+                relay.client.notify(str(message.get("method")), params if isinstance(params, dict) else None),
+                self.timeout,
+            )
+        except Exception as failed:
+            log.warning("forwarding a notification upstream failed (%s)", type(failed).__name__)
 
     async def _post_modern(
         self, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None
@@ -488,16 +482,8 @@ class Gateway:
             return None
         if "id" not in message:
             if message.get("method") != "notifications/cancelled":
-                params = message.get("params")
-                try:  # the revision has no client notifications to order: each goes up on its own
-                    await asyncio.wait_for(
-                        relay.client.notify(
-                            str(message["method"]), params if isinstance(params, dict) else None
-                        ),
-                        self.timeout,
-                    )
-                except Exception as failed:  # no answer to give: its loss is logged, not raised
-                    log.warning("forwarding a notification upstream failed (%s)", type(failed).__name__)
+                # the revision has no client notifications to order: each goes up on its own
+                await self._send_up(relay, message)
             await respond(send, 202, b"", [])
             return None
         key = ("request", next(self._requests))
@@ -673,9 +659,7 @@ class Gateway:
         if not self.replica:
             try:
                 await self.store.drop(relay.record.ident)
-            except (
-                Exception
-            ) as failed:  # letting a session go is best effort: never a reason to fail a request
+            except Exception as failed:  # letting a session go is best effort: it never fails a request
                 log.warning("dropping a session's record failed (%s)", type(failed).__name__)
 
     def _client(self, **options: Any) -> Client:
@@ -848,6 +832,12 @@ class Gateway:
             await store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await store.finish(sid, stream)
+
+
+def _store_unavailable(ident: Any = None) -> Refused:
+    """503 with ``Retry-After``: the store failed (Redis refusing or gone); the client retries."""
+    text = "gateway: its session store is unavailable; retry later"
+    return refuse(503, SERVER_ERROR, text, ident=ident, headers=[("retry-after", str(STORE_RETRY_AFTER))])
 
 
 def _closing(scope: dict[str, Any]) -> list[tuple[str, str]]:

@@ -41,21 +41,29 @@ log = logging.getLogger("ssewire.mcp.gateway")
 
 GATEWAY_ERROR = INTERNAL_ERROR  # the gateway's own failures, with data.gateway saying which
 MAX_CALLS = 64  # calls in flight per session; past it a call is refused at once (-32603, "busy")
-STORE_DEADLINE = (
-    5.0  # seconds a stream's write may keep failing (tried again) before its call ends, explicitly
-)
+# seconds a stream's write may keep failing (tried again) before its call ends, explicitly
+STORE_DEADLINE = 5.0
 STORE_BACKOFF = 0.05  # seconds before the first try again; doubled after each failure...
 STORE_BACKOFF_MAX = 1.0  # ...up to this
-_DRAINING: set[asyncio.Task[None]] = (
-    set()
-)  # every outbox's task, held until it ends (never destroyed pending)
-_NOTIFYING: set[asyncio.Future[None]] = set()  # cancellations being sent upstream, likewise
+# tasks held until they end, whoever holds what started them (never destroyed pending)
+_DRAINING: set[asyncio.Future[None]] = set()  # every outbox's drain
+_NOTIFYING: set[asyncio.Future[None]] = set()  # cancellations being sent upstream
 _CLOSING: set[asyncio.Future[None]] = set()  # streams of calls cancelled before they ran, being finished
 
 
 def _held_until_done(future: asyncio.Future[None], held: set[asyncio.Future[None]]) -> None:
     held.add(future)
     future.add_done_callback(held.discard)
+
+
+def unauthorized_error(ident: Any, text: str, refused: Unauthorized) -> dict[str, Any]:
+    """The gateway's error for an upstream that refused the operator's credentials (401 or
+    403): its status, and its challenge when it gave one, URLs reduced as in every text."""
+    error = gateway_error(ident, "upstream-unauthorized", scrub_urls(text))
+    error["error"]["data"]["status"] = refused.status
+    if refused.challenge:
+        error["error"]["data"]["challenge"] = scrub_urls(refused.challenge)
+    return error
 
 
 def gateway_error(ident: Any, kind: str, text: str) -> dict[str, Any]:
@@ -88,8 +96,7 @@ class Outbox:
         self.sealed = False  # its last event is queued (an explicit error): nothing comes after it
         self.failed = False  # ended by the store's failure (with the explicit error)
         self.task = asyncio.ensure_future(self._drain())
-        _DRAINING.add(self.task)  # held until it ends, whoever holds the outbox
-        self.task.add_done_callback(_DRAINING.discard)
+        _held_until_done(self.task, _DRAINING)
 
     def _position(self) -> Position | None:
         """Where the upstream answer stands, taken with the items it covers."""
@@ -501,16 +508,13 @@ class Relay:
                 "the request may have been processed: check its effects before sending it again",
             )
         if isinstance(failed, Unauthorized):  # the operator's credentials, refused upstream
-            error = gateway_error(ident, "upstream-unauthorized", scrub_urls(f"{method}: {failed}"))
-            error["error"]["data"].update(status=failed.status, challenge=scrub_urls(failed.challenge or ""))
-            return error
+            return unauthorized_error(ident, f"{method}: {failed}", failed)
         if isinstance(failed, RequestTimeout):
             return gateway_error(ident, "timeout", str(failed))
         if isinstance(failed, (StreamBroken, httpx.HTTPError, RPCError)):
             return gateway_error(ident, "upstream", scrub_urls(f"{method}: {failed}"))
-        log.error(
-            "relaying %s failed (%s)", method, type(failed).__name__
-        )  # no traceback: it may name secrets
+        # no traceback: it may name secrets
+        log.error("relaying %s failed (%s)", method, type(failed).__name__)
         return gateway_error(ident, "internal", f"{method}: the gateway failed ({type(failed).__name__})")
 
     async def _finished(self, stream: int) -> None:
@@ -567,7 +571,7 @@ class Relay:
         params = {"requestId": upstream, **({"reason": reason} if isinstance(reason, str) else {})}
         sending = asyncio.ensure_future(self.client.notify("notifications/cancelled", params))
         self._cancelling = sending
-        _NOTIFYING.add(sending)
+        _held_until_done(sending, _NOTIFYING)
         sending.add_done_callback(_notified)
 
     # -- what the upstream sends on its own --------------------------------------------
@@ -625,6 +629,5 @@ class Relay:
 
 
 def _notified(sending: asyncio.Future[None]) -> None:
-    _NOTIFYING.discard(sending)
     if not sending.cancelled() and sending.exception() is not None:
         log.warning("sending a cancellation upstream failed (%s)", type(sending.exception()).__name__)
