@@ -86,6 +86,7 @@ def test_ci_runs_the_readme_commands_verbatim_first_in_a_fresh_environment():
     assert any(line.startswith("python3 -m venv ") for line in before)
     assert any(line.startswith(". ") and line.endswith('/bin/activate"') for line in before)
     assert "export SSEWIRE_REQUIRE_NODE=1" in " ".join(before), "a skipped node-backed test must fail CI"
+    assert "export SSEWIRE_REQUIRE_CONFORMANCE=1" in " ".join(before), "so must a skipped conformance run"
     assert "export SSEWIRE_REQUIRE_EXTENSIONS=1" in before
 
 
