@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import __version__
+from .headers import UNSUPPORTED_VERSION
 from .profiles import NEWEST, NEWEST_WITH_SESSIONS, PROFILES, Profile
 from .requests import notification, post_headers, request
 
@@ -80,17 +81,37 @@ def handshake(
     answers: dict[str, Any] | None = None,
 ) -> Generator[Outgoing, Incoming, Agreement]:
     """Open a conversation under ``wanted`` (None: negotiate). ``ids`` gives JSON-RPC ids;
-    ``answers`` are the client capabilities it declares."""
+    ``answers`` are the client capabilities it declares.
+
+    A discover answer is agreement only when it is a discover result naming a stateless
+    revision we speak (`discovered`): a server of the revisions with sessions that answers
+    ``{}`` is then initialized, as it should be. A ``-32022`` refusal names the versions the
+    server supports (`supported_versions`): discover is sent once more under the newest
+    stateless one of them we speak, else initialize asks for the newest of them with sessions."""
     answers = answers or {}
+    asked: Profile | None = wanted if wanted is not None and not wanted.request_headers else None
     if wanted is None or wanted.request_headers:
-        body = request(ids(), DISCOVER, None, NEWEST, capabilities=answers)
-        came = yield Outgoing("discover", post_headers(NEWEST, None, DISCOVER), body, optional=wanted is None)
-        server = _result(came)
-        if came.status == 200 and server is not None:
-            return Agreement(NEWEST, None, server)
+        modern = wanted or NEWEST
+        for attempt in range(2):  # the first try, and one under a version the server named
+            body = request(ids(), DISCOVER, None, modern, capabilities=answers, client_info=client)
+            came = yield Outgoing(
+                "discover", post_headers(modern, None, DISCOVER), body, optional=wanted is None
+            )
+            server = _result(came)
+            if came.status == 200 and server is not None and discovered(server, modern):
+                return Agreement(modern, None, server)
+            named = supported_versions(came.reply) or _listed(server)
+            stateless = [PROFILES[v] for v in sorted(named, reverse=True) if PROFILES[v].request_headers]
+            with_sessions = [PROFILES[v] for v in sorted(named, reverse=True) if PROFILES[v].sessions]
+            if attempt == 0 and stateless and (wanted is None or stateless[0] == wanted):
+                modern = stateless[0]
+                continue
+            if wanted is None and with_sessions:
+                asked = with_sessions[0]
+            break
         if wanted is not None:
             raise HandshakeFailed(f"server/discover was answered {came.status}", came)
-    asked = wanted or NEWEST_WITH_SESSIONS
+    asked = asked or NEWEST_WITH_SESSIONS
     params = {"protocolVersion": asked.name, "capabilities": answers, "clientInfo": client}
     came = yield Outgoing("initialize", post_headers(None, None), request(ids(), INITIALIZE, params, None))
     server = _result(came)
@@ -101,6 +122,37 @@ def handshake(
     profile = PROFILES.get(named_version, asked) if isinstance(named_version, str) else asked
     yield Outgoing("initialized", post_headers(profile, came.session), notification(INITIALIZED))
     return Agreement(profile, came.session, server)
+
+
+def discovered(result: dict[str, Any], profile: Profile) -> bool:
+    """A ``server/discover`` result (``supportedVersions``, a list of names, and
+    ``capabilities``, an object) that names ``profile``: agreement on it."""
+    versions, caps = result.get("supportedVersions"), result.get("capabilities")
+    return (
+        isinstance(versions, list)
+        and all(isinstance(v, str) for v in versions)
+        and profile.name in versions
+        and isinstance(caps, dict)
+    )
+
+
+def supported_versions(reply: dict[str, Any] | None) -> list[str]:
+    """The revisions we know among those a ``-32022`` (unsupported version) error names in
+    ``data.supported``; [] for any other answer."""
+    error = reply.get("error") if isinstance(reply, dict) else None
+    if not isinstance(error, dict) or error.get("code") != UNSUPPORTED_VERSION:
+        return []
+    data = error.get("data")
+    named = data.get("supported") if isinstance(data, dict) else None
+    if not isinstance(named, list):
+        return []
+    return [v for v in named[:64] if isinstance(v, str) and v in PROFILES]
+
+
+def _listed(result: dict[str, Any] | None) -> list[str]:
+    """The revisions we know among a discover result's ``supportedVersions``."""
+    named = result.get("supportedVersions") if result is not None else None
+    return [v for v in named[:64] if isinstance(v, str) and v in PROFILES] if isinstance(named, list) else []
 
 
 def _result(came: Incoming) -> dict[str, Any] | None:

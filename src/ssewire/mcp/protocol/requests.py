@@ -15,6 +15,7 @@ from .wire import (
     JSON,
     LAST_EVENT_ID,
     META_CAPABILITIES,
+    META_CLIENT_INFO,
     META_VERSION,
     METHOD,
     NAME,
@@ -83,14 +84,18 @@ def request(
     profile: Profile | None,
     *,
     capabilities: dict[str, Any] | None = None,
+    client_info: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A JSON-RPC request; under 2026-07-28 its ``_meta`` carries the version and the client's
-    capabilities (what the caller put in ``_meta`` is kept)."""
+    """A JSON-RPC request; under 2026-07-28 its ``_meta`` carries the version, the client's
+    capabilities and, given ``client_info``, its identity (what the caller put in ``_meta``
+    is kept)."""
     params = dict(params or {})
     if profile is not None and profile.request_headers:
         meta = dict(params.get("_meta") or {})
         meta.setdefault(META_VERSION, profile.name)
         meta.setdefault(META_CAPABILITIES, capabilities or {})
+        if client_info is not None:
+            meta.setdefault(META_CLIENT_INFO, client_info)
         params["_meta"] = meta
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
     if params:
