@@ -6,6 +6,7 @@ from .counters import ClientStats
 from .session import (
     CLIENT_INFO,
     Client,
+    InputRequired,
     MessageTooLarge,
     RequestTimeout,
     RPCError,
@@ -18,6 +19,7 @@ __all__ = [
     "CLIENT_INFO",
     "Client",
     "ClientStats",
+    "InputRequired",
     "MessageTooLarge",
     "RPCError",
     "RequestTimeout",

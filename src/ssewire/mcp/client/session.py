@@ -35,16 +35,25 @@ import httpx
 import orjson
 
 from ...jsonrpc import InvalidMessage, Message, Priming
+from ..protocol import params as mirrored
 from ..protocol import requests
-from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
-from ..protocol.handshake import HandshakeFailed, Incoming, capabilities, client_info, handshake
-from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
+from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND, UNSUPPORTED_VERSION
+from ..protocol.handshake import (
+    HandshakeFailed,
+    Incoming,
+    capabilities,
+    client_info,
+    handshake,
+    supported_versions,
+)
+from ..protocol.profiles import NEWEST_WITH_SESSIONS, PROFILES, Profile, resolve
 from ..protocol.retry import retry_after
 from ..protocol.wire import caller_headers
 from ..streams.guard import IdParser, ResumptionGuard, UnsafeResumption
 from ..streams.ledger import REISSUE, RESUME
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE, Answer, Broken, Idle, NotJSON, send
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
+from .auth import adapted
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
 
@@ -57,6 +66,15 @@ MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it i
 GRACE, GRACE_BYTES = 0.02, 64 * 1024
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
+MAX_TOOL_PAGES = 100  # pages of tools/list one list_tools reads
+# 2026-07-28 multi round-trip requests (an input-required result, answered by a retry)
+RESULT_TYPE, INPUT_REQUIRED = "resultType", "input_required"
+INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE = "inputRequests", "inputResponses", "requestState"
+INPUT_REQUIRED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+MAX_INPUT_REQUESTS = 32  # input requests one round may carry
+# subscriptions/listen (2026-07-28): the stream of what the server sends on its own
+LISTEN = "subscriptions/listen"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 log = logging.getLogger("ssewire.mcp.client")
 
@@ -111,6 +129,16 @@ class RequestTimeout(asyncio.TimeoutError):
             "on the server; raise timeout= for slow work, or check its effects before sending it again"
         )
         self.method, self.seconds = method, seconds
+
+
+class InputRequired(Exception):
+    """A 2026-07-28 request answered with an input-required result that the client cannot
+    satisfy: no handler for an input request, or more rounds than ``max_input_rounds``.
+    ``result`` is the last input-required result."""
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class _Broken(Exception):
@@ -224,8 +252,10 @@ class Client:
     :param headers: extra headers for every request, e.g. ``{"Authorization": "Bearer ..."}``;
         a header the transport sets itself (Accept, Content-Type, Mcp-Session-Id, ...) is a
         ``ValueError``.
-    :param auth: an httpx authentication (``httpx.BasicAuth``, a custom ``httpx.Auth`` that
-        refreshes a token, ...) for every request.
+    :param auth: the authentication of every request, as you have it: an ``httpx.Auth``
+        (``httpx.BasicAuth``, authlib's ``OAuth2Auth``...), an ``httpx2.Auth`` (the MCP SDK's
+        ``OAuthClientProvider``: its flow is driven over this client's connections), or a
+        (user, password) pair.
     :param http: an ``httpx.AsyncClient`` of your own (proxies, TLS, transports); then give
         headers and auth to it rather than here. Its read timeout should be None: the client
         keeps its own deadlines.
@@ -238,6 +268,11 @@ class Client:
         sends its downstream client's).
     :param first_id: the first JSON-RPC id this client sends; clients sharing a session
         (gateway replicas) start far apart, so their ids never meet.
+    :param max_input_rounds: under 2026-07-28, the input-required results one `request` answers
+        (through ``handlers``) before it gives up with `InputRequired`.
+    :param meta_client_info: under 2026-07-28, put ``info`` in every request's ``_meta``
+        (``io.modelcontextprotocol/clientInfo``); a relay that forwards its client's ``_meta``
+        as it came turns it off.
     """
 
     def __init__(
@@ -253,12 +288,14 @@ class Client:
         max_resumptions: int = 64,  # in a row without progress: 90% cuts still end 99.9% of calls
         listen: bool = True,
         headers: Mapping[str, str] | None = None,
-        auth: httpx.Auth | tuple[str, str] | None = None,
+        auth: Any = None,
         http: httpx.AsyncClient | None = None,
         max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
         capabilities: dict[str, Any] | None = None,
         info: dict[str, Any] | None = None,
         first_id: int = 1,
+        max_input_rounds: int = 8,
+        meta_client_info: bool = True,
     ) -> None:
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
@@ -273,8 +310,18 @@ class Client:
         self.declared, self.info = capabilities, info or CLIENT_INFO
         self._own_http = http is None
         self.http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=auth
+            timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=adapted(auth)
         )
+        self.max_input_rounds, self.meta_client_info = max_input_rounds, meta_client_info
+        # what list_tools learnt: each tool's x-mcp-header parameters, and the tools set
+        # aside for invalid annotations (name -> why)
+        self.tool_headers: dict[str, tuple[mirrored.Binding, ...]] = {}
+        self.set_aside: dict[str, str] = {}
+        self._subscriptions: dict[Any, Callable[[dict[str, Any]], Any]] = {}
+        # 2026-07-28 counts, beside the statistics (whose keys a relay exports as they are):
+        # input-required results answered by a retry; requests sent again under a version a
+        # -32022 refusal named
+        self.input_rounds = self.version_retries = 0
         self.profile: Profile | None = None  # the revision agreed with the server
         self.session: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -403,8 +450,86 @@ class Client:
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **options: Any
     ) -> dict[str, Any]:
-        """Call a tool and return its result; ``options`` as for ``request`` (``on_progress``...)."""
+        """Call a tool and return its result; ``options`` as for ``request`` (``on_progress``...).
+        Under 2026-07-28 the arguments its schema marks with ``x-mcp-header`` go as
+        ``Mcp-Param-*`` headers too (once `list_tools` has seen the tool); a tool that
+        `list_tools` set aside for invalid annotations is a ValueError."""
+        if name in self.set_aside:
+            raise ValueError(f"the tool {name!r} was set aside: {self.set_aside[name]}")
         return await self.request("tools/call", {"name": name, "arguments": arguments or {}}, **options)
+
+    async def list_tools(self, **options: Any) -> list[dict[str, Any]]:
+        """Every tool the server lists (its pages followed, at most `MAX_TOOL_PAGES`). Under
+        2026-07-28 a tool whose ``x-mcp-header`` annotations break the rules is set aside
+        with a warning (``set_aside`` says why) and left out; the others' annotated
+        parameters are remembered, so `call_tool` mirrors them into headers. ``options`` as
+        for ``request``."""
+        tools: list[dict[str, Any]] = []
+        cursor: Any = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await self.request("tools/list", {"cursor": cursor} if cursor else None, **options)
+            listed = page.get("tools")
+            for tool in listed if isinstance(listed, list) else []:
+                name = tool.get("name") if isinstance(tool, dict) else None
+                if not isinstance(name, str):
+                    continue
+                if self.modern:
+                    try:
+                        self.tool_headers[name] = mirrored.bindings(tool.get("inputSchema"))
+                    except mirrored.InvalidAnnotation as why:
+                        self.set_aside[name] = str(why)
+                        self.tool_headers.pop(name, None)
+                        log.warning("set aside the tool %r: %s", name[:200], why)
+                        continue
+                self.set_aside.pop(name, None)
+                tools.append(tool)
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                break
+        return tools
+
+    async def subscribe(
+        self,
+        notifications: Mapping[str, Any],
+        on_notification: Callable[[dict[str, Any]], Any],
+        *,
+        duration: float,
+    ) -> dict[str, Any] | None:
+        """Listen to what the server sends on its own, under 2026-07-28 (``subscriptions/listen``,
+        which replaced the GET stream and ``resources/subscribe``), for ``duration`` seconds.
+
+        :param notifications: the filter, e.g. ``{"toolsListChanged": True,
+            "resourceSubscriptions": ["file:///a"]}``.
+        :param on_notification: called with each notification of this subscription, its
+            acknowledgement (``notifications/subscriptions/acknowledged``) first.
+        :returns: the result if the server ended the subscription, or None when ``duration``
+            ran out (the subscription is then cancelled with ``notifications/cancelled``).
+        """
+        if not self.modern:
+            raise ValueError(
+                "subscriptions/listen is a 2026-07-28 request; this session speaks " + self.version
+            )
+        sent: list[Any] = []
+
+        def opened(ident: Any) -> None:
+            sent.append(ident)
+            self._subscriptions[ident] = on_notification
+
+        try:
+            reply = await self.reply(
+                LISTEN, {"notifications": dict(notifications)}, timeout=duration, on_sent=opened
+            )
+        except RequestTimeout:
+            if sent:
+                await self.notify("notifications/cancelled", {"requestId": sent[-1], "reason": "ended"})
+            return None
+        finally:
+            for ident in sent:
+                self._subscriptions.pop(ident, None)
+        if "error" in reply:
+            raise RPCError(reply["error"])
+        value = reply.get("result")
+        return value if isinstance(value, dict) else {}
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification (no answer is awaited beyond the HTTP status), e.g. a
@@ -436,10 +561,47 @@ class Client:
         reply = await self.reply(
             method, params, on_progress=on_progress, idempotent=idempotent, timeout=timeout
         )
-        if "error" in reply:
-            raise RPCError(reply["error"])
-        value = reply.get("result")
-        return value if isinstance(value, dict) else {}
+        for rounds in itertools.count():  # bounded: max_input_rounds
+            if "error" in reply:
+                raise RPCError(reply["error"])
+            value = reply.get("result")
+            value = value if isinstance(value, dict) else {}
+            if not self.modern or value.get(RESULT_TYPE) != INPUT_REQUIRED:
+                return value  # no resultType: complete
+            if rounds >= self.max_input_rounds:
+                raise InputRequired(
+                    f"{method}: still input-required after {rounds} rounds (max_input_rounds)", value
+                )
+            again = {k: v for k, v in (params or {}).items() if k not in (INPUT_RESPONSES, REQUEST_STATE)}
+            again[INPUT_RESPONSES] = await self._inputs(method, value)
+            if REQUEST_STATE in value:  # echoed as it came, never read
+                again[REQUEST_STATE] = value[REQUEST_STATE]
+            self.input_rounds += 1
+            reply = await self.reply(
+                method, again, on_progress=on_progress, idempotent=idempotent, timeout=timeout
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _inputs(self, method: str, value: dict[str, Any]) -> dict[str, Any]:
+        """The answers to an input-required result's requests, each through the handler of
+        its method (as the server's own requests are answered)."""
+        asks = value.get(INPUT_REQUESTS)
+        if not isinstance(asks, dict) or not asks or len(asks) > MAX_INPUT_REQUESTS:
+            raise InputRequired(
+                f"{method}: an input-required result needs 1 to {MAX_INPUT_REQUESTS} input requests", value
+            )
+        answers: dict[str, Any] = {}
+        for key, ask in asks.items():
+            wanted = ask.get("method") if isinstance(ask, dict) else None
+            handler = self.handlers.get(wanted) if isinstance(wanted, str) else None
+            if handler is None:
+                raise InputRequired(f"{method}: no handler for the input request {wanted!r} ({key!r})", value)
+            given = ask.get("params") if isinstance(ask.get("params"), dict) else {}
+            answer = handler(given)
+            if isinstance(answer, Awaitable):
+                answer = await _within(answer, f"the handler for {wanted}", self.timeout)
+            answers[key] = answer
+        return answers
 
     async def reply(
         self,
@@ -528,7 +690,26 @@ class Client:
         idempotent: bool = False,
         on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
-        """The response message to one request (session loss and re-issues handled)."""
+        """The response message to one request (session loss, re-issues and, under
+        2026-07-28, one retry under a version a -32022 refusal names handled)."""
+        reply = await self._once(method, params, on_progress, idempotent, on_sent)
+        error = reply.get("error")
+        if self.modern and isinstance(error, dict) and error.get("code") == UNSUPPORTED_VERSION:
+            stateless = [v for v in supported_versions(reply) if PROFILES[v].request_headers]
+            if stateless:  # never processed: send it once more, under the newest it names
+                self.profile = PROFILES[max(stateless)]
+                self.version_retries += 1
+                reply = await self._once(method, params, on_progress, idempotent, on_sent)
+        return reply
+
+    async def _once(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        on_progress: Callable[[dict[str, Any]], Any] | None,
+        idempotent: bool,
+        on_sent: Callable[[Any], None] | None,
+    ) -> dict[str, Any]:
         try:
             return await self._sent(method, params, on_progress, idempotent, on_sent, retry_gone=True)
         except _SessionGone:
@@ -552,10 +733,23 @@ class Client:
             if record.token is not None:
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": record.token}
             headers = self._post_headers(method, requests.name_of(method, params))
+            if self.modern and method == "tools/call":
+                bound = self.tool_headers.get(params.get("name"))  # type: ignore[arg-type]
+                if bound:
+                    arguments = params.get("arguments")
+                    headers.update(
+                        mirrored.headers(bound, arguments if isinstance(arguments, dict) else None)
+                    )
+            info = self.info if self.meta_client_info else None
             try:
                 for reissues in itertools.count():  # bounded: each pass spends one of max_resumptions
                     body = requests.request(
-                        record.ident, method, params, self.profile, capabilities=self._capabilities()
+                        record.ident,
+                        method,
+                        params,
+                        self.profile,
+                        capabilities=self._capabilities(),
+                        client_info=info,
                     )
                     if on_sent is not None:
                         on_sent(record.ident)
@@ -858,12 +1052,22 @@ class Client:
             return
         if message["method"] == "notifications/progress" and self._progressed(message.get("params")):
             return
+        sink = self._subscription_of(message) if self._subscriptions else None
         try:
-            if self.on_notification is not None:
+            if sink is not None:
+                sink(message)
+            elif self.on_notification is not None:
                 self.on_notification(message)
         except Exception:  # the caller's callback failed: its bug, not the stream's; say so
             self.stats.callback_errors += 1
             log.exception("a notification callback raised on %s", message["method"])
+
+    def _subscription_of(self, message: dict[str, Any]) -> Callable[[dict[str, Any]], Any] | None:
+        """The callback of the subscription a notification names in its ``_meta``, if any."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        ident = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        return self._subscriptions.get(ident) if isinstance(ident, (str, int)) else None
 
     async def _serve(self, request: dict[str, Any]) -> None:
         """Answer a server-to-client request through the caller's handler."""
