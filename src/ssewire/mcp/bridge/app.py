@@ -1,0 +1,366 @@
+"""The bridge as an ASGI app: one upstream MCP server of one revision, served downstream
+under the other.
+
+    app = Bridge("http://127.0.0.1:9000/mcp", upstream_revision="2025-11-25")
+    # stateless (2026-07-28) clients, an upstream with sessions
+    app = Bridge("http://127.0.0.1:9000/mcp", upstream_revision="2026-07-28")
+    # clients with sessions (2025-11-25), a stateless upstream
+
+Downstream it answers like a server on ``path`` (POST; GET and DELETE when it serves
+sessions) and checks what a server checks (Host and Origin, Accept and Content-Type, the
+body under the message limit and a deadline, one JSON-RPC message per POST, the
+principal when ``auth`` is given) with the server core's helpers. Upstream it reads
+through the transport path (``ssewire.mcp.transport.http``) with httpx.
+
+Mounting: give the ASGI app to uvicorn (``uvicorn.run(app, host="127.0.0.1")``) or mount
+it under a path of a larger ASGI app; its lifespan closes the upstream sessions. A gateway
+that sits in front of the bridge (``ssewire gateway`` relaying to it) sees an upstream of
+the downstream revision.
+
+What cannot be mapped is answered with a JSON-RPC error naming it (``data.bridge`` says
+which kind): see `to_sessions` and `to_stateless`, and the package's docstring.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from ..protocol import inbound
+from ..protocol.bridging import REMOVED_IN_STATELESS
+from ..protocol.codes import SERVER_ERROR, UNSUPPORTED_VERSION
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import NEWEST, resolve
+from ..protocol.wire import caller_headers
+from ..server.asgi import (
+    LOOPBACK,
+    Refused,
+    climb,
+    cors,
+    headers_of,
+    host_name,
+    lifespan,
+    loopback_origin,
+    message_of,
+    not_allowed,
+    plain,
+    preflight,
+    read_body,
+    refuse,
+    refused,
+    repeated,
+    respond,
+    with_headers,
+)
+from ..server.auth import Authenticator, AuthFailure
+from ..server.budget import ByteBudget
+from ..server.quotas import Limits, Quotas
+from .downstream import ClientGone, Reply, bridge_error, watched
+from .limits import Settings
+from .to_sessions import Refusal, ToSessions
+from .to_stateless import ToStateless
+from .upstream import Upstream
+
+log = logging.getLogger("ssewire.mcp.bridge")
+
+
+class Bridge:
+    """An ASGI application serving ``upstream`` (of ``upstream_revision``) to clients of the
+    other revision.
+
+    :param upstream: the upstream server's MCP endpoint.
+    :param upstream_revision: what the upstream speaks: a revision with sessions (its
+        clients are then stateless ones) or the stateless revision (its clients then have
+        sessions).
+    :param settings: bounds and deadlines (`Settings`).
+    :param headers: extra headers for every upstream request (the operator's credentials;
+        a downstream token never goes upstream).
+    :param http: an ``httpx.AsyncClient`` of your own (its read timeout None); not closed here.
+    :param auth: how downstream clients prove who they are; sessions and parked calls are
+        bound to the principal. None: every client is one principal (loopback only).
+    :param limits: what one principal may hold at once (calls, streams, bytes of bodies).
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        upstream_revision: str,
+        path: str = "/mcp",
+        settings: Settings | None = None,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+        auth: Authenticator | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.profile, _ = resolve(upstream_revision)
+        self.path = path
+        self.settings = settings or Settings()
+        extra = caller_headers(headers)
+        if http is not None and extra:
+            raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
+        self._own_http = http is None
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(self.settings.head_timeout, read=None), headers=extra
+        )
+        self.upstream = Upstream(
+            upstream,
+            self.http,
+            max_message_size=self.settings.max_message_size,
+            head_timeout=self.settings.head_timeout,
+            idle_timeout=self.settings.idle_timeout,
+        )
+        # downstream speaks the other revision
+        self.stateless_clients = self.profile.sessions
+        self.sessions_mode = (
+            ToSessions(self.upstream, self.profile, self.settings) if self.profile.sessions else None
+        )
+        self.stateless_mode = None if self.profile.sessions else ToStateless(self.upstream, self.settings)
+        self.max_body = self.settings.max_message_size or 1 << 30
+        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
+        self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
+        self.auth = auth
+        self.quotas = Quotas(limits)
+        self.budget = ByteBudget(self.settings.max_bytes_in_flight)
+
+    async def aclose(self) -> None:
+        if self.sessions_mode is not None:
+            await self.sessions_mode.aclose()
+        if self.stateless_mode is not None:
+            await self.stateless_mode.aclose()
+        if self._own_http:
+            await self.http.aclose()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send, self.aclose)
+            return
+        if scope["type"] != "http":
+            return
+        headers = headers_of(scope)
+        if not self._trusted(headers, scope):
+            await plain(send, 403, "forbidden: Origin or Host is not one this bridge serves")
+            return
+        if scope["path"] != self.path:
+            await plain(send, 404, "not found")
+            return
+        send = with_headers(send, cors(headers.get("origin")))
+        method = scope["method"]
+        if method == "OPTIONS":
+            await preflight(send, [])
+            return
+        started = False
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            principal = await self._principal(scope, headers)
+            if self.sessions_mode is not None:
+                await self.sessions_mode.sweep()
+            if self.stateless_mode is not None:
+                await self.stateless_mode.sweep()
+            if method == "POST":
+                await self._post(scope, receive, sending, headers, principal)
+            elif method in ("GET", "DELETE") and self.stateless_mode is not None:
+                await (self._get if method == "GET" else self._delete)(receive, sending, headers, principal)
+            else:
+                await not_allowed(sending, [], "POST" if self.stateless_clients else "GET, POST, DELETE")
+        except _Denied as denied:
+            if not started:
+                await respond(sending, denied.status, denied.body, denied.headers)
+        except Refused as refusal:
+            if not started:
+                await refused(sending, refusal.refusal)
+        except Refusal as refusal:
+            if not started:
+                body = _json(refusal.error)
+                await respond(
+                    sending, refusal.status, body, [("content-type", "application/json"), *refusal.headers]
+                )
+        except ClientGone:
+            pass
+        except Exception as failed:  # never a traceback to the client
+            log.warning("a %s request failed: %s", method, type(failed).__name__)
+            if not started:
+                await refused(sending, refuse(500, SERVER_ERROR, "bridge: internal error").refusal)
+
+    # -- the checks every request passes -------------------------------------------------
+
+    def _trusted(self, headers: dict[str, str], scope: dict[str, Any]) -> bool:
+        name = host_name(headers.get("host"))
+        if name is None:
+            return False
+        client = scope.get("client")
+        peer = client[0] if client else None
+        local = peer is None or peer == "::1" or peer.startswith(("127.", "::ffff:127."))
+        if name not in self.allowed_hosts and not (name in LOOPBACK and local):
+            return False
+        origin = headers.get("origin")
+        return origin is None or loopback_origin(origin) or origin.rstrip("/").lower() in self.allowed_origins
+
+    async def _principal(self, scope: dict[str, Any], headers: dict[str, str]) -> str | None:
+        if self.auth is None:
+            return None
+        try:
+            if repeated(scope, b"authorization"):
+                raise AuthFailure(400, "invalid_request", "one Authorization header, not several")
+            return await self.auth.authenticate(headers.get("authorization"))
+        except AuthFailure as failure:
+            body: dict[str, Any] = {"error_description": failure.description}
+            if failure.error is not None:
+                body = {"error": failure.error, **body}
+            raise _Denied(
+                failure.status,
+                _json(body),
+                [("content-type", "application/json"), *self.auth.challenge(failure)],
+            ) from None
+
+    async def _message(self, receive: Any, headers: dict[str, str], principal: str | None) -> dict[str, Any]:
+        declared = headers.get("content-length", "")
+        share = int(declared) if declared.isascii() and declared.isdigit() else self.max_body
+        share = min(share, self.max_body)
+        with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
+            body = await read_body(
+                receive, headers, self.max_body, deadline=self.settings.body_timeout, budget=held
+            )
+            return message_of(body)
+
+    # -- POST ------------------------------------------------------------------------------
+
+    async def _post(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
+    ) -> None:
+        climb(inbound.POST_HEADERS, headers)
+        if self.stateless_mode is not None and "mcp-session-id" in headers:
+            climb(inbound.SESSION_HEADERS, headers)
+            self.stateless_mode.session(
+                headers.get("mcp-session-id"), principal
+            )  # 404 before the body is read
+        message = await self._message(receive, headers, principal)
+        if self.sessions_mode is not None:
+            await self._post_stateless_client(receive, send, headers, message, principal)
+        else:
+            await self._post_session_client(receive, send, headers, message, principal)
+
+    async def _post_stateless_client(
+        self, receive: Any, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None
+    ) -> None:
+        assert self.sessions_mode is not None
+        ident = message.get("id")
+        if "method" not in message:  # the stateless revision has no server-to-client requests
+            raise Refused(inbound.unasked_answer(ident))
+        if "id" not in message:  # cancellation is the stream's close; no other notification is the client's
+            await respond(send, 202, b"", [])
+            return
+        if message["method"] not in REMOVED_IN_STATELESS:  # those are refused by name, below
+            problem = ModernHeaders.of(headers, message).rejection()
+            version = headers.get("mcp-protocol-version", "").strip()
+            if problem is None and version != NEWEST.name:
+                problem = (
+                    UNSUPPORTED_VERSION,
+                    f"this bridge serves {NEWEST.name} clients, not {version[:20]}",
+                )
+            if problem is not None:
+                raise Refusal(bridge_error(ident, "headers", problem[1], problem[0]), 400)
+        reply = Reply(send, write_timeout=self.settings.write_timeout)
+        with self.quotas.hold(
+            principal, "streams" if message["method"] == "subscriptions/listen" else "calls"
+        ):
+            await watched(receive, self._answer_stateless(message, principal, reply))
+        with contextlib.suppress(ClientGone):
+            await reply.end()
+
+    async def _answer_stateless(self, message: dict[str, Any], principal: str | None, reply: Reply) -> None:
+        assert self.sessions_mode is not None
+        try:
+            await self.sessions_mode.request(message, principal, reply)
+        except Refusal as refusal:
+            if reply.started:  # the stream is open: the error is its last event
+                await reply.final(refusal.error)
+            else:
+                await reply.final(refusal.error, refusal.status)
+
+    async def _post_session_client(
+        self, receive: Any, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None
+    ) -> None:
+        mode = self.stateless_mode
+        assert mode is not None
+        ident = message.get("id")
+        if message.get("method") == "initialize":
+            answer, sid = await mode.initialize(message, principal)
+            await respond(
+                send, 200, _json(answer), [("content-type", "application/json"), ("mcp-session-id", sid)]
+            )
+            return
+        climb(inbound.SESSION_HEADERS, headers)
+        session = mode.session(headers.get("mcp-session-id"), principal)
+        if "method" not in message:
+            if not mode.answered(session, message):
+                raise Refused(inbound.unasked_answer(ident))
+            await respond(send, 202, b"", [])
+            return
+        if "id" not in message:
+            mode.notified(session, message)
+            await respond(send, 202, b"", [])
+            return
+        reply = Reply(
+            send, write_timeout=self.settings.write_timeout, headers=[("mcp-session-id", session.sid)]
+        )
+
+        async def answering() -> None:
+            try:
+                await mode.request(session, message, reply)
+            except Refusal as refusal:
+                await reply.final(refusal.error, 200 if reply.started else refusal.status)
+
+        with self.quotas.hold(principal, "calls"):
+            await watched(receive, answering())
+        with contextlib.suppress(ClientGone):
+            await reply.end()
+
+    # -- GET and DELETE (clients with sessions) ----------------------------------------
+
+    async def _get(self, receive: Any, send: Any, headers: dict[str, str], principal: str | None) -> None:
+        mode = self.stateless_mode
+        assert mode is not None
+        climb(inbound.GET_HEADERS, headers)
+        climb(inbound.SESSION_HEADERS, headers)
+        session = mode.session(headers.get("mcp-session-id"), principal)
+        if "last-event-id" in headers:
+            text = (
+                f"cannot resume: the upstream speaks {self.profile.name}, which has no resumption, "
+                "and this bridge's streams carry no event ids; open the GET stream again without Last-Event-ID"
+            )
+            raise Refusal(bridge_error(None, "resumption", text), 409)
+        reply = Reply(
+            send, write_timeout=self.settings.write_timeout, headers=[("mcp-session-id", session.sid)]
+        )
+        with self.quotas.hold(principal, "streams"):
+            await watched(receive, mode.stream(session, reply))
+
+    async def _delete(self, receive: Any, send: Any, headers: dict[str, str], principal: str | None) -> None:
+        mode = self.stateless_mode
+        assert mode is not None
+        climb(inbound.SESSION_HEADERS, headers)
+        mode.delete(headers.get("mcp-session-id"), principal)
+        await respond(send, 200, b"", [])
+
+
+class _Denied(Exception):
+    def __init__(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
+        super().__init__(status)
+        self.status, self.body, self.headers = status, body, headers
+
+
+def _json(value: Any) -> bytes:
+    return orjson.dumps(value)
