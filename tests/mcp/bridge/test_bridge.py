@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from ssewire.jsonrpc import Message, MessageDecoder
 from ssewire.mcp.bridge import Bridge, Settings
+from ssewire.mcp.bridge.state import BadState, Sealer
 from ssewire.mcp.transport.serving import running
 
 OLD, NEW = "2025-11-25", "2026-07-28"
@@ -39,8 +40,20 @@ class Confirm(BaseModel):
     ok: bool
 
 
+CANCELLED: list[str] = []  # the slow tool's calls that ended by cancellation, upstream
+
+
 def sdk_server_2025() -> Any:
     server = MCPServer("sdk-2025", version="1.0", log_level="WARNING")
+
+    @server.tool()
+    async def slow(tag: str) -> str:
+        try:
+            await asyncio.sleep(WAIT)
+        except asyncio.CancelledError:
+            CANCELLED.append(tag)
+            raise
+        return "late"
 
     @server.tool()
     def echo(text: str) -> str:
@@ -181,6 +194,9 @@ class Stateless2026:
                 }
             assert params.get("requestState") == "round-1"
             return _text(f"{arguments['what']}: {answers['ok']['action']} {answers['ok']['content']['ok']}")
+        if name == "nag":  # asks again whatever it is told: the bridge's rounds are bounded
+            question = {"method": "roots/list", "params": {}}
+            return {"resultType": "input_required", "inputRequests": {"again": question}}
         if name == "touch":
             for _, wanted, queue in self.listens:
                 if arguments["uri"] in (wanted.get("resourceSubscriptions") or []):
@@ -455,6 +471,22 @@ def test_subscriptions_listen_is_served_from_the_get_stream(to_2025: str) -> Non
     run(go())
 
 
+def test_a_client_that_closes_its_stream_cancels_the_call_upstream(to_2025: str) -> None:
+    async def go() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    post(http, to_2025, "tools/call", {"name": "slow", "arguments": {"tag": "t1"}}), 1.0
+                )
+            for _ in range(100):
+                if "t1" in CANCELLED:
+                    break
+                await asyncio.sleep(0.05)
+            assert CANCELLED == ["t1"]
+
+    run(go())
+
+
 def test_methods_the_stateless_revision_removed_are_refused_by_name(to_2025: str) -> None:
     async def go() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
@@ -592,3 +624,72 @@ def test_what_cannot_be_mapped_to_the_stateless_upstream_is_refused_by_name(to_2
             assert (await http.post(to_2026, headers=stranger, json=ping)).status_code == 404
 
     run(go())
+
+
+def test_input_required_rounds_are_bounded(to_2026: str) -> None:
+    async def go() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            session = await _initialize(http, to_2026)
+            call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nag"}}
+            rounds = 0
+            async with http.stream("POST", to_2026, headers=session, json=call) as answer:
+                decoder = MessageDecoder()
+                async for chunk in answer.aiter_bytes():
+                    for item in decoder.feed(chunk):
+                        if not isinstance(item, Message):
+                            continue
+                        if item.payload.get("method") == "roots/list":  # answered on another POST
+                            rounds += 1
+                            reply = {"jsonrpc": "2.0", "id": item.payload["id"], "result": {"roots": []}}
+                            assert (await http.post(to_2026, headers=session, json=reply)).status_code == 202
+                        elif item.payload.get("id") == 5:
+                            error = item.payload["error"]
+            assert rounds == Settings().max_rounds  # answered; the next ask is refused
+            assert error["data"]["bridge"] == "rounds"
+
+    run(go())
+
+
+def test_a_request_state_is_sealed_bounded_and_short_lived() -> None:
+    sealer = Sealer(lifetime=60)
+    token = sealer.seal("h", "owner", "tools/call", "confirm", 1)
+    state = sealer.open(token)
+    assert (state.handle, state.owner, state.name, state.round) == ("h", "owner", "confirm", 1)
+    with pytest.raises(BadState, match="not one this bridge issued"):
+        Sealer(lifetime=60).open(token)  # another process's key (or a restart)
+    head, _, mac = token.partition(".")
+    with pytest.raises(BadState):
+        sealer.open(head[:-1] + ("A" if head[-1] != "A" else "B") + "." + mac)
+    with pytest.raises(BadState, match="over"):
+        sealer.open("x" * 5000)
+    with pytest.raises(BadState, match="expired"):
+        Sealer(key=b"k" * 32, lifetime=-1).open(
+            Sealer(key=b"k" * 32, lifetime=-1).seal("h", "o", "m", None, 1)
+        )
+
+
+def test_upstream_sessions_are_bounded_and_a_working_one_is_never_taken() -> None:
+    settings = Settings(max_sessions=1, timeout=WAIT)
+
+    async def go(url: str) -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            slow = asyncio.ensure_future(
+                post(http, url, "tools/call", {"name": "slow", "arguments": {"tag": "t2"}}, client="alice")
+            )
+            await asyncio.sleep(0.5)
+            status, found = await post(http, url, "server/discover", client="bob")
+            assert status == 503
+            assert last(found)["error"]["data"]["bridge"] == "busy"
+            slow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await slow
+            for _ in range(100):  # the cancelled call ends: its session is idle, so it makes room
+                status, found = await post(http, url, "server/discover", client="bob")
+                if status == 200:
+                    break
+                await asyncio.sleep(0.05)
+            assert status == 200
+
+    with running(sdk_server_2025()) as up:
+        with running(Bridge(f"{up}/mcp", upstream_revision=OLD, settings=settings)) as bridge:
+            run(go(f"{bridge}/mcp"))
