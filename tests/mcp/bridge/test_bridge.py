@@ -616,6 +616,10 @@ def test_what_cannot_be_mapped_to_the_stateless_upstream_is_refused_by_name(to_2
             error = (await http.post(to_2026, headers=session, json=tasks)).json()["error"]
             assert error["code"] == -32601 and "tasks/get" in error["message"]
             assert error["data"]["bridge"] == "removed-method"
+            # a stateless client's discover, sent to a bridge serving sessions
+            discover_headers, discover = modern("server/discover")
+            answer = await http.post(to_2026, headers=discover_headers, json=discover)
+            assert answer.status_code == 400 and answer.json()["error"]["data"]["bridge"] == "removed-method"
             # ping is answered by the bridge itself
             ping = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
             assert (await http.post(to_2026, headers=session, json=ping)).json()["result"] == {}
@@ -693,3 +697,34 @@ def test_upstream_sessions_are_bounded_and_a_working_one_is_never_taken() -> Non
     with running(sdk_server_2025()) as up:
         with running(Bridge(f"{up}/mcp", upstream_revision=OLD, settings=settings)) as bridge:
             run(go(f"{bridge}/mcp"))
+
+
+def test_a_parked_call_past_its_lifetime_is_ended_upstream() -> None:
+    bridge = Bridge("", upstream_revision=OLD, settings=Settings(state_lifetime=1.0, timeout=WAIT))
+
+    async def go(url: str) -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            call = {"name": "confirm", "arguments": {"what": "wait"}}
+            _, found = await post(http, url, "tools/call", call)
+            first = last(found)["result"]
+            assert first["resultType"] == "input_required"
+            assert bridge.sessions_mode is not None and len(bridge.sessions_mode.parked) == 1
+            for _ in range(100):  # the janitor lets it go (and cancels it upstream)
+                if not bridge.sessions_mode.parked:
+                    break
+                await asyncio.sleep(0.05)
+            assert not bridge.sessions_mode.parked
+            [key] = first["inputRequests"]
+            retry = {
+                **call,
+                "requestState": first["requestState"],
+                "inputResponses": {key: {"action": "cancel"}},
+            }
+            _, found = await post(http, url, "tools/call", retry)
+            error = last(found)["error"]
+            assert error["data"]["bridge"] == "request-state" and "expired" in error["message"]
+
+    with running(sdk_server_2025()) as up:
+        bridge.upstream.url = f"{up}/mcp"
+        with running(bridge) as served:
+            run(go(f"{served}/mcp"))

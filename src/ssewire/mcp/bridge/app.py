@@ -23,6 +23,7 @@ which kind): see `to_sessions` and `to_stateless`, and the package's docstring.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
@@ -32,8 +33,8 @@ import httpx
 import orjson
 
 from ..protocol import inbound
-from ..protocol.bridging import REMOVED_IN_STATELESS
-from ..protocol.codes import SERVER_ERROR, UNSUPPORTED_VERSION
+from ..protocol.bridging import REMOVED_IN_STATELESS, STATELESS_ONLY
+from ..protocol.codes import METHOD_NOT_FOUND, SERVER_ERROR, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, resolve
 from ..protocol.wire import caller_headers
@@ -129,8 +130,31 @@ class Bridge:
         self.auth = auth
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(self.settings.max_bytes_in_flight)
+        self._janitor: asyncio.Task[None] | None = None
+
+    def _start_janitor(self) -> None:
+        """Idle sessions and parked calls past their lifetime are let go on a timer, not only
+        when requests come (a parked call holds an upstream stream open)."""
+        if self._janitor is None or self._janitor.done():
+            self._janitor = asyncio.ensure_future(self._sweeping())
+
+    async def _sweeping(self) -> None:
+        every = max(0.5, min(30.0, self.settings.state_lifetime / 4, self.settings.session_ttl / 4))
+        while True:
+            try:
+                if self.sessions_mode is not None:
+                    await self.sessions_mode.sweep()
+                if self.stateless_mode is not None:
+                    await self.stateless_mode.sweep()
+            except Exception as failed:  # a sweep is best effort: the next one tries again
+                log.warning("sweeping sessions failed (%s)", type(failed).__name__)
+            await asyncio.sleep(every)
 
     async def aclose(self) -> None:
+        if self._janitor is not None:
+            self._janitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._janitor
         if self.sessions_mode is not None:
             await self.sessions_mode.aclose()
         if self.stateless_mode is not None:
@@ -165,10 +189,7 @@ class Bridge:
 
         try:
             principal = await self._principal(scope, headers)
-            if self.sessions_mode is not None:
-                await self.sessions_mode.sweep()
-            if self.stateless_mode is not None:
-                await self.stateless_mode.sweep()
+            self._start_janitor()
             if method == "POST":
                 await self._post(scope, receive, sending, headers, principal)
             elif method in ("GET", "DELETE") and self.stateless_mode is not None:
@@ -296,6 +317,9 @@ class Bridge:
         mode = self.stateless_mode
         assert mode is not None
         ident = message.get("id")
+        if message.get("method") in STATELESS_ONLY and "mcp-session-id" not in headers:
+            text = f"{message['method']} is not served here: this bridge serves clients with sessions (initialize)"
+            raise Refusal(bridge_error(ident, "removed-method", text, METHOD_NOT_FOUND), 400)
         if message.get("method") == "initialize":
             answer, sid = await mode.initialize(message, principal)
             await respond(
