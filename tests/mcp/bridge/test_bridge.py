@@ -728,3 +728,28 @@ def test_a_parked_call_past_its_lifetime_is_ended_upstream() -> None:
         bridge.upstream.url = f"{up}/mcp"
         with running(bridge) as served:
             run(go(f"{served}/mcp"))
+
+
+def test_one_principal_holds_at_most_its_share_of_sessions(upstream_2026: Stateless2026) -> None:
+    settings = Settings(max_sessions_per_principal=1)
+
+    async def go(url: str) -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            await _initialize(http, url)
+            body = {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": OLD,
+                    "capabilities": {},
+                    "clientInfo": {"name": "again", "version": "1"},
+                },
+            }
+            headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+            refused = await http.post(url, headers=headers, json=body)
+            assert refused.status_code == 429 and "retry-after" in refused.headers
+
+    with running(upstream_2026) as up:
+        with running(Bridge(f"{up}/mcp", upstream_revision=NEW, settings=settings)) as bridge:
+            run(go(f"{bridge}/mcp"))

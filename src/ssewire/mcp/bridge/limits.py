@@ -20,6 +20,7 @@ class Settings:
     input_timeout: float = 300.0  # a downstream client answering the upstream's questions
     state_lifetime: float = 300.0  # a requestState, and the call it holds open upstream
     max_sessions: int = 256  # upstream (or downstream) sessions kept at once
+    max_sessions_per_principal: int | None = 64  # of those, one principal's (then 429)
     session_ttl: float = 600.0  # idle seconds before a session is let go
     max_parked: int = 1024  # calls held open upstream, waiting on a stateless client's retry
     max_rounds: int = 8  # input-required rounds of one call

@@ -61,6 +61,7 @@ from ..protocol.profiles import NEWEST, Profile
 from ..protocol.requests import delete_headers, get_headers, name_of, notification, post_headers
 from ..protocol.wire import META_CAPABILITIES
 from ..server.asgi import error_message
+from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
 from .downstream import Reply, bridge_error
 from .limits import Settings
@@ -92,6 +93,7 @@ class Listener:
 @dataclass(eq=False)
 class UpSession:
     owner: str
+    principal: str | None
     client: dict[str, Any]
     capabilities: dict[str, Any]
     log_level: str | None
@@ -146,11 +148,17 @@ class ToSessions:
     # -- the table of upstream sessions ------------------------------------------------
 
     async def session_for(
-        self, owner: str, client: dict[str, Any], caps: dict[str, Any], level: str | None
+        self,
+        owner: str,
+        principal: str | None,
+        client: dict[str, Any],
+        caps: dict[str, Any],
+        level: str | None,
     ) -> UpSession:
         session = self.sessions.use(owner)
         if session is None:
-            session = UpSession(owner, client, caps, level)
+            _room_for(principal, [s.principal for s in self.sessions.values()], self.settings)
+            session = UpSession(owner, principal, client, caps, level)
             try:
                 dropped = self.sessions.add(owner, session)
             except SessionsFull:
@@ -299,15 +307,15 @@ class ToSessions:
             params.pop("_meta", None)
         try:
             if method == DISCOVER:
-                session = await self.session_for(owner, client, caps, level)
+                session = await self.session_for(owner, principal, client, caps, level)
                 await reply.final({"jsonrpc": "2.0", "id": ident, "result": self._discovered(session)})
             elif method == LISTEN:
-                session = await self.session_for(owner, client, caps, level)
+                session = await self.session_for(owner, principal, client, caps, level)
                 await self._listen(session, ident, params, reply)
             elif REQUEST_STATE in params or INPUT_RESPONSES in params:
                 await self._resume(owner, ident, method, params, reply)
             else:
-                session = await self.session_for(owner, client, caps, level)
+                session = await self.session_for(owner, principal, client, caps, level)
                 await self._call(session, owner, ident, method, params, reply)
         except Refusal as refusal:
             refusal.error["id"] = ident
@@ -643,6 +651,13 @@ class ToSessions:
                     f"the client read too slowly: {self.settings.listen_queue} notifications waited"
                 )
                 _offer(listener, None, force=True)
+
+
+def _room_for(principal: str | None, held: list[str | None], settings: Settings) -> None:
+    """`QuotaExceeded` (429) when ``principal`` holds its share of the session table."""
+    limit = settings.max_sessions_per_principal
+    if limit is not None and held.count(principal) >= limit:
+        raise QuotaExceeded("sessions", limit, 5)
 
 
 def _offer(listener: Listener, item: dict[str, Any] | None, *, force: bool = False) -> bool:

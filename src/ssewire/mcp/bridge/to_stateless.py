@@ -55,7 +55,7 @@ from ..protocol.wire import METHOD, NAME, NAME_FIELDS
 from ..server.sessions import SessionsFull, SessionTable
 from .downstream import Reply, bridge_error
 from .limits import Settings
-from .to_sessions import Refusal, _passed_on
+from .to_sessions import Refusal, _passed_on, _room_for
 from .upstream import Upstream, UpstreamFailed, batches, refuse_status
 
 
@@ -146,6 +146,7 @@ class ToStateless:
     # -- initialize ----------------------------------------------------------------------
 
     async def initialize(self, message: dict[str, Any], principal: str | None) -> tuple[dict[str, Any], str]:
+        _room_for(principal, [s.principal for s in self.sessions.values()], self.settings)  # before going up
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         asked = named(
