@@ -67,6 +67,8 @@ GRACE, GRACE_BYTES = 0.02, 64 * 1024
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumption worth one retry
 MAX_TOOL_PAGES = 100  # pages of tools/list one list_tools reads
+MAX_TOOLS = 10_000  # tools one list_tools keeps: a server listing more is cut there, and logged
+MAX_WARNED = 16  # tools set aside that one list_tools names in a log line each; the rest in one
 # 2026-07-28 multi round-trip requests (an input-required result, answered by a retry)
 RESULT_TYPE, INPUT_REQUIRED = "resultType", "input_required"
 INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE = "inputRequests", "inputResponses", "requestState"
@@ -459,33 +461,47 @@ class Client:
         return await self.request("tools/call", {"name": name, "arguments": arguments or {}}, **options)
 
     async def list_tools(self, **options: Any) -> list[dict[str, Any]]:
-        """Every tool the server lists (its pages followed, at most `MAX_TOOL_PAGES`). Under
+        """Every tool the server lists (its pages followed, at most `MAX_TOOL_PAGES` pages and
+        `MAX_TOOLS` tools). Under
         2026-07-28 a tool whose ``x-mcp-header`` annotations break the rules is set aside
         with a warning (``set_aside`` says why) and left out; the others' annotated
         parameters are remembered, so `call_tool` mirrors them into headers. ``options`` as
         for ``request``."""
         tools: list[dict[str, Any]] = []
         cursor: Any = None
+        seen = 0  # tools listed so far, kept or set aside
+        bound: dict[str, tuple[mirrored.Binding, ...]] = {}  # this listing's, replacing the last one's
+        aside: dict[str, str] = {}
         for _ in range(MAX_TOOL_PAGES):
             page = await self.request("tools/list", {"cursor": cursor} if cursor else None, **options)
             listed = page.get("tools")
-            for tool in listed if isinstance(listed, list) else []:
+            listed = listed if isinstance(listed, list) else []
+            full = seen + len(listed) >= MAX_TOOLS
+            if seen + len(listed) > MAX_TOOLS:
+                log.warning("the server lists over %d tools: the rest are left out", MAX_TOOLS)
+                listed = listed[: MAX_TOOLS - seen]
+            seen += len(listed)
+            for tool in listed:
                 name = tool.get("name") if isinstance(tool, dict) else None
                 if not isinstance(name, str):
                     continue
                 if self.modern:
                     try:
-                        self.tool_headers[name] = mirrored.bindings(tool.get("inputSchema"))
+                        bound[name] = mirrored.bindings(tool.get("inputSchema"))
                     except mirrored.InvalidAnnotation as why:
-                        self.set_aside[name] = str(why)
-                        self.tool_headers.pop(name, None)
-                        log.warning("set aside the tool %r: %s", name[:200], why)
+                        aside[name] = str(why)
+                        if len(aside) <= MAX_WARNED:
+                            log.warning("set aside the tool %r: %s", name[:200], why)
                         continue
-                self.set_aside.pop(name, None)
                 tools.append(tool)
             cursor = page.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
+            if full or not isinstance(cursor, str) or not cursor:
                 break
+        if len(aside) > MAX_WARNED:
+            log.warning(
+                "set aside %d more tools for invalid x-mcp-header annotations", len(aside) - MAX_WARNED
+            )
+        self.tool_headers, self.set_aside = bound, aside
         return tools
 
     async def subscribe(
