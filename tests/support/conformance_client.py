@@ -81,7 +81,7 @@ HANDLERS = {
 }
 
 
-class _Memory:
+class MemoryStorage:
     """The SDK's TokenStorage in memory (one run)."""
 
     def __init__(self, client_info: Any = None) -> None:
@@ -143,7 +143,7 @@ def oauth_provider(url: str, context: dict[str, Any]) -> Any:
     return OAuthClientProvider(
         server_url=url,
         client_metadata=metadata,
-        storage=_Memory(registered),
+        storage=MemoryStorage(registered),
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,
         client_metadata_url=CIMD_URL,

@@ -14,14 +14,20 @@ import asyncio
 import base64
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import httpx2
 import orjson
 import pytest
+from mcp.client.auth import OAuthClientProvider
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from pydantic import BaseModel, Field
 
-from ssewire.mcp.client import Client, InputRequired
+from ssewire.mcp.client import Client, InputRequired, RPCError
+from tests.support.conformance_client import MemoryStorage
 from tests.support.uvicorn_servers import uvicorn_server
 
 MODERN = "2026-07-28"
@@ -606,3 +612,175 @@ def test_an_auth_that_is_neither_is_a_type_error():
     with pytest.raises(TypeError, match=r"httpx2\.Auth"):
         Client("http://127.0.0.1:1/mcp", auth=object())
     assert isinstance(httpx.BasicAuth("a", "b"), httpx.Auth)
+
+
+# -- the official Python SDK server (mcp), speaking 2026-07-28 --------------------------
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("Your name?", Name)
+
+
+def route(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    return f"routed {region}"
+
+
+def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    return f"hello {who.name}"
+
+
+def sdk_app() -> Any:
+    """The SDK's server with a tool whose ``region`` carries ``x-mcp-header`` (the SDK checks
+    Mcp-Param-* against the body) and one whose argument is elicited (the SDK answers with an
+    input-required result under 2026-07-28)."""
+    server = MCPServer("ssewire-2026-target", version="0", log_level="WARNING")
+    server.tool()(route)
+    server.tool()(greet)
+    return server.streamable_http_app(streamable_http_path="/mcp")
+
+
+def test_against_the_sdk_server_headers_input_rounds_and_a_subscription():
+    asked: list[Any] = []
+
+    def elicit(params):
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async def main(url):
+        async with Client(url) as unlisted:  # the tool's schema unseen: no Mcp-Param-Region
+            with pytest.raises(RPCError) as refused:
+                await unlisted.call_tool("route", {"region": "x"})
+        async with Client(url, handlers={"elicitation/create": elicit}) as client:
+            await client.list_tools()
+            routed = await client.call_tool("route", {"region": "Zürich"})  # Base64 in the header
+            greeted = await client.call_tool("greet", {})
+            got: list[Any] = []
+            ended = await client.subscribe({"toolsListChanged": True}, got.append, duration=0.5)
+            return refused.value.code, client.version, routed, greeted, client.input_rounds, got, ended
+
+    with uvicorn_server(sdk_app(), lifespan="on") as base:
+        code, version, routed, greeted, rounds, got, ended = asyncio.run(
+            asyncio.wait_for(main(base + "/mcp"), 30)
+        )
+    assert code == -32020 and version == MODERN  # the SDK checks the header against the body
+    assert routed["content"][0]["text"] == "routed Zürich"
+    assert (
+        greeted["content"][0]["text"] == "hello Ada" and rounds == 1 and asked[0]["message"] == "Your name?"
+    )
+    assert ended is None and got[0]["method"] == "notifications/subscriptions/acknowledged"
+
+
+# -- the SDK's OAuth client provider, as it is ------------------------------------------
+
+
+class OAuthServer:
+    """An MCP endpoint behind OAuth 2.1 (RFC 9728 protected-resource metadata, RFC 8414
+    authorization-server metadata, dynamic registration, an authorization endpoint that
+    approves at once, a token endpoint) on one origin; it records the paths it was asked."""
+
+    def __init__(self) -> None:
+        self.mcp = modern_server([{"name": "t", "inputSchema": {"type": "object"}}])
+        self.paths: list[str] = []
+        self.base = ""
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        self.paths.append(path)
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if path == "/mcp":
+            if headers.get("authorization") == "Bearer granted":
+                await self.mcp(scope, receive, send)
+                return
+            challenge = f'Bearer resource_metadata="{self.base}/.well-known/oauth-protected-resource/mcp"'
+            await _reply(send, 401, {"error": "unauthorized"}, {"www-authenticate": challenge})
+            return
+        more = True
+        while more:  # the body (a form, JSON metadata) is not looked at
+            more = (await receive()).get("more_body", False)
+        if path == "/.well-known/oauth-protected-resource/mcp":
+            await _reply(send, 200, {"resource": f"{self.base}/mcp", "authorization_servers": [self.base]})
+        elif path == "/.well-known/oauth-authorization-server":
+            await _reply(
+                send,
+                200,
+                {
+                    "issuer": self.base,
+                    "authorization_endpoint": f"{self.base}/authorize",
+                    "token_endpoint": f"{self.base}/token",
+                    "registration_endpoint": f"{self.base}/register",
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                },
+            )
+        elif path == "/register":
+            client = {
+                "client_id": "registered-1",
+                "redirect_uris": ["http://127.0.0.1:1/callback"],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+            }
+            await _reply(send, 201, client)
+        elif path == "/authorize":
+            query = dict(pair.split("=", 1) for pair in scope["query_string"].decode().split("&"))
+            location = f"http://127.0.0.1:1/callback?code=the-code&state={query['state']}"
+            await _reply(send, 302, None, {"location": location})
+        elif path == "/token":
+            await _reply(
+                send,
+                200,
+                {"access_token": "granted", "token_type": "Bearer", "expires_in": 3600},
+                {"cache-control": "no-store"},
+            )
+        else:
+            await _reply(send, 404, None)
+
+
+async def _reply(send, status, body, headers=None):
+    data = b"" if body is None else orjson.dumps(body)
+    raw = _raw({**({"content-type": "application/json"} if data else {}), **(headers or {})})
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data})
+
+
+def test_the_sdks_oauth_client_provider_authenticates_the_client_as_it_is():
+    app = OAuthServer()
+    redirected: dict[str, str] = {}
+
+    async def redirect_handler(authorization_url: str) -> None:  # the user's browser, headless
+        async with httpx.AsyncClient(timeout=5.0) as http:
+            location = (await http.get(authorization_url)).headers["location"]
+        redirected.update({k: v[0] for k, v in parse_qs(urlsplit(location).query).items()})
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=redirected["code"], state=redirected["state"])
+
+    async def main(url):
+        app.base = url.removesuffix("/mcp")
+        provider = OAuthClientProvider(
+            server_url=url,
+            client_metadata=OAuthClientMetadata(
+                redirect_uris=["http://127.0.0.1:1/callback"], client_name="t"
+            ),
+            storage=MemoryStorage(),
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+        )
+        async with Client(url, auth=provider) as client:
+            return await client.list_tools()
+
+    with uvicorn_server(app) as base:
+        tools = asyncio.run(asyncio.wait_for(main(base + "/mcp"), 30))
+    assert [t["name"] for t in tools] == ["t"]
+    assert {"/.well-known/oauth-protected-resource/mcp", "/register", "/authorize", "/token"} <= set(
+        app.paths
+    )
+    assert all(h.get("authorization") == "Bearer granted" for h, _ in app.mcp.posted())
