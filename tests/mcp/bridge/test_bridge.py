@@ -491,8 +491,9 @@ def test_methods_the_stateless_revision_removed_are_refused_by_name(to_2025: str
     async def go() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
             for method in ("ping", "resources/subscribe", "logging/setLevel"):
-                _, found = await post(http, to_2025, method, {"uri": "x://y", "level": "info"})
+                status, found = await post(http, to_2025, method, {"uri": "x://y", "level": "info"})
                 error = last(found)["error"]
+                assert status == 404  # -32601 answered as the stateless revision's servers do
                 assert error["code"] == -32601 and method in error["message"]
                 assert error["data"]["bridge"] == "removed-method"
             got = await http.get(

@@ -33,7 +33,7 @@ import httpx
 import orjson
 
 from ..protocol import inbound
-from ..protocol.bridging import REMOVED_IN_STATELESS, STATELESS_ONLY
+from ..protocol.bridging import REMOVED_IN_STATELESS, STATELESS_ERROR_STATUS, STATELESS_ONLY
 from ..protocol.codes import METHOD_NOT_FOUND, SERVER_ERROR, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, resolve
@@ -293,7 +293,7 @@ class Bridge:
                 )
             if problem is not None:
                 raise Refusal(bridge_error(ident, "headers", problem[1], problem[0]), 400)
-        reply = Reply(send, write_timeout=self.settings.write_timeout)
+        reply = Reply(send, write_timeout=self.settings.write_timeout, error_status=STATELESS_ERROR_STATUS)
         with self.quotas.hold(
             principal, "streams" if message["method"] == "subscriptions/listen" else "calls"
         ):
@@ -306,10 +306,8 @@ class Bridge:
         try:
             await self.sessions_mode.request(message, principal, reply)
         except Refusal as refusal:
-            if reply.started:  # the stream is open: the error is its last event
-                await reply.final(refusal.error)
-            else:
-                await reply.final(refusal.error, refusal.status)
+            # the stream's last event, or a JSON answer of its own status (else the code's)
+            await reply.final(refusal.error, 200 if reply.started else refusal.status)
 
     async def _post_session_client(
         self, receive: Any, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None

@@ -7,7 +7,7 @@ cancels its call)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -40,6 +40,7 @@ class Reply:
         write_timeout: float,
         headers: Iterable[tuple[str, str]] = (),
         stream: bool = False,
+        error_status: Mapping[int, int] | None = None,
     ) -> None:
         self._send, self.write_timeout = send, write_timeout
         self.headers = list(headers)
@@ -47,6 +48,7 @@ class Reply:
         self.streaming = False  # ... and it is an SSE stream
         self.ended = False
         self._stream_at_once = stream
+        self.error_status = error_status or {}  # code -> status of an error answered as JSON
 
     async def _write(self, message: dict[str, Any]) -> None:
         try:
@@ -86,6 +88,9 @@ class Reply:
             await self.end()
             return
         self.started = self.ended = True
+        error = message.get("error")
+        if status == 200 and isinstance(error, dict) and isinstance(error.get("code"), int):
+            status = self.error_status.get(error["code"], status)
         head = [("content-type", JSON), *self.headers]
         raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in head]
         await self._write({"type": "http.response.start", "status": status, "headers": raw})

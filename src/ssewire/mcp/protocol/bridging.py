@@ -58,6 +58,18 @@ LIST_CHANGED = {
     "resourcesListChanged": ("notifications/resources/list_changed", "resources"),
 }
 
+# -- the HTTP status of an error answered as JSON under the stateless revision -----------
+# (the official SDK's table: one decides the status, whichever layer made the error)
+STATELESS_ERROR_STATUS = {
+    -32700: 400,  # parse error
+    -32600: 400,  # invalid request
+    -32602: 400,  # invalid params
+    -32020: 400,  # header mismatch
+    -32021: 400,  # missing required client capability
+    -32022: 400,  # unsupported protocol version
+    -32601: 404,  # method not found
+}
+
 # -- what one side has and the other not -----------------------------------------------
 # requests of the revisions with sessions that the stateless one removed, and what each
 # became there (None: nothing)
