@@ -1,0 +1,441 @@
+"""The MCP conformance suite's server surface, served by the official MCP Python SDK alone.
+
+Why it exists: the gateway's transparency test needs an upstream the suite scores well when
+reached directly, so that any scenario lost behind ``ssewire gateway`` is the gateway's doing.
+The SDK's own conformance server lives in its repository, not in the ``mcp`` package; this is
+ours, written on the package's public API (``MCPServer``), one process and one URL for both
+revisions the suite scores (2025-11-25 sessions and 2026-07-28 stateless requests).
+
+The tool, resource and prompt names are the suite's (``@modelcontextprotocol/conformance``).
+``fixture_app()`` builds the ASGI app (its lifespan must run: ``lifespan="on"``);
+``python -m tests.support.sdk_fixture_server --port N`` serves it on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import warnings
+from typing import Any
+
+from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Message, UserMessage
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    AudioContent,
+    CallToolResult,
+    ClientCapabilities,
+    Completion,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    EmbeddedResource,
+    EmptyResult,
+    ImageContent,
+    InputRequiredResult,
+    ListRootsRequest,
+    ListRootsResult,
+    SamplingCapability,
+    SamplingMessage,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    TextContent,
+    TextResourceContents,
+    UnsubscribeRequestParams,
+)
+
+HOST = "127.0.0.1"
+PATH = "/mcp"
+# a 1x1 red PNG and a 1-sample 8 kHz mono WAV: the smallest media the suite accepts
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+WAV = base64.b64encode(
+    b"RIFF" + (38).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
+    + (1).to_bytes(2, "little") + (1).to_bytes(2, "little") + (8000).to_bytes(4, "little")
+    + (16000).to_bytes(4, "little") + (2).to_bytes(2, "little") + (16).to_bytes(2, "little")
+    + b"data" + (2).to_bytes(4, "little") + b"\x00\x00"
+).decode()  # fmt: skip
+CACHEABLE = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read")
+STATE_MARK = "fixture-state"  # the plaintext the SDK seals into requestState and checks on return
+
+
+def _text(text: str) -> TextContent:
+    return TextContent(type="text", text=text)
+
+
+def _image() -> ImageContent:
+    return ImageContent(type="image", data=PNG, mime_type="image/png")
+
+
+def _embedded(uri: str, text: str, mime: str = "text/plain") -> EmbeddedResource:
+    return EmbeddedResource(
+        type="resource", resource=TextResourceContents(uri=uri, mime_type=mime, text=text)
+    )
+
+
+def _ask(message: str, properties: dict[str, Any]) -> ElicitRequest:
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _sample(text: str, max_tokens: int) -> CreateMessageRequest:
+    message = SamplingMessage(role="user", content=_text(text))
+    return CreateMessageRequest(params=CreateMessageRequestParams(messages=[message], max_tokens=max_tokens))
+
+
+def _answers(ctx: Context) -> dict[str, Any]:
+    return dict(ctx.input_responses or {})
+
+
+def _content_of(answer: Any) -> dict[str, Any]:
+    return dict(answer.content or {}) if isinstance(answer, ElicitResult) else {}
+
+
+def _sampled_text(answer: Any) -> str:
+    content = getattr(answer, "content", None)
+    return content.text if isinstance(content, TextContent) else str(content)
+
+
+def _legacy(call):  # the 2025-11-25 server-to-client requests and logs, deprecated in 2026-07-28
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return call()
+
+
+def _add_content_tools(server: MCPServer) -> None:
+    @server.tool(description="Returns simple text")
+    def test_simple_text() -> CallToolResult:
+        return CallToolResult(content=[_text("This is a simple text response for testing.")])
+
+    @server.tool(description="Returns an image")
+    def test_image_content() -> CallToolResult:
+        return CallToolResult(content=[_image()])
+
+    @server.tool(description="Returns audio")
+    def test_audio_content() -> CallToolResult:
+        return CallToolResult(content=[AudioContent(type="audio", data=WAV, mime_type="audio/wav")])
+
+    @server.tool(description="Returns an embedded resource")
+    def test_embedded_resource() -> CallToolResult:
+        resource = _embedded("test://embedded-resource", "This is an embedded resource content.")
+        return CallToolResult(content=[resource])
+
+    @server.tool(description="Returns text, an image and a resource")
+    def test_multiple_content_types() -> CallToolResult:
+        resource = _embedded(
+            "test://mixed-content-resource", json.dumps({"test": "data", "value": 123}), "application/json"
+        )
+        return CallToolResult(content=[_text("Multiple content types test:"), _image(), resource])
+
+    @server.tool(description="Always fails")
+    def test_error_handling() -> CallToolResult:
+        raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+def _add_session_tools(server: MCPServer) -> None:
+    """Tools that talk back on the call's stream: progress, logs, and (2025-11-25) requests."""
+
+    @server.tool(description="Sends three log notifications")
+    async def test_tool_with_logging(ctx: Context) -> str:
+        for i, text in enumerate(
+            ("Tool execution started", "Tool processing data", "Tool execution completed")
+        ):
+            if i:
+                await asyncio.sleep(0.05)
+            await _legacy(lambda text=text: ctx.log("info", text))
+        return "Logging tool completed"
+
+    @server.tool(description="Reports progress 0, 50, 100 of 100")
+    async def test_tool_with_progress(ctx: Context) -> str:
+        for i, progress in enumerate((0, 50, 100)):
+            if i:
+                await asyncio.sleep(0.05)
+            await ctx.report_progress(progress, 100)
+        return "Progress tool completed"
+
+    @server.tool(description="Asks the client to sample a reply")
+    async def test_sampling(ctx: Context, prompt: str) -> str:
+        message = SamplingMessage(role="user", content=_text(prompt))
+        reply = await _legacy(
+            lambda: ctx.session.create_message([message], max_tokens=100, related_request_id=ctx.request_id)
+        )
+        return f"LLM response: {_sampled_text(reply)}"
+
+    @server.tool(description="Asks the user for a username and email")
+    async def test_elicitation(ctx: Context, message: str) -> str:
+        request = _ask(message, {"username": {"type": "string"}, "email": {"type": "string"}})
+        return f"User response: {await _elicit(ctx, request)}"
+
+    @server.tool(description="Elicits with a default for each primitive type (SEP-1034)")
+    async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+        properties = {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        }
+        request = ElicitRequest(
+            params=ElicitRequestFormParams(
+                message="Defaults test", requested_schema={"type": "object", "properties": properties}
+            )
+        )
+        return f"Elicitation completed: {await _elicit(ctx, request)}"
+
+    @server.tool(description="Elicits with the five enum shapes (SEP-1330)")
+    async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+        def titled(prefix: str, titles: tuple[str, ...]) -> list[dict[str, str]]:
+            return [{"const": f"value{i}", "title": f"{t} {prefix}"} for i, t in enumerate(titles, 1)]
+
+        options = ["option1", "option2", "option3"]
+        properties = {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {"type": "string", "oneOf": titled("Option", ("First", "Second", "Third"))},
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {
+                "type": "array",
+                "items": {"anyOf": titled("Choice", ("First", "Second", "Third"))},
+            },
+        }
+        request = ElicitRequest(
+            params=ElicitRequestFormParams(
+                message="Enums test", requested_schema={"type": "object", "properties": properties}
+            )
+        )
+        return f"Elicitation completed: {await _elicit(ctx, request)}"
+
+
+async def _elicit(ctx: Context, request: ElicitRequest) -> str:
+    params = request.params
+    result = await _legacy(
+        lambda: ctx.session.elicit_form(
+            params.message, params.requested_schema, related_request_id=ctx.request_id
+        )
+    )
+    return f"action={result.action}, content={json.dumps(result.content or {})}"
+
+
+def _add_input_required_tools(server: MCPServer) -> None:
+    """2026-07-28's input-required results (SEP-2322); the SDK seals and verifies requestState."""
+
+    @server.tool(description="Asks for a name through an input-required result")
+    def test_input_required_result_elicitation(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answer = _answers(ctx).get("user_name")
+        if not isinstance(answer, ElicitResult):
+            return InputRequiredResult(
+                input_requests={"user_name": _ask("What is your name?", {"name": {"type": "string"}})}
+            )
+        return CallToolResult(content=[_text(f"Hello, {_content_of(answer).get('name', 'stranger')}!")])
+
+    @server.tool(description="Asks the client to sample through an input-required result")
+    def test_input_required_result_sampling(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answer = _answers(ctx).get("capital_question")
+        if answer is None:
+            return InputRequiredResult(
+                input_requests={"capital_question": _sample("What is the capital of France?", 100)}
+            )
+        return CallToolResult(content=[_text(f"Sampled: {_sampled_text(answer)}")])
+
+    @server.tool(description="Asks for the client's roots through an input-required result")
+    def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answer = _answers(ctx).get("client_roots")
+        if not isinstance(answer, ListRootsResult):
+            return InputRequiredResult(input_requests={"client_roots": ListRootsRequest()})
+        return CallToolResult(
+            content=[_text(f"Roots: {', '.join(str(r.uri) for r in answer.roots) or 'none'}")]
+        )
+
+    @server.tool(description="Round-trips requestState")
+    def test_input_required_result_request_state(ctx: Context) -> CallToolResult | InputRequiredResult:
+        if "confirm" not in _answers(ctx) or ctx.request_state != STATE_MARK:
+            return InputRequiredResult(
+                input_requests={"confirm": _ask("Please confirm", {"ok": {"type": "boolean"}})},
+                request_state=STATE_MARK,
+            )
+        return CallToolResult(content=[_text("state-ok: the requestState came back intact")])
+
+    @server.tool(description="Asks for three inputs at once")
+    def test_input_required_result_multiple_inputs(ctx: Context) -> CallToolResult | InputRequiredResult:
+        wanted = {
+            "user_name": _ask("What is your name?", {"name": {"type": "string"}}),
+            "greeting": _sample("Generate a greeting", 50),
+            "client_roots": ListRootsRequest(),
+        }
+        if not set(wanted) <= set(_answers(ctx)) or ctx.request_state != STATE_MARK:
+            return InputRequiredResult(input_requests=wanted, request_state=STATE_MARK)
+        return CallToolResult(content=[_text("All three inputs received")])
+
+    @server.tool(description="Asks in two rounds, the state moving on")
+    def test_input_required_result_multi_round(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answers, state = _answers(ctx), ctx.request_state
+        if state == "round-2" and "step2" in answers:
+            color = _content_of(answers["step2"]).get("color")
+            return CallToolResult(content=[_text(f"Done: favorite color {color}")])
+        if state == "round-2" or (state == "round-1" and "step1" in answers):
+            step2 = _ask("Step 2: What is your favorite color?", {"color": {"type": "string"}})
+            return InputRequiredResult(input_requests={"step2": step2}, request_state="round-2")
+        step1 = _ask("Step 1: What is your name?", {"name": {"type": "string"}})
+        return InputRequiredResult(input_requests={"step1": step1}, request_state="round-1")
+
+    @server.tool(description="Its requestState is sealed: a tampered one is refused")
+    def test_input_required_result_tampered_state(ctx: Context) -> CallToolResult | InputRequiredResult:
+        if ctx.request_state != STATE_MARK:  # a tampered token never reaches here: the SDK refuses it
+            return InputRequiredResult(
+                input_requests={"confirm": _ask("Please confirm", {"ok": {"type": "boolean"}})},
+                request_state=STATE_MARK,
+            )
+        return CallToolResult(content=[_text("state verified")])
+
+    @server.tool(description="Asks only for what the client declared it can answer")
+    def test_input_required_result_capabilities(ctx: Context) -> CallToolResult | InputRequiredResult:
+        if _answers(ctx):
+            return CallToolResult(content=[_text("Inputs received")])
+        declared = ctx.client_capabilities or ClientCapabilities()
+        wanted: dict[str, Any] = {}
+        if declared.sampling is not None:
+            wanted["sampling"] = _sample("Say hello", 20)
+        if declared.elicitation is not None:
+            wanted["elicitation"] = _ask("What is your name?", {"name": {"type": "string"}})
+        if declared.roots is not None:
+            wanted["roots"] = ListRootsRequest()
+        if not wanted:
+            return CallToolResult(content=[_text("The client declared nothing to ask")])
+        return InputRequiredResult(input_requests=wanted)
+
+    @server.tool(description="Needs the sampling capability; refuses a client without it")
+    def test_missing_capability(ctx: Context) -> str:
+        declared = ctx.client_capabilities
+        if declared is None or declared.sampling is None:
+            required = ClientCapabilities(sampling=SamplingCapability())
+            raise MCPError(
+                code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message="This tool needs the sampling capability",
+                data={
+                    "requiredCapabilities": required.model_dump(by_alias=True, mode="json", exclude_none=True)
+                },
+            )
+        return "The client declared sampling"
+
+
+def _add_resources(server: MCPServer) -> None:
+    @server.resource(
+        "test://static-text", name="static-text", description="A static text", mime_type="text/plain"
+    )
+    def static_text() -> str:
+        return "This is the content of the static text resource."
+
+    @server.resource("test://static-binary", name="static-binary", description="A PNG", mime_type="image/png")
+    def static_binary() -> bytes:
+        return base64.b64decode(PNG)
+
+    @server.resource(
+        "test://watched-resource", name="watched", description="To subscribe to", mime_type="text/plain"
+    )
+    def watched() -> str:
+        return "Watched resource content."
+
+    @server.resource(
+        "test://template/{id}/data", name="template", description="Data by id", mime_type="application/json"
+    )
+    def template(id: str) -> str:
+        return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+def _add_prompts(server: MCPServer) -> None:
+    @server.prompt(description="A prompt without arguments")
+    def test_simple_prompt() -> list[Message]:
+        return [UserMessage(content="This is a simple prompt for testing.")]
+
+    @server.prompt(description="A prompt with two arguments")
+    def test_prompt_with_arguments(arg1: str, arg2: str) -> list[Message]:
+        return [UserMessage(content=f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")]
+
+    @server.prompt(description="A prompt embedding a resource")
+    def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:  # the suite's argument name
+        resource = _embedded(resourceUri, "Embedded resource content for testing.")
+        return [
+            UserMessage(content=resource),
+            UserMessage(content="Please process the embedded resource above."),
+        ]
+
+    @server.prompt(description="A prompt with an image")
+    def test_prompt_with_image() -> list[Message]:
+        return [UserMessage(content=_image()), UserMessage(content="Please analyze the image above.")]
+
+    @server.prompt(description="A prompt that first asks for context (2026-07-28)")
+    def test_input_required_result_prompt(ctx: Context) -> list[Message] | InputRequiredResult:
+        answer = _answers(ctx).get("user_context")
+        if not isinstance(answer, ElicitResult):
+            ask = _ask("What context should the prompt use?", {"context": {"type": "string"}})
+            return InputRequiredResult(input_requests={"user_context": ask})
+        return [UserMessage(content=f"Use this context: {_content_of(answer).get('context', '')}")]
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion:
+        values = [v for v in ("paris", "park", "party") if v.startswith(argument.value or "")]
+        return Completion(values=values, total=len(values), has_more=False)
+
+
+def _add_session_methods(server: MCPServer) -> None:
+    """2025-11-25's resources/subscribe, resources/unsubscribe and logging/setLevel, which
+    MCPServer leaves to the application (the low-level Server takes them by method name)."""
+    subscribed: set[str] = set()  # at most 64 URIs (one process serves all clients)
+
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        if len(subscribed) < 64:
+            subscribed.add(str(params.uri))
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        subscribed.discard(str(params.uri))
+        return EmptyResult()
+
+    async def set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+        return EmptyResult()
+
+    lowlevel = server._lowlevel_server  # MCPServer has no public seam for these
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+
+
+def fixture_server() -> MCPServer:
+    """The MCPServer with the suite's tools, resources, prompts and completion."""
+    hints = {method: CacheHint(ttl_ms=0, scope="private") for method in CACHEABLE}
+    server = MCPServer("ssewire-sdk-fixture", version="1.0.0", log_level="WARNING", cache_hints=hints)
+    _add_content_tools(server)
+    _add_session_tools(server)
+    _add_input_required_tools(server)
+    _add_resources(server)
+    _add_prompts(server)
+    _add_session_methods(server)
+    return server
+
+
+def fixture_app() -> Any:
+    """The fixture's Streamable HTTP ASGI app at /mcp (run its lifespan). DNS-rebinding
+    protection is the SDK's default for a 127.0.0.1 host: other Host/Origin values get 4xx."""
+    return fixture_server().streamable_http_app(streamable_http_path=PATH, host=HOST)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="the 127.0.0.1 port (0: any free one)")
+    port = parser.parse_args(argv).port
+    uvicorn.run(fixture_app(), host=HOST, port=port, lifespan="on", log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
