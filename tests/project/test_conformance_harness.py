@@ -16,11 +16,10 @@ def _write(folder: pathlib.Path, where: str, checks: list[dict[str, str]]) -> No
 
 def test_scenarios_are_read_back_by_name_nested_ones_included(tmp_path: pathlib.Path) -> None:
     _write(tmp_path, "server-tools-list-2026-12-02T12-58-13-207Z", [{"id": "a", "status": "SUCCESS"}])
-    _write(
-        tmp_path, "client-auth/metadata-default-2026-12-02T12-58-13-224Z", [{"id": "b", "status": "FAILURE"}]
-    )
     assert list(_results(tmp_path, "server")) == ["tools-list"]
-    client = _results(tmp_path, "client")
+    client_run = tmp_path / "client"  # the suite names a client's folders without a prefix
+    _write(client_run, "auth/metadata-default-2026-12-02T12-58-13-224Z", [{"id": "b", "status": "FAILURE"}])
+    client = _results(client_run, "client")
     assert list(client) == ["auth/metadata-default"]
     assert not client["auth/metadata-default"].passed
 
