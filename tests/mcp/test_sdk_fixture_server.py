@@ -50,9 +50,9 @@ def _session(client: httpx.Client, url: str) -> dict[str, str]:
 
 
 def _stateless(
-    client: httpx.Client, url: str, method: str, name: str, params: dict[str, Any]
+    client: httpx.Client, url: str, method: str, name: str, params: dict[str, Any], **extra: str
 ) -> httpx.Response:
-    headers = {**ACCEPT, "MCP-Protocol-Version": STATELESS, "Mcp-Method": method, "Mcp-Name": name}
+    headers = {**ACCEPT, "MCP-Protocol-Version": STATELESS, "Mcp-Method": method, "Mcp-Name": name, **extra}
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
     return client.post(url, json=body, headers=headers)
 
@@ -113,3 +113,14 @@ def test_a_foreign_host_is_refused() -> None:
             headers={**ACCEPT, "Host": "evil.example"},
         )
         assert 400 <= reply.status_code < 500
+
+
+def test_the_sdk_checks_an_x_mcp_header_parameter_against_its_header() -> None:
+    with uvicorn_server(fixture_app(), lifespan="on") as root, httpx.Client(timeout=10) as client:
+        url, tool = root + PATH, "test_header_param"
+        call = {"name": tool, "arguments": {"region": "eu"}}
+        agreed = _stateless(client, url, "tools/call", tool, call, **{"Mcp-Param-Region": "eu"})
+        assert _message(agreed)["result"]["content"][0]["text"] == "region=eu"
+        for headers in ({"Mcp-Param-Region": "us"}, {}):  # a mismatch, then the header left out
+            refused = _stateless(client, url, "tools/call", tool, call, **headers)
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32020

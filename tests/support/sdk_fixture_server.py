@@ -3,8 +3,12 @@
 Why it exists: the gateway's transparency test needs an upstream the suite scores well when
 reached directly, so that any scenario lost behind ``ssewire gateway`` is the gateway's doing.
 The SDK's own conformance server lives in its repository, not in the ``mcp`` package; this is
-ours, written on the package's public API (``MCPServer``), one process and one URL for both
-revisions the suite scores (2025-11-25 sessions and 2026-07-28 stateless requests).
+ours, written on the package's API (``MCPServer``; resources/subscribe, resources/unsubscribe
+and logging/setLevel on its low-level server, which MCPServer leaves unwired), one process and
+one URL for both revisions the suite scores (2025-11-25 sessions and 2026-07-28 stateless
+requests). It also serves the hooks of the suite's pending scenarios (json-schema-2020-12,
+server-sse-polling, http-custom-header-server-validation, the listen-stream list changes).
+Bounded: 127.0.0.1 only, an event store of the last EVENTS_KEPT events, 64 subscriptions.
 
 The tool, resource and prompt names are the suite's (``@modelcontextprotocol/conformance``).
 ``fixture_app()`` builds the ASGI app (its lifespan must run: ``lifespan="on"``);
@@ -18,11 +22,12 @@ import asyncio
 import base64
 import json
 import warnings
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -49,6 +54,9 @@ from mcp_types import (
     TextResourceContents,
     UnsubscribeRequestParams,
 )
+from pydantic import Field
+
+from tests.support.sdk_servers import EvictingEventStore
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
@@ -61,6 +69,32 @@ WAV = base64.b64encode(
     + b"data" + (2).to_bytes(4, "little") + b"\x00\x00"
 ).decode()  # fmt: skip
 CACHEABLE = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read")
+EVENTS_KEPT = 1000  # the event store's bound (resumption after test_reconnection closes a stream)
+RETRY_MS = 500
+# the 2020-12 keywords the suite's json-schema-2020-12 scenario looks for in tools/list
+SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
 STATE_MARK = "fixture-state"  # the plaintext the SDK seals into requestState and checks on return
 
 
@@ -327,6 +361,43 @@ def _add_input_required_tools(server: MCPServer) -> None:
         return "The client declared sampling"
 
 
+def _add_diagnostic_tools(server: MCPServer) -> None:
+    """The hooks the pending scenarios look for: list mutations, a stream closed mid-call, an
+    x-mcp-header parameter (SEP-2243), a 2020-12 inputSchema kept verbatim (SEP-1613)."""
+
+    @server.tool(description="Announces a changed tool list to subscriptions/listen streams")
+    async def test_trigger_tool_change(ctx: Context) -> str:
+        await ctx.notify_tools_changed()
+        return "tools/list_changed sent"
+
+    @server.tool(description="Announces a changed prompt list to subscriptions/listen streams")
+    async def test_trigger_prompt_change(ctx: Context) -> str:
+        await ctx.notify_prompts_changed()
+        return "prompts/list_changed sent"
+
+    @server.tool(description="Closes its own SSE stream mid-call; the client resumes (SEP-1699)")
+    async def test_reconnection(ctx: Context) -> str:
+        await asyncio.sleep(0.05)
+        await ctx.close_sse_stream()
+        await asyncio.sleep(0.2)
+        return "Reconnection test completed successfully"
+
+    @server.tool(description="Takes its region in the Mcp-Param-Region header too (SEP-2243)")
+    def test_header_param(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        return f"region={region}"
+
+
+def _schema_tool() -> Tool:
+    """MCPServer derives a tool's inputSchema from its signature; a Tool given to the
+    constructor may carry any schema (calls still validate against the signature)."""
+
+    def json_schema_2020_12_tool() -> str:
+        return "ok"
+
+    tool = Tool.from_function(json_schema_2020_12_tool, description="Tool with JSON Schema 2020-12 features")
+    return tool.model_copy(update={"parameters": SCHEMA_2020_12})
+
+
 def _add_resources(server: MCPServer) -> None:
     @server.resource(
         "test://static-text", name="static-text", description="A static text", mime_type="text/plain"
@@ -412,10 +483,13 @@ def _add_session_methods(server: MCPServer) -> None:
 def fixture_server() -> MCPServer:
     """The MCPServer with the suite's tools, resources, prompts and completion."""
     hints = {method: CacheHint(ttl_ms=0, scope="private") for method in CACHEABLE}
-    server = MCPServer("ssewire-sdk-fixture", version="1.0.0", log_level="WARNING", cache_hints=hints)
+    server = MCPServer(
+        "ssewire-sdk-fixture", version="1.0.0", log_level="WARNING", cache_hints=hints, tools=[_schema_tool()]
+    )
     _add_content_tools(server)
     _add_session_tools(server)
     _add_input_required_tools(server)
+    _add_diagnostic_tools(server)
     _add_resources(server)
     _add_prompts(server)
     _add_session_methods(server)
@@ -425,7 +499,12 @@ def fixture_server() -> MCPServer:
 def fixture_app() -> Any:
     """The fixture's Streamable HTTP ASGI app at /mcp (run its lifespan). DNS-rebinding
     protection is the SDK's default for a 127.0.0.1 host: other Host/Origin values get 4xx."""
-    return fixture_server().streamable_http_app(streamable_http_path=PATH, host=HOST)
+    return fixture_server().streamable_http_app(
+        streamable_http_path=PATH,
+        host=HOST,
+        event_store=EvictingEventStore(EVENTS_KEPT),
+        retry_interval=RETRY_MS,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
