@@ -36,6 +36,12 @@ def add_parser(commands: Any) -> None:
         formatter_class=_DefaultsShown,
     )
     parser.add_argument("--upstream", required=True, metavar="URL", help="the upstream MCP endpoint")
+    parser.add_argument(
+        "--upstream-revision",
+        metavar="REVISION",
+        help="the one revision the upstream speaks (2025-11-25 or 2026-07-28): clients of the other "
+        "are served through a revision bridge (default: none, every client relayed as it speaks)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
     parser.add_argument("--port", type=int, default=8080, help="the port to bind")
     parser.add_argument(
@@ -229,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
         serve_metrics=args.metrics_port is None,
         **options,
     )
+    if args.upstream_revision is not None:
+        app = _bridged(app, args, auth)
     print(
         f"ssewire gateway: http://{_url_host(args.host)}:{args.port}{app.path} -> {app.upstream_label} "
         f"(store: {'redis' if replica else 'memory'}, auth: {_auth_name(args)})",
@@ -236,6 +244,33 @@ def run(args: argparse.Namespace) -> int:
     )
     _serve(app, args)
     return EXIT_OK
+
+
+def _bridged(gateway: Any, args: argparse.Namespace, auth: Any) -> Any:
+    """The gateway for clients of the upstream's revision, a bridge for the others."""
+    from ..mcp.bridge import Bridge
+    from ..mcp.gateway.bridged import Bridged
+    from ..mcp.protocol.profiles import resolve
+    from ..mcp.server.quotas import Limits
+
+    profile, _ = resolve(args.upstream_revision)  # an unknown name: an input error, exit 2
+    if profile.name not in ("2025-11-25", "2026-07-28"):
+        raise InputError("--upstream-revision: the bridge maps 2025-11-25 and 2026-07-28 onto each other")
+    bridge = Bridge(
+        args.upstream,
+        upstream_revision=profile.name,
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        headers=header_options(args.upstream_header, args.upstream_header_env, "--upstream-header") or None,
+        auth=auth,
+        limits=Limits(
+            sessions=args.limit_sessions,
+            calls=args.limit_calls,
+            streams=args.limit_streams,
+            bytes=args.limit_bytes,
+        ),
+    )
+    return Bridged(gateway, bridge)
 
 
 def _serve(app: Any, args: argparse.Namespace) -> None:
