@@ -37,6 +37,15 @@ import orjson
 from ...jsonrpc import InvalidMessage, Message, Priming
 from ..protocol import params as mirrored
 from ..protocol import requests
+from ..protocol.bridging import (
+    INPUT_REQUESTS,
+    INPUT_REQUIRED,
+    INPUT_RESPONSES,
+    LISTEN,
+    META_SUBSCRIPTION_ID,
+    REQUEST_STATE,
+    RESULT_TYPE,
+)
 from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND, UNSUPPORTED_VERSION
 from ..protocol.handshake import (
     HandshakeFailed,
@@ -69,14 +78,7 @@ TRANSIENT = frozenset({409, 425, 429, 500, 502, 503, 504})  # a refused resumpti
 MAX_TOOL_PAGES = 100  # pages of tools/list one list_tools reads
 MAX_TOOLS = 10_000  # tools one list_tools keeps: a server listing more is cut there, and logged
 MAX_WARNED = 16  # tools set aside that one list_tools names in a log line each; the rest in one
-# 2026-07-28 multi round-trip requests (an input-required result, answered by a retry)
-RESULT_TYPE, INPUT_REQUIRED = "resultType", "input_required"
-INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE = "inputRequests", "inputResponses", "requestState"
-INPUT_REQUIRED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-MAX_INPUT_REQUESTS = 32  # input requests one round may carry
-# subscriptions/listen (2026-07-28): the stream of what the server sends on its own
-LISTEN = "subscriptions/listen"
-META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+MAX_INPUT_REQUESTS = 32  # input requests one input-required result may carry (2026-07-28)
 
 log = logging.getLogger("ssewire.mcp.client")
 

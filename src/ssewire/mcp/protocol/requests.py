@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .bridging import META_CLIENT_INFO
 from .profiles import Profile
 from .wire import (
     BOTH,
     JSON,
     LAST_EVENT_ID,
     META_CAPABILITIES,
-    META_CLIENT_INFO,
     META_VERSION,
     METHOD,
     NAME,

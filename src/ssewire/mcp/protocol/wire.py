@@ -23,7 +23,6 @@ NAME = "Mcp-Name"  # 2026-07-28
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28 _meta keys
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"  # SHOULD be on every request
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 # Requests that list or read and change nothing on the server: sent twice, they do no harm,
 # so a relay may re-issue one whose answer broke (2026-07-28 has no resumption). A tool call,
