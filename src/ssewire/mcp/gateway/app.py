@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import secrets
 import time
@@ -28,15 +27,16 @@ from ..._secrets import public_url, scrub_urls
 from ...asgi import EventStreamResponse
 from ..client import Client, RPCError, StreamBroken, Unauthorized
 from ..protocol import inbound
-from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND
+from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
-from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
+from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, PROFILES, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from ..server.asgi import (
     LOOPBACK,
     Refused,
     climb,
     cors,
+    error_message,
     headers_of,
     host_name,
     lifespan,
@@ -58,6 +58,7 @@ from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .metrics import Metrics
+from .passthrough import LISTEN, Exchange, Passthrough
 from .relay import Relay, gateway_error, unauthorized_error
 from .stores import (
     SESSION_TTL,
@@ -76,13 +77,10 @@ log = logging.getLogger("ssewire.mcp.gateway")
 
 LARGE = 64 * 1024  # bytes: an event's payload past this is written without a joining copy
 RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
-MODERN = "-stateless-"  # the private store's one session: 2026-07-28 requests, not resumable
 MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 MAX_BYTES_IN_FLIGHT = 256 << 20  # request bodies being read and parsed, over all clients
 BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: a stalled upload holds nothing longer
-OPEN_TIMEOUT = 30.0  # seconds the stateless relay's discovery upstream may take (all wait on it)
-MODERN_CALLS = 4096  # 2026-07-28 requests in flight over all clients (each principal's share: its limits)
 MAX_FORWARDING = 16  # notifications of one session waiting to go upstream; past it 429
 STORE_RETRY_AFTER = 2  # seconds a client refused because the store failed waits
 
@@ -172,11 +170,16 @@ class Gateway:
         # the one table of sessions this process relays: its store keeps none of its own
         self.relays: SessionTable[Relay] = SessionTable(max_sessions=max_sessions, idle_timeout=session_ttl)
         self._closed_figures: dict[str, float] = {}
-        self._modern: Relay | None = None
-        self._modern_lock = asyncio.Lock()
-        self._passing = MemoryStore(max_bytes=4 * self.max_body)
         self._http, self._own_http = http, http is None
-        self._requests = itertools.count(1)  # the keys of 2026-07-28 requests
+        self.passthrough = Passthrough(
+            upstream,
+            http=self._upstream_http,
+            timeout=timeout,
+            keepalive=keepalive,
+            max_message_size=max_message_size,
+            budget=self.budget,
+            metrics=self.metrics,
+        )
         # sessions being taken up from the store: one lock each, and how many wait on it
         self._attaching: dict[str, tuple[asyncio.Lock, int]] = {}
         self._touched = time.monotonic()  # when the busy sessions were last kept alive
@@ -282,7 +285,7 @@ class Gateway:
 
     async def aclose(self) -> None:
         """Stop every relay (ending the upstream sessions unless a replica), close the rest."""
-        relays = [*self.relays.values(), *([self._modern] if self._modern else [])]
+        relays = list(self.relays.values())
         for sid in self.relays:
             self.relays.pop(sid)
         for relay in relays:
@@ -312,20 +315,24 @@ class Gateway:
         then dispatch it, the body's share and budget held until the message is handed on
         (a call's stream is written after they are given back)."""
         climb(inbound.POST_HEADERS, headers)
-        modern = headers.get("mcp-protocol-version", "").strip() == NEWEST.name
-        session = (
-            None if modern or "mcp-session-id" not in headers else await self._session(headers, principal)
-        )
-        async with self._reading(receive, headers, principal) as message:
+        version = headers.get("mcp-protocol-version", "").strip(" \t")
+        sessionless = "mcp-session-id" not in headers
+        # 2026-07-28, or a version no revision has with no session: not a session's request
+        modern = version == NEWEST.name or (sessionless and bool(version) and version not in KNOWN_VERSIONS)
+        session = None if modern or sessionless else await self._session(headers, principal)
+        async with self._reading(receive, headers, principal) as read:
+            message, body = read
             scope[_BODY_READ] = True  # read whole: a refusal from here need not close the connection
             method = message.get("method")
             if modern or method == "server/discover":
-                serve = await self._post_modern(send, headers, message, principal)
-            elif method == "initialize":
+                await self._post_modern(scope, receive, send, headers, message, body, principal)
+                return
+            read.clear()  # the body goes no further: the message is re-sent by the client upstream
+            del body
+            if method == "initialize":
                 await self._initialize(send, message, principal)
                 return
-            else:
-                serve = await self._post_session(send, headers, message, principal, session)
+            serve = await self._post_session(send, headers, message, principal, session)
             del message  # what the call needs is the relay's now: the stream is written without it
         if serve is not None:
             await serve(scope, receive)
@@ -364,8 +371,8 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def _reading(
         self, receive: Any, headers: dict[str, str], principal: str | None
-    ) -> AsyncIterator[dict[str, Any]]:
-        """The body's one message, read under the deadline, the principal's share of bytes and
+    ) -> AsyncIterator[list[Any]]:
+        """The body's one message and the body itself, read under the deadline, the principal's share of bytes and
         the global budget; its parse is charged at what it may cost in objects. All of it is
         held while the message is (the block), and given back after."""
         declared = headers.get("content-length", "")
@@ -379,8 +386,7 @@ class Gateway:
             body = await read_body(receive, headers, self.max_body, deadline=self.body_timeout, budget=held)
             held.grow(_parse_cost(body))
             message = message_of(body)
-            del body
-            yield message
+            yield [message, body]
 
     async def _initialize(self, send: Any, message: dict[str, Any], principal: str | None) -> None:
         params = message.get("params")
@@ -465,70 +471,51 @@ class Gateway:
             log.warning("forwarding a notification upstream failed (%s)", type(failed).__name__)
 
     async def _post_modern(
-        self, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None
-    ) -> _Serving | None:
-        """2026-07-28: each request on its own, held under a key of the gateway's (clients'
-        ids meet in one relay: none can name, cancel or block another's); its answer streamed
-        without ids (no resumption). Closing the stream is the cancellation (the revision's
-        rule), so a client that leaves ends its call upstream; a `notifications/cancelled`
-        names no one's request here and is ignored."""
-        if "id" in message and "method" in message:
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send: Any,
+        headers: dict[str, str],
+        message: dict[str, Any],
+        body: bytes | bytearray,
+        principal: str | None,
+    ) -> None:
+        """2026-07-28: each request relayed on its own, transparently (`Passthrough`): its
+        body and the headers the transport names go up as they came, and the upstream's
+        status, headers and body come back (a stream one complete event at a time). The
+        gateway answers itself only what it owns: a version no revision has (-32022, with
+        the versions it relays), headers that disagree with the body (-32020: an intermediary
+        routes on them), its quotas, its budget and its upstream's failures. A
+        `notifications/cancelled` is not sent up: the upstream sees every client's requests
+        as one client's, so one client could name another's; closing a stream cancels."""
+        version = headers.get("mcp-protocol-version", "").strip(" \t")
+        method = message.get("method")
+        ident = message.get("id")
+        request = "id" in message and isinstance(method, str)
+        if version and version not in KNOWN_VERSIONS and method != "server/discover":
+            await _unsupported(send, ident, version)
+            return
+        if request and version == NEWEST.name:
             problem = ModernHeaders.of(headers, message).rejection()
             if problem is not None:
-                raise refuse(400, problem[0], problem[1], ident=message.get("id"))
-        relay = await self._modern_relay(message.get("id"))
-        if "method" not in message:
-            await respond(send, 202, b"", [])  # no server-to-client requests are relayed here
-            return None
-        if "id" not in message:
-            if message.get("method") != "notifications/cancelled":
-                # the revision has no client notifications to order: each goes up on its own
-                await self._send_up(relay, message)
+                raise refuse(400, problem[0], problem[1], ident=ident)
+        if method == "notifications/cancelled":
             await respond(send, 202, b"", [])
-            return None
-        key = ("request", next(self._requests))
-        self.quotas.take(principal, "calls")
-        stream = await relay.start_call(
-            message, key=key, limit=MODERN_CALLS, on_done=lambda: self.quotas.give(principal, "calls")
-        )
-
-        async def serve(scope: dict[str, Any], receive: Any) -> None:
-            try:
-                await self._serve(scope, receive, send, MODERN, stream, 0, [], store=self._passing)
-            finally:
-                relay.abandon(key)  # answered (a no-op), or its client left: the call ends upstream
-
-        return serve
-
-    async def _modern_relay(self, ident: Any) -> Relay:
-        async with self._modern_lock:
-            if self._modern is None:
-                relay = Relay(
-                    SessionRecord(MODERN, NEWEST.name, None),
-                    store=self._passing,
-                    metrics=self.metrics,
-                    client=self._client,
-                    timeout=self.timeout,
-                )
-                relay.shared = True  # many clients' requests: no stream is one's by default
-                try:  # under the lock every stateless request waits on: not a call's deadline, a short one
-                    await asyncio.wait_for(relay.open(), min(self.timeout, OPEN_TIMEOUT))
-                except (RPCError, StreamBroken, httpx.HTTPError, asyncio.TimeoutError) as failed:
-                    await self._close_relay(relay, end_upstream=False)
-                    text = scrub_urls(f"gateway: the upstream does not answer {NEWEST.name} ({failed})")
-                    raise refuse(502, INTERNAL_ERROR, text, ident=ident) from None
-                self._modern = relay
-            return self._modern
+            return
+        exchange = Exchange(body, ident, method if isinstance(method, str) else None, request)
+        kind = "streams" if method == LISTEN else "calls"
+        with self.quotas.hold(principal, kind) if request else contextlib.nullcontext():
+            await self.passthrough.relay(scope, receive, send, headers, exchange)
 
     # -- GET and DELETE ----------------------------------------------------------------
 
     async def _get(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
     ) -> None:
-        climb(inbound.GET_HEADERS, headers)
-        if headers.get("mcp-protocol-version", "").strip() == NEWEST.name:
-            await not_allowed(send, [], "POST")
+        if headers.get("mcp-protocol-version", "").strip(" \t") == NEWEST.name:
+            await not_allowed(send, [], "POST")  # no GET stream in this revision
             return
+        climb(inbound.GET_HEADERS, headers)
         sid, relay = await self._session(headers, principal)
         with self.quotas.hold(principal, "streams"):  # a GET stream holds a connection: counted
             await self._stream(scope, receive, send, headers, sid, relay)
@@ -560,6 +547,9 @@ class Gateway:
     async def _delete(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
     ) -> None:
+        if headers.get("mcp-protocol-version", "").strip(" \t") == NEWEST.name:
+            await not_allowed(send, [], "POST")  # no session to end in this revision
+            return
         sid, relay = await self._session(headers, principal)
         self.relays.pop(sid)
         await self._close_relay(relay, end_upstream=True)
@@ -662,17 +652,21 @@ class Gateway:
             except Exception as failed:  # letting a session go is best effort: it never fails a request
                 log.warning("dropping a session's record failed (%s)", type(failed).__name__)
 
-    def _client(self, **options: Any) -> Client:
+    def _upstream_http(self) -> httpx.AsyncClient:
+        """The one upstream connection pool (the operator's headers on every request)."""
         if self._http is None:
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, read=None),
                 headers=self.extra,
                 limits=httpx.Limits(max_connections=4 * self.max_sessions, max_keepalive_connections=64),
             )
+        return self._http
+
+    def _client(self, **options: Any) -> Client:
         return Client(
             self.upstream,
             first_id=secrets.randbits(32) << 20,  # replicas share upstream sessions: ids far apart
-            http=self._http,
+            http=self._upstream_http(),
             listen=False,
             timeout=self.timeout,
             idle_timeout=self.idle_timeout,
@@ -706,8 +700,7 @@ class Gateway:
 
     def _relay_figures(self) -> dict[str, float]:
         figures = dict(self._closed_figures)
-        relays = [*self.relays.values(), *([self._modern] if self._modern else [])]
-        for relay in relays:
+        for relay in self.relays.values():
             for name, value in relay.figures().items():
                 figures[name] = figures.get(name, 0.0) + value
         figures["sessions_open"] = float(len(self.relays))
@@ -832,6 +825,15 @@ class Gateway:
             await store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await store.finish(sid, stream)
+
+
+async def _unsupported(send: Any, ident: Any, version: str) -> None:
+    """400 / -32022 for a version no revision has, naming the ones this gateway relays and
+    the one asked (as the transport's error for it carries them)."""
+    data = {"supported": sorted(PROFILES, reverse=True), "requested": version[:64]}
+    text = f"Unsupported protocol version: {version[:64]}"
+    body = orjson.dumps(error_message(ident, UNSUPPORTED_VERSION, text, data))
+    await respond(send, 400, body, [("content-type", JSON)])
 
 
 def _store_unavailable(ident: Any = None) -> Refused:

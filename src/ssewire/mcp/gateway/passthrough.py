@@ -1,0 +1,363 @@
+"""2026-07-28 requests relayed as they came: the gateway is transparent where it does not
+own the answer.
+
+The revision has no sessions and no resumption, so the gateway holds nothing between two
+requests and has nothing to heal across them: each downstream POST goes up as one POST,
+its body byte for byte and the headers the transport names (``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name``, every ``Mcp-Param-*``, plain or ``=?base64?...?=``, and
+Accept and Content-Type) as they were sent, beside the operator's upstream credentials
+(the client's own never go up). The answer comes back the same way: its status, the
+response headers the transport names, and its body:
+
+- JSON (or any other type, or none): read whole under the message limit and the byte
+  budget, then written as it came, so several messages in one body, an error body of a
+  400 or a 404, or a 202's empty body pass unchanged;
+- SSE: decoded with ssewire's decoder and written one complete event at a time, each
+  under the message limit, so a downstream client never sees a torn event; event ids and
+  ``retry`` fields are dropped (nothing can resume a 2026-07-28 stream), keep-alive
+  comments are the gateway's own while the upstream is silent.
+
+What the gateway owns stays its own: authentication, quotas and the budget (429 / 503),
+an upstream refusing the operator's credentials (502, ``data.gateway =
+"upstream-unauthorized"``), an upstream that cannot be reached or breaks its answer (502,
+or an explicit error event once a stream is open; a request that only lists or reads is
+sent again first), a message over the limit (``too-large``) and the call deadline
+(``timeout``; ``subscriptions/listen`` streams have none: they last while both ends
+hold them). Closing a downstream stream closes its upstream one: the revision's
+cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+from ..._secrets import scrub_urls
+from ...asgi import EventStreamResponse
+from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
+from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
+from ..server.asgi import respond
+from ..server.budget import ByteBudget
+from ..transport.http import Answer, Broken, MessageTooLarge, send
+from .metrics import Metrics
+from .relay import gateway_error
+
+log = logging.getLogger("ssewire.mcp.gateway")
+
+PARAM_PREFIX = "mcp-param-"  # the custom headers a tools/call mirrors from its arguments
+# request headers that go up as the client sent them (lower case; Mcp-Param-* besides)
+FORWARDED = frozenset(name.lower() for name in ("Accept", "Content-Type", PROTOCOL_VERSION, METHOD, NAME))
+# response headers that come back as the upstream sent them (its content-type among them)
+RETURNED = frozenset({"content-type", "retry-after", "allow", "mcp-protocol-version", "cache-control"})
+MAX_PARAM_HEADERS = 64  # Mcp-Param-* headers of one request forwarded at most (the head bounds their size)
+TRIES = 3  # sendings of a request that only lists or reads, when its answer broke before any of it went down
+LISTEN = "subscriptions/listen"  # its stream lasts as long as both ends hold it: no call deadline
+
+
+def upstream_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """What of a downstream request's headers (lower-case names) goes up: the ones the
+    transport names, values as sent; never Authorization, cookies, Host or Origin."""
+    picked: dict[str, str] = {}
+    params = 0
+    for name, value in headers.items():
+        if name in FORWARDED:
+            picked[name] = value
+        elif name.startswith(PARAM_PREFIX) and len(name) > len(PARAM_PREFIX) and params < MAX_PARAM_HEADERS:
+            params += 1
+            picked[name] = value
+    return picked
+
+
+@dataclass
+class Exchange:
+    """One downstream request to relay: its parsed message (for its id and method) and its
+    body as it came."""
+
+    body: bytes | bytearray
+    ident: Any
+    method: str | None
+    request: bool  # a request (an id and a method): it has an answer of its own
+
+
+class Passthrough:
+    """The 2026-07-28 relay: one upstream POST for each downstream one."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        http: Any,
+        timeout: float,
+        keepalive: float,
+        max_message_size: int | None,
+        budget: ByteBudget,
+        metrics: Metrics,
+    ) -> None:
+        self.upstream, self._http = upstream, http  # a callable returning the shared AsyncClient
+        self.timeout, self.keepalive, self.limit = timeout, keepalive, max_message_size
+        self.budget, self.metrics = budget, metrics
+
+    async def relay(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send_down: Any,
+        headers: Mapping[str, str],
+        exchange: Exchange,
+    ) -> None:
+        """Send ``exchange`` up and its answer down; closing the downstream connection
+        closes the upstream one."""
+        with contextlib.suppress(_Gone):
+            await self._relayed(scope, receive, send_down, upstream_headers(headers), exchange)
+
+    async def _relayed(
+        self, scope: dict[str, Any], receive: Any, send_down: Any, up: dict[str, str], exchange: Exchange
+    ) -> None:
+        deadline = None if exchange.method == LISTEN else time.monotonic() + self.timeout
+        tries = TRIES if exchange.method in REPEATABLE else 1
+        for attempt in range(1, tries + 1):
+            last = attempt == tries
+            try:
+                answer = await _unless_gone(receive, self._opened(up, exchange, deadline))
+            except _Failed as failed:
+                if not last and failed.repeatable:
+                    self.metrics.add("reissues_total")
+                    continue
+                await self._fail(send_down, exchange, failed)
+                return
+            try:
+                if answer.is_sse:
+                    if await self._stream(scope, receive, send_down, answer, exchange, deadline, not last):
+                        return
+                    self.metrics.add("reissues_total")  # it broke before any of it went down
+                    continue
+                body = await _unless_gone(receive, self._whole(answer, exchange, deadline))
+            except _Failed as failed:
+                if not last and failed.repeatable:
+                    self.metrics.add("reissues_total")
+                    continue
+                await self._fail(send_down, exchange, failed)
+                return
+            finally:
+                await answer.aclose()
+            await respond(send_down, answer.status, body, _returned(answer.headers))
+            self.metrics.add("downstream_bytes_total", len(body))
+            return
+
+    async def _opened(self, headers: dict[str, str], exchange: Exchange, deadline: float | None) -> Answer:
+        """The upstream answer's head, or `_Failed`."""
+        wait = self.timeout if deadline is None else max(deadline - time.monotonic(), 0.001)
+        try:
+            answer = await send(
+                self._http(),
+                "POST",
+                self.upstream,
+                headers,
+                bytes(exchange.body),
+                head_timeout=wait,
+                max_message_size=self.limit,
+            )
+        except asyncio.TimeoutError:
+            raise _Failed(504, "timeout", f"no answer from the upstream in {self.timeout:g} s") from None
+        except httpx.HTTPError as failed:
+            text = scrub_urls(f"the upstream did not answer ({type(failed).__name__}: {failed})")
+            raise _Failed(502, "upstream", text, repeatable=True) from None
+        if answer.status in (401, 403):  # the operator's credentials, refused: never the client's to see
+            await answer.aclose()
+            raise _Failed(
+                502,
+                "upstream-unauthorized",
+                "the upstream refused the gateway's credentials",
+                status_up=answer.status,
+            )
+        return answer
+
+    async def _whole(self, answer: Answer, exchange: Exchange, deadline: float | None) -> bytes:
+        """A body other than a stream, whole, under the message limit and the budget."""
+        body = bytearray()
+        with self.budget.reserve(0) as held:
+            try:
+                async for chunk in answer.chunks(until=deadline):
+                    held.grow(len(chunk))
+                    body += chunk
+                    if self.limit is not None and len(body) > self.limit:
+                        raise _Failed(502, "too-large", str(MessageTooLarge(self.limit, len(body))))
+            except Broken as broken:
+                text = f"{exchange.method}: the upstream's answer broke ({broken}) before its end"
+                raise _Failed(502, "upstream", text, repeatable=True) from None
+            if not answer.ended:
+                raise _Failed(504, "timeout", f"the upstream's answer did not end in {self.timeout:g} s")
+            return bytes(body)
+
+    async def _stream(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send_down: Any,
+        answer: Answer,
+        exchange: Exchange,
+        deadline: float | None,
+        may_retry: bool,
+    ) -> bool:
+        """Write an SSE answer down one complete event at a time; False (nothing written,
+        the head either) when it broke before its first message and may be sent again."""
+        source = self._events(answer, exchange, deadline)
+        try:
+            first = await source.__anext__()
+        except StopAsyncIteration:
+            first = b""
+        except _Broke as broke:
+            if may_retry:
+                return False
+            first = self._error_event(exchange, "upstream", str(broke))
+        app = EventStreamResponse(
+            _prefixed(first, source),
+            keepalive=self.keepalive,
+            status=answer.status,
+            headers=[*_returned(answer.headers), ("content-type", SSE), ("cache-control", "no-cache")],
+        )
+        self.metrics.gauges["streams_open"] += 1
+        try:
+            await app(scope, receive, send_down)
+        finally:
+            self.metrics.gauges["streams_open"] -= 1
+            await source.aclose()
+        return True
+
+    async def _events(
+        self, answer: Answer, exchange: Exchange, deadline: float | None
+    ) -> AsyncGenerator[bytes, None]:
+        """The upstream's complete events, re-encoded without ids; an explicit error event
+        ends a stream that broke, timed out or carried a message over the limit before the
+        request's answer. `_Broke` when it broke before any message (nothing written yet)."""
+        answered = wrote = False
+        try:
+            async for items in answer.events(until=deadline):
+                pieces: list[bytes] = []
+                for item in items:
+                    if isinstance(item, Message):
+                        if item.kind.answers and item.id == exchange.ident:
+                            answered = True
+                        pieces.append(_event("message", item.data))
+                    elif isinstance(item, OtherEvent):
+                        pieces.append(_event(item.event_type, item.data))
+                    elif isinstance(item, InvalidMessage):
+                        if item.reason.startswith("too large"):
+                            if not answered:
+                                pieces.append(self._error_event(exchange, "too-large", item.reason))
+                                answered = True
+                            yield b"".join(pieces)
+                            return
+                        self.metrics.add("undeliverable_total")  # not JSON-RPC: it cannot be a message
+                        log.warning(
+                            "an upstream event that is no JSON-RPC message was dropped (%s)", item.reason
+                        )
+                    elif isinstance(item, TornTail):
+                        raise Broken("the stream ended inside an event", answer.elapsed())
+                if pieces:
+                    wrote = True
+                    data = b"".join(pieces)
+                    self.metrics.add("messages_total", len(pieces))
+                    self.metrics.add("downstream_bytes_total", len(data))
+                    yield data
+        except Broken as broken:
+            if not wrote:
+                raise _Broke(f"{exchange.method}: the upstream's stream broke ({broken})") from None
+            if exchange.request and not answered:
+                yield self._error_event(
+                    exchange, "upstream", f"{exchange.method}: the upstream's stream broke ({broken})"
+                )
+            return
+        if exchange.request and not answered:
+            if not answer.ended:
+                yield self._error_event(
+                    exchange, "timeout", f"no answer from the upstream in {self.timeout:g} s"
+                )
+            else:
+                yield self._error_event(
+                    exchange, "upstream", f"{exchange.method}: the upstream's stream ended with no answer"
+                )
+
+    def _error_event(self, exchange: Exchange, kind: str, text: str) -> bytes:
+        self.metrics.add("calls_failed_total")
+        return _event("message", orjson.dumps(_error(exchange, kind, text)))
+
+    async def _fail(self, send_down: Any, exchange: Exchange, failed: _Failed) -> None:
+        self.metrics.add("calls_failed_total")
+        error = _error(exchange, failed.kind, f"{exchange.method}: {failed.text}")
+        if failed.status_up is not None:
+            error["error"]["data"]["status"] = failed.status_up
+        await respond(send_down, failed.status, orjson.dumps(error), [("content-type", JSON)])
+
+
+def _error(exchange: Exchange, kind: str, text: str) -> dict[str, Any]:
+    """The gateway's own error for ``exchange``; one that may have acted says so."""
+    if kind in ("upstream", "timeout") and exchange.method not in REPEATABLE:
+        text += "; the request may have been processed: check its effects before sending it again"
+    return gateway_error(exchange.ident, kind, scrub_urls(text))
+
+
+class _Failed(Exception):
+    """No answer to relay: the gateway's own error, with its status."""
+
+    def __init__(
+        self, status: int, kind: str, text: str, *, repeatable: bool = False, status_up: int | None = None
+    ) -> None:
+        super().__init__(text)
+        self.status, self.kind, self.text, self.repeatable = status, kind, text, repeatable
+        self.status_up = status_up
+
+
+class _Broke(Exception):
+    """An upstream stream broke before any of it was written down."""
+
+
+def _returned(headers: httpx.Headers) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers.multi_items() if name.lower() in RETURNED]
+
+
+def _event(kind: str, data: bytes) -> bytes:
+    """One SSE event; data of several lines keeps them (a line ending inside JSON is a space)."""
+    head = b"data: " if kind == "message" else b"event: " + kind.encode() + b"\ndata: "
+    if b"\n" in data or b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\n", b"\ndata: ")
+    return head + data + b"\n\n"
+
+
+async def _prefixed(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if first:
+        yield first
+    async for piece in rest:
+        yield piece
+
+
+async def _unless_gone(receive: Any, work: Any) -> Any:
+    """``work``'s result, or CancelledError's end of it when the downstream client leaves
+    first (its body is read: the next ASGI message can only be the disconnect)."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(receive())
+    try:
+        done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if task not in done:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise _Gone
+        return task.result()
+    finally:
+        gone.cancel()
+        await asyncio.gather(gone, return_exceptions=True)
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+class _Gone(Exception):
+    """The downstream client left before the answer's head: nothing is written."""
