@@ -26,6 +26,12 @@ def add_parser(commands: Any) -> None:
         "--profile", metavar="P", help="the revision to serve (default: the newest with sessions, 2025-11-25)"
     )
     parser.add_argument("--stateless", action="store_true", help="issue no session ids")
+    parser.add_argument(
+        "--conformance",
+        action="store_true",
+        help="serve the official conformance suite's tools, prompts and resources, and 2026-07-28 "
+        "(stateless, by MCP-Protocol-Version) beside the 2025-11-25 sessions at the same URL",
+    )
     parser.add_argument("--json-response", action="store_true", help="answer with JSON, not SSE")
     parser.add_argument(
         "--fault", action="append", default=[], metavar="NAME", help="switch a fault on (repeatable)"
@@ -99,17 +105,23 @@ def run(args: argparse.Namespace) -> int:
     from ..mcp.server.serving import serve
 
     bounds = {name: getattr(args, name) for name in BOUNDS if getattr(args, name) is not None}
-    app = ReferenceServer(
-        **({"profile": args.profile} if args.profile else {}),
-        **bounds,
-        faults=args.fault,
-        keepalive=args.keepalive,
-        json_response=args.json_response,
-        stateless=args.stateless,
-        store_size=args.store_size,
-    )
+    try:
+        app = ReferenceServer(
+            **({"profile": args.profile} if args.profile else {}),
+            **bounds,
+            faults=args.fault,
+            keepalive=args.keepalive,
+            json_response=args.json_response,
+            stateless=args.stateless,
+            store_size=args.store_size,
+            conformance=args.conformance,
+        )
+    except ValueError as invalid:  # options that do not go together (--conformance --stateless)
+        raise InputError(str(invalid)) from None
+    mode = ", conformance fixture" if args.conformance else ""
     print(
-        f"ssewire serve: http://{args.host}:{args.port}{app.path} (faults: {', '.join(sorted(app.faults)) or 'none'})",
+        f"ssewire serve: http://{args.host}:{args.port}{app.path} "
+        f"(faults: {', '.join(sorted(app.faults)) or 'none'}{mode})",
         file=sys.stderr,
     )
     serve(app, host=args.host, port=args.port, log_level="warning")  # a head deadline, a connection cap

@@ -53,6 +53,7 @@ from ..server.asgi import (
     Refused,
     climb,
     cors,
+    error_message,
     headers_of,
     lifespan,
     loopback_host,
@@ -69,6 +70,7 @@ from ..server.asgi import (
 from ..server.asgi import error as json_error
 from ..server.log import EventLog, Gap, Stream, follow
 from ..server.sessions import SessionsFull, SessionTable
+from . import fixture
 from .faults import Fault
 from .faults import resolve as resolve_faults
 from .tools import (
@@ -108,6 +110,8 @@ class _Session:
     counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     rate_limited: bool = False
+    capabilities: dict[str, Any] = field(default_factory=dict)  # the client's, from initialize
+    log_level: str | None = None  # logging/setLevel (conformance mode)
     open_streams: int = 0  # responses being written to its client now
     tasks: set[asyncio.Task[None]] = field(default_factory=set)  # its running producers
 
@@ -220,6 +224,7 @@ class ReferenceServer:
         max_streams: int = MAX_STREAMS,
         max_store_bytes: int = MAX_STORE_BYTES,
         max_tasks: int = MAX_TASKS,
+        conformance: bool = False,
     ) -> None:
         for name, bound in (
             ("store_size", store_size),
@@ -234,6 +239,14 @@ class ReferenceServer:
         if not session_idle_timeout > 0:  # NaN too
             raise ValueError(f"session_idle_timeout must be > 0 seconds, not {session_idle_timeout}")
         self.profile, _ = resolve(profile)
+        if conformance and (
+            stateless or not self.profile.sessions
+        ):  # 2026-07-28 beside sessions, not instead
+            raise ValueError(
+                "conformance mode serves sessions (a 2025 profile, not stateless) and 2026-07-28 beside them"
+            )
+        # the conformance surface (fixture.py): None unless asked for, so faults meet the plain server
+        self.fixture: fixture.Modern | None = fixture.Modern(SERVER_INFO) if conformance else None
         self.faults: frozenset[Fault] = resolve_faults(faults)  # an unknown name: UnknownFault
         self.keepalive = keepalive
         self.store_size = store_size
@@ -281,6 +294,19 @@ class ReferenceServer:
             methods["server/discover"] = self._discover
         else:
             methods["ping"] = self._ping
+        if self.fixture is not None:
+            shared = {
+                "prompts/list": lambda params: fixture.prompts_list(params, modern=False),
+                "prompts/get": fixture.prompts_get,
+                "resources/list": fixture.resources_list,
+                "resources/templates/list": fixture.templates_list,
+                "resources/read": fixture.resources_read,
+                "resources/subscribe": fixture.subscribe,
+                "resources/unsubscribe": fixture.subscribe,
+                "completion/complete": fixture.complete,
+            }
+            methods.update({name: self._answering(handler) for name, handler in shared.items()})
+            methods["logging/setLevel"] = self._set_level
         return methods
 
     def _tool_table(self) -> dict[str, _Tool]:
@@ -292,6 +318,8 @@ class ReferenceServer:
         }
         if not self.json_response and not self.profile.request_headers:  # it needs a stream back
             tools["ask"] = self._ask_tool
+        if self.fixture is not None:
+            tools.update({tool["name"]: self._fixture_tool for tool in fixture.SESSION_TOOLS})
         return tools
 
     # -- ASGI ------------------------------------------------------------------------
@@ -327,6 +355,8 @@ class ReferenceServer:
     async def aclose(self) -> None:
         """Cancel the tasks this server started and wait for them (the lifespan shutdown
         calls it): nothing outlives the app, and each cancelled producer ends its stream."""
+        if self.fixture is not None:
+            self.fixture.close()
         running = list(self.tasks)
         for task in running:
             task.cancel()
@@ -389,6 +419,9 @@ class ReferenceServer:
         body = await read_body(http.receive, http.headers, self.max_body, deadline=BODY_TIMEOUT)
         climb(self._post_rules(), http.headers)
         message = message_of(body)
+        if self.fixture is not None and fixture.is_modern(http.headers, message):
+            await self.fixture.post(http, message)  # 2026-07-28 beside the sessions: on its own
+            return
         session = self._post_session(http.headers, message)
         if message.get("method") is None:
             await self._client_response(http, message)
@@ -431,12 +464,41 @@ class ReferenceServer:
     # -- JSON-RPC methods --------------------------------------------------------------
 
     async def _initialize(self, call: _Call) -> None:
+        served = {"tools": {"listChanged": True}}
+        if self.fixture is not None:
+            served = fixture.capabilities(modern=False)
+            call.session.capabilities = as_object(call.params.get("capabilities"))
         result = {
             "protocolVersion": self._negotiate(call.message),  # per request: never shared state
-            "capabilities": {"tools": {"listChanged": True}},
+            "capabilities": served,
             "serverInfo": SERVER_INFO,
         }
         await self._answer(call, result)
+
+    def _answering(self, handler: Callable[[dict[str, Any]], dict[str, Any]]) -> _Handler:
+        """A method of the conformance surface: its result, or the JSON-RPC error it raised."""
+
+        async def answer(call: _Call) -> None:
+            try:
+                result = handler(call.params)
+            except fixture.CallError as failed:
+                await self._call_error(call, failed)
+                return
+            await self._answer(call, result)
+
+        return answer
+
+    async def _call_error(self, call: _Call, failed: fixture.CallError) -> None:
+        body = json.dumps(error_message(call.ident, failed.code, failed.text, failed.data)).encode()
+        await call.http.respond(200, [("content-type", JSON), *call.headers], body)
+
+    async def _set_level(self, call: _Call) -> None:
+        try:
+            call.session.log_level = fixture.log_level(call.params.get("level"))
+        except fixture.CallError as failed:
+            await self._call_error(call, failed)
+            return
+        await self._answer(call, {})
 
     async def _ping(self, call: _Call) -> None:
         await self._answer(call, {})
@@ -453,7 +515,8 @@ class ReferenceServer:
         if Fault.RATE_LIMIT_BURST in self.faults and not call.session.rate_limited:
             call.session.rate_limited = True
             raise refuse(429, SERVER_ERROR, "rate limited", ident=call.ident, headers=[("retry-after", "1")])
-        await self._answer(call, {"tools": TOOLS})
+        tools = TOOLS if self.fixture is None else [*TOOLS, *fixture.SESSION_TOOLS]
+        await self._answer(call, {"tools": tools})
 
     async def _tools_call(self, call: _Call) -> None:
         params = call.params
@@ -576,6 +639,11 @@ class ReferenceServer:
         reader (or a GET resuming it) never waits on a producer that failed or was cancelled."""
         try:
             result = await work
+        except fixture.CallError as failed:  # a JSON-RPC error the tool chose, not a failure
+            error = {"code": failed.code, "message": failed.text}
+            if failed.data is not None:
+                error["data"] = failed.data
+            self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "error": error})
         except Exception:
             error = {"code": INTERNAL_ERROR, "message": "Internal error: the tool failed"}
             self._emit(session, stream, {"jsonrpc": "2.0", "id": ident, "error": error})
@@ -633,23 +701,59 @@ class ReferenceServer:
     async def _ask(self, session: _Session, stream: Stream, question: str) -> dict[str, Any]:
         """Ask the client (sampling/createMessage on the request's stream), then answer with
         what it said; 10 s at most."""
-        asked = f"srv-{next(self.asking)}"
-        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.asked[asked] = waiting
         sampling = {
             "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
             "maxTokens": 16,
         }
-        request = {"jsonrpc": "2.0", "id": asked, "method": "sampling/createMessage", "params": sampling}
         try:
-            self._emit(session, stream, request)
-            answer = await asyncio.wait_for(waiting, 10.0)
+            answer = await self._request_client(session, stream, "sampling/createMessage", sampling)
             text = json.dumps(answer.get("result", answer.get("error")))
         except asyncio.TimeoutError:
             text = "no answer"
+        return text_result(text)
+
+    async def _request_client(
+        self, session: _Session, stream: Stream, method: str, params: dict[str, Any], timeout: float = 10.0
+    ) -> dict[str, Any]:
+        """Send the client a request on the call's stream and wait for its answer (the whole
+        JSON-RPC response), ``timeout`` seconds at most (then asyncio.TimeoutError)."""
+        asked = f"srv-{next(self.asking)}"
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.asked[asked] = waiting
+        try:
+            self._emit(session, stream, {"jsonrpc": "2.0", "id": asked, "method": method, "params": params})
+            return await asyncio.wait_for(waiting, timeout)
         finally:
             self.asked.pop(asked, None)
-        return text_result(text)
+
+    async def _fixture_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
+        """A tool of the conformance surface, run as a producer of the call's stream."""
+        name, params, session = call.params["name"], call.params, call.session
+
+        async def produce(stream: Stream) -> dict[str, Any]:
+            async def notify(note: dict[str, Any]) -> None:
+                self._emit(session, stream, note)
+
+            async def ask(method: str, request: dict[str, Any]) -> dict[str, Any]:
+                try:
+                    return await self._request_client(session, stream, method, request, fixture.ASK_TIMEOUT)
+                except asyncio.TimeoutError:
+                    raise fixture.CallError(
+                        INTERNAL_ERROR, f"the client did not answer {method} in time"
+                    ) from None
+
+            channel = fixture.Channel(notify, ask, session.capabilities, session.log_level)
+            if name in fixture.STATIC_TOOLS:
+                return fixture.STATIC_TOOLS[name]
+            if name == "test_tool_with_progress":
+                return await fixture.progress(params, channel)
+            if name == "test_tool_with_logging":
+                return await fixture.logging_tool(params, channel, modern=False)
+            if name == "test_sampling":
+                return await fixture.sampling_tool(params, channel)
+            return await fixture.elicitation_tool(name, params, channel)
+
+        await self._streamed(call, produce)
 
     # -- answers and streams -----------------------------------------------------------
 

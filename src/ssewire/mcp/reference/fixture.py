@@ -1,0 +1,966 @@
+"""The reference server's conformance surface (``ReferenceServer(conformance=True)``,
+``ssewire serve --conformance``): the tools, prompts, resources and completions the official
+conformance suite calls by name, and the 2026-07-28 stateless side of the same URL.
+
+One server answers both revisions: a request that carries no session id and names a
+revision without sessions (or an unknown one) in MCP-Protocol-Version, or asks for
+``server/discover``, is a 2026-07-28 request served here on its own (its ``_meta`` carries
+what a session would); everything else is the 2025-11-25 session server of ``server.py``,
+which calls into this module for the methods and tools below.
+
+The data (``TOOLS``, ``PROMPTS``, ...) and the pure handlers are shared by both sides; the
+streaming tools get a `Channel` (notify the call's stream, ask the client) from the side
+that runs them. The header rules and the error-status table are the protocol layer's
+(``protocol/headers.py``, ``protocol/bridging.py``), not written again here.
+
+Multi round-trip requests (2026-07-28 input-required results): a round's state travels in
+``requestState``, signed with an HMAC key made at each start, so a client cannot forge or
+edit it (a tampered one is refused -32602) and a restarted server refuses old ones.
+
+Every peer is hostile: listen streams are counted and each lives at most
+``LISTEN_LIFETIME`` seconds with a bounded queue; a requestState or an input response is
+refused past its size; a question asked of a client waits ``ASK_TIMEOUT`` at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import hmac
+import itertools
+import json
+import secrets
+import struct
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._encoder import encode_event
+from ...asgi import EventStreamResponse
+from ..protocol.bridging import (
+    ACKNOWLEDGED,
+    COMPLETE,
+    INPUT_REQUESTS,
+    INPUT_REQUIRED,
+    INPUT_RESPONSES,
+    LIST_CHANGED,
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    REMOVED_IN_STATELESS,
+    REQUEST_STATE,
+    RESULT_TYPE,
+    STATELESS_ERROR_STATUS,
+)
+from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, UNSUPPORTED_VERSION
+from ..protocol.headers import ModernHeaders
+from ..protocol.profiles import NEWEST, PROFILES
+from ..protocol.wire import JSON, META_CAPABILITIES, META_VERSION, SSE
+from .tools import as_object, text_result
+
+MISSING_CAPABILITY = -32021  # 2026-07-28: the request needs a client capability not declared
+SUPPORTED = [NEWEST.name]  # what discovery offers: older revisions are negotiated by initialize
+CACHE_TTL_MS = 60_000  # the fixture's lists and contents are the same for every client, all run
+CACHE_SCOPE = "public"
+MAX_LISTENERS = 32  # subscriptions/listen streams open at once; past it -32000 busy
+LISTEN_LIFETIME = 300.0  # seconds a listen stream lives: a client that never leaves is ended
+LISTEN_QUEUE = 64  # notifications waiting for one slow listener; past it the stream ends
+MAX_STATE = 4096  # bytes of requestState taken back
+ASK_TIMEOUT = 10.0  # seconds a question to the client (2025 sampling, elicitation) may take
+STEP_DELAY = 0.05  # seconds between a streaming tool's notifications (the suite asks ~50 ms)
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class CallError(Exception):
+    """A JSON-RPC error a handler answers with (code, message, data)."""
+
+    def __init__(self, code: int, text: str, data: Any = None) -> None:
+        super().__init__(text)
+        self.code, self.text, self.data = code, text, data
+
+
+# -- content -------------------------------------------------------------------------
+
+
+def _png() -> str:
+    """A 1x1 red PNG, base64 (made here rather than pasted: every byte is accounted for)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    image = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + image).decode()
+
+
+def _wav() -> str:
+    """A tenth of a second of 8 kHz 8-bit mono silence as WAV, base64."""
+    samples = b"\x80" * 800
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(samples))
+    return base64.b64encode(b"RIFF" + struct.pack("<I", len(body) + len(samples)) + body + samples).decode()
+
+
+PNG = _png()
+WAV = _wav()
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _image() -> dict[str, Any]:
+    return {"type": "image", "data": PNG, "mimeType": "image/png"}
+
+
+def _resource(uri: str, text: str, mime: str = "text/plain") -> dict[str, Any]:
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "text": text}}
+
+
+def _tool(name: str, description: str, **properties: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if properties:
+        schema["required"] = list(properties)
+    return {"name": name, "description": description, "inputSchema": schema}
+
+
+STATIC_TOOLS: dict[str, dict[str, Any]] = {  # name -> its result, in both revisions
+    "test_simple_text": {"content": [_text("This is a simple text response for testing.")]},
+    "test_image_content": {"content": [_image()]},
+    "test_audio_content": {"content": [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]},
+    "test_embedded_resource": {
+        "content": [_resource("test://embedded-resource", "This is an embedded resource content.")]
+    },
+    "test_multiple_content_types": {
+        "content": [
+            _text("Multiple content types test:"),
+            _image(),
+            _resource(
+                "test://mixed-content-resource",
+                json.dumps({"test": "data", "value": 123}),
+                "application/json",
+            ),
+        ]
+    },
+    "test_error_handling": {
+        "content": [_text("This tool intentionally returns an error for testing")],
+        "isError": True,
+    },
+}
+_STRING = {"type": "string"}
+
+BOTH_TOOLS = [
+    *(_tool(name, f"Conformance: {name.removeprefix('test_').replace('_', ' ')}") for name in STATIC_TOOLS),
+    _tool("test_tool_with_progress", "Conformance: progress 0, 50, 100 of 100 when asked for progress"),
+]
+SESSION_TOOLS = [  # 2025-11-25: the server asks the client on the call's stream
+    *BOTH_TOOLS,
+    _tool("test_tool_with_logging", "Conformance: three log messages while it runs"),
+    _tool("test_sampling", "Conformance: ask the client to sample", prompt=_STRING),
+    _tool("test_elicitation", "Conformance: ask the user", message=_STRING),
+    _tool("test_elicitation_sep1034_defaults", "Conformance: elicitation with defaults (SEP-1034)"),
+    _tool("test_elicitation_sep1330_enums", "Conformance: elicitation with enums (SEP-1330)"),
+]
+INPUT_TOOLS = (
+    "elicitation",
+    "sampling",
+    "list_roots",
+    "request_state",
+    "multiple_inputs",
+    "multi_round",
+    "tampered_state",
+    "capabilities",
+)
+MODERN_TOOLS = [  # 2026-07-28: input-required results instead of requests on the stream
+    *BOTH_TOOLS,
+    *(
+        _tool(f"test_input_required_result_{kind}", f"Conformance: input-required result ({kind})")
+        for kind in INPUT_TOOLS
+    ),
+    _tool("test_missing_capability", "Conformance: needs the sampling capability (-32021 without it)"),
+    _tool("test_streaming_elicitation", "Conformance: an input-required result on a stream"),
+    _tool("test_logging_tool", "Conformance: logs only when the request's _meta asks for a level"),
+    _tool("test_trigger_tool_change", "Conformance: announce a tools list change to listen streams"),
+    _tool("test_trigger_prompt_change", "Conformance: announce a prompts list change to listen streams"),
+]
+
+PROMPTS = [
+    {"name": "test_simple_prompt", "description": "A prompt without arguments"},
+    {
+        "name": "test_prompt_with_arguments",
+        "description": "A prompt with two arguments",
+        "arguments": [
+            {"name": "arg1", "description": "First test argument", "required": True},
+            {"name": "arg2", "description": "Second test argument", "required": True},
+        ],
+    },
+    {
+        "name": "test_prompt_with_embedded_resource",
+        "description": "A prompt embedding a resource",
+        "arguments": [{"name": "resourceUri", "description": "The resource to embed", "required": True}],
+    },
+    {"name": "test_prompt_with_image", "description": "A prompt with an image"},
+]
+INPUT_PROMPT = {"name": "test_input_required_result_prompt", "description": "A prompt that asks for context"}
+
+RESOURCES = [
+    {
+        "uri": "test://static-text",
+        "name": "static-text",
+        "description": "A static text resource",
+        "mimeType": "text/plain",
+    },
+    {
+        "uri": "test://static-binary",
+        "name": "static-binary",
+        "description": "A static binary resource (a PNG)",
+        "mimeType": "image/png",
+    },
+    {
+        "uri": "test://watched-resource",
+        "name": "watched-resource",
+        "description": "A resource to subscribe to",
+        "mimeType": "text/plain",
+    },
+]
+TEMPLATES = [
+    {
+        "uriTemplate": "test://template/{id}/data",
+        "name": "template-data",
+        "description": "Data for an id",
+        "mimeType": "application/json",
+    }
+]
+TEMPLATE_PREFIX, TEMPLATE_SUFFIX = "test://template/", "/data"
+COMPLETIONS = {"arg1": ["paris", "park", "party"], "arg2": ["world", "wonder"], "id": ["123", "456"]}
+
+
+def capabilities(*, modern: bool) -> dict[str, Any]:
+    """What the fixture serves; 2026-07-28 has no resources/subscribe (listen instead)."""
+    resources: dict[str, Any] = {"listChanged": True} if modern else {"subscribe": True, "listChanged": True}
+    return {
+        "tools": {"listChanged": True},
+        "prompts": {"listChanged": True},
+        "resources": resources,
+        "completions": {},
+        "logging": {},
+    }
+
+
+# -- the methods both revisions share (pure: params in, result out) ---------------------
+
+
+def prompts_list(params: dict[str, Any], *, modern: bool) -> dict[str, Any]:
+    return {"prompts": [*PROMPTS, INPUT_PROMPT] if modern else PROMPTS}
+
+
+def prompts_get(params: dict[str, Any]) -> dict[str, Any]:
+    name, arguments = params.get("name"), as_object(params.get("arguments"))
+
+    def argument(key: str) -> str:
+        value = arguments.get(key)
+        if not isinstance(value, str):
+            raise CallError(INVALID_PARAMS, f"Invalid params: argument {key} (a string) is required")
+        return value
+
+    if name == "test_simple_prompt":
+        messages = [_user(_text("This is a simple prompt for testing."))]
+    elif name == "test_prompt_with_arguments":
+        arg1, arg2 = argument("arg1"), argument("arg2")
+        messages = [_user(_text(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"))]
+    elif name == "test_prompt_with_embedded_resource":
+        uri = argument("resourceUri")
+        messages = [
+            _user(_resource(uri, "Embedded resource content for testing.")),
+            _user(_text("Please process the embedded resource above.")),
+        ]
+    elif name == "test_prompt_with_image":
+        messages = [_user(_image()), _user(_text("Please analyze the image above."))]
+    else:
+        raise CallError(INVALID_PARAMS, f"Invalid params: unknown prompt {str(name)[:64]!r}")
+    return {"messages": messages}
+
+
+def _user(content: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": content}
+
+
+def resources_list(params: dict[str, Any]) -> dict[str, Any]:
+    return {"resources": RESOURCES}
+
+
+def templates_list(params: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceTemplates": TEMPLATES}
+
+
+def resources_read(params: dict[str, Any]) -> dict[str, Any]:
+    uri = params.get("uri")
+    if uri == "test://static-text":
+        content = {
+            "uri": uri,
+            "mimeType": "text/plain",
+            "text": "This is the content of the static text resource.",
+        }
+    elif uri == "test://static-binary":
+        content = {"uri": uri, "mimeType": "image/png", "blob": PNG}
+    elif uri == "test://watched-resource":
+        content = {"uri": uri, "mimeType": "text/plain", "text": "A resource clients may subscribe to."}
+    elif isinstance(uri, str) and _template_id(uri) is not None:
+        ident = _template_id(uri)
+        data = {"id": ident, "templateTest": True, "data": f"Data for ID: {ident}"}
+        content = {
+            "uri": uri,
+            "mimeType": "application/json",
+            "text": json.dumps(data, separators=(",", ":")),
+        }
+    else:  # SEP-2164: an error naming the URI, never an empty contents array
+        shown = uri[:256] if isinstance(uri, str) else None
+        raise CallError(INVALID_PARAMS, "Resource not found", {"uri": shown})
+    return {"contents": [content]}
+
+
+def _template_id(uri: str) -> str | None:
+    """The {id} of test://template/{id}/data: one path segment, not empty, short."""
+    if not (uri.startswith(TEMPLATE_PREFIX) and uri.endswith(TEMPLATE_SUFFIX)):
+        return None
+    ident = uri[len(TEMPLATE_PREFIX) : -len(TEMPLATE_SUFFIX)]
+    return ident if ident and "/" not in ident and len(ident) <= 128 else None
+
+
+def subscribe(params: dict[str, Any]) -> dict[str, Any]:
+    """resources/subscribe and unsubscribe (2025-11-25): accepted; the fixture's resources never
+    change, so there is nothing to track or send (no per-session state a client can grow)."""
+    if not isinstance(params.get("uri"), str):
+        raise CallError(INVALID_PARAMS, "Invalid params: uri (a string) is required")
+    return {}
+
+
+def complete(params: dict[str, Any]) -> dict[str, Any]:
+    argument = as_object(params.get("argument"))
+    name, value = argument.get("name"), argument.get("value", "")
+    known = COMPLETIONS.get(name, []) if isinstance(name, str) else []
+    values = [each for each in known if isinstance(value, str) and each.startswith(value)]
+    return {"completion": {"values": values, "total": len(values), "hasMore": False}}
+
+
+def log_level(value: Any) -> str:
+    if value not in LOG_LEVELS:
+        raise CallError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+    return str(value)
+
+
+def logs_at(level: str | None, wanted: str = "info") -> bool:
+    """A message at ``wanted`` goes out under ``level`` (none set: the default, everything)."""
+    return level is None or LOG_LEVELS.index(wanted) >= LOG_LEVELS.index(level)
+
+
+# -- tools --------------------------------------------------------------------------
+
+
+@dataclass
+class Channel:
+    """What a tool may do beyond returning: notify its call's stream, and under 2025-11-25
+    ask the client (``ask`` None under 2026-07-28, which asks by input-required results)."""
+
+    notify: Callable[[dict[str, Any]], Awaitable[None]]
+    ask: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None
+    client_capabilities: dict[str, Any]
+    log_level: str | None  # the session's (setLevel) or the request's _meta (None: not asked, 2026)
+
+
+def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+async def progress(params: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    token = as_object(params.get("_meta")).get("progressToken")
+    for step in (0, 50, 100):
+        if token is not None:
+            note = {"progressToken": token, "progress": step, "total": 100}
+            await channel.notify(notification("notifications/progress", note))
+        if step < 100:
+            await asyncio.sleep(STEP_DELAY)
+    return text_result("Progress tool completed")
+
+
+async def logging_tool(params: dict[str, Any], channel: Channel, *, modern: bool) -> dict[str, Any]:
+    """Three info messages ~50 ms apart; under 2026-07-28 only when the request set a level."""
+    sends = channel.log_level is not None if modern else True
+    sends = sends and logs_at(channel.log_level)
+    for step, text in enumerate(
+        ("Tool execution started", "Tool processing data", "Tool execution completed")
+    ):
+        if step:
+            await asyncio.sleep(STEP_DELAY)
+        if sends:
+            message = {"level": "info", "logger": "conformance", "data": text}
+            await channel.notify(notification("notifications/message", message))
+    return text_result("Logging tool completed")
+
+
+def _require(channel: Channel, capability: str) -> None:
+    if capability not in channel.client_capabilities:
+        raise CallError(
+            MISSING_CAPABILITY,
+            f"The client did not declare the {capability} capability",
+            {"requiredCapabilities": {capability: {}}},
+        )
+
+
+async def _ask(channel: Channel, method: str, request: dict[str, Any], capability: str) -> dict[str, Any]:
+    _require(channel, capability)
+    if channel.ask is None:
+        raise CallError(INTERNAL_ERROR, "no stream to ask the client on")
+    answer = await channel.ask(method, request)
+    if "error" in answer:
+        raise CallError(INTERNAL_ERROR, f"the client refused {method}: {json.dumps(answer['error'])[:200]}")
+    return as_object(answer.get("result"))
+
+
+async def sampling_tool(params: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    prompt = str(as_object(params.get("arguments")).get("prompt", ""))[:4096]
+    request = {"messages": [_user(_text(prompt))], "maxTokens": 100}
+    result = await _ask(channel, "sampling/createMessage", request, "sampling")
+    text = as_object(result.get("content")).get("text", "")
+    return text_result(f"LLM response: {str(text)[:4096]}")
+
+
+async def elicitation_tool(name: str, params: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    if name == "test_elicitation":
+        message = str(as_object(params.get("arguments")).get("message", ""))[:4096]
+        request = {"message": message, "requestedSchema": ELICIT_USER}
+        result = await _ask(channel, "elicitation/create", request, "elicitation")
+        return text_result(f"User response: {_elicited(result)}")
+    schema = ELICIT_DEFAULTS if name == "test_elicitation_sep1034_defaults" else ELICIT_ENUMS
+    request = {"message": "Please review and update the form fields", "requestedSchema": schema}
+    result = await _ask(channel, "elicitation/create", request, "elicitation")
+    return text_result(f"Elicitation completed: {_elicited(result)}")
+
+
+def _elicited(result: dict[str, Any]) -> str:
+    return f"action={str(result.get('action'))[:16]}, content={json.dumps(result.get('content', {}))[:2048]}"
+
+
+ELICIT_USER = {
+    "type": "object",
+    "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    },
+    "required": ["username", "email"],
+}
+ELICIT_DEFAULTS = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+_OPTIONS = ["option1", "option2", "option3"]
+ELICIT_ENUMS = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": _OPTIONS},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": _OPTIONS}},
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+# -- input-required results (2026-07-28) ------------------------------------------------
+
+
+def _elicit(message: str, field_name: str, kind: str = "string") -> dict[str, Any]:
+    schema = {"type": "object", "properties": {field_name: {"type": kind}}, "required": [field_name]}
+    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}}
+
+
+def _sample(text: str, tokens: int) -> dict[str, Any]:
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [_user(_text(text))], "maxTokens": tokens},
+    }
+
+
+ROOTS = {"method": "roots/list", "params": {}}
+CAPABILITY_OF = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+class StateSigner:
+    """requestState as ``base64url(JSON).base64url(HMAC-SHA256)`` under a key made at start:
+    the client carries the state, but cannot make or change one."""
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self.key = key or secrets.token_bytes(32)
+
+    def sign(self, state: dict[str, Any]) -> str:
+        payload = base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode()
+        return f"{payload}.{self._mac(payload)}"
+
+    def verify(self, token: Any) -> dict[str, Any]:
+        """The state ``token`` carries, or CallError -32602 for one this server did not sign."""
+        if not isinstance(token, str) or len(token) > MAX_STATE or token.count(".") != 1:
+            raise CallError(INVALID_PARAMS, "Invalid params: requestState failed its integrity check")
+        payload, mac = token.split(".")
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise CallError(INVALID_PARAMS, "Invalid params: requestState failed its integrity check")
+        try:
+            state = json.loads(base64.urlsafe_b64decode(payload))
+        except (binascii.Error, ValueError):
+            raise CallError(INVALID_PARAMS, "Invalid params: requestState is unreadable") from None
+        return as_object(state)
+
+    def _mac(self, payload: str) -> str:
+        digest = hmac.new(self.key, payload.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+@dataclass
+class Round:
+    """One retry of a multi round-trip request, read: the client's answers by key (each an
+    object; invalid ones refused) and the verified state (None when none came back)."""
+
+    responses: dict[str, dict[str, Any]]
+    state: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, params: dict[str, Any], signer: StateSigner, tool: str) -> Round:
+        raw = params.get(INPUT_RESPONSES, {})
+        if not isinstance(raw, dict) or not all(isinstance(each, dict) for each in raw.values()):
+            raise CallError(INVALID_PARAMS, "Invalid params: inputResponses must map keys to result objects")
+        if len(json.dumps(raw)) > 64 * MAX_STATE:
+            raise CallError(INVALID_PARAMS, "Invalid params: inputResponses too large")
+        state = None
+        if REQUEST_STATE in params:
+            state = signer.verify(params[REQUEST_STATE])
+            if state.get("tool") != tool:  # a state signed for another request is not this one's
+                raise CallError(INVALID_PARAMS, "Invalid params: requestState belongs to another request")
+        return cls(raw, state)
+
+    def answered(self, *keys: str) -> bool:
+        return all(key in self.responses for key in keys)
+
+
+def input_required(
+    requests: dict[str, dict[str, Any]], channel: Channel, state: str | None = None
+) -> dict[str, Any]:
+    """An input-required result asking only what the client declared it can answer."""
+    for request in requests.values():
+        _require(channel, CAPABILITY_OF[request["method"]])
+    result: dict[str, Any] = {RESULT_TYPE: INPUT_REQUIRED, INPUT_REQUESTS: requests}
+    if state is not None:
+        result[REQUEST_STATE] = state
+    return result
+
+
+def _content(answer: dict[str, Any], key: str) -> str:
+    return str(as_object(answer.get("content")).get(key, ""))[:1024]
+
+
+def _sampled(answer: dict[str, Any]) -> str:
+    return str(as_object(answer.get("content")).get("text", ""))[:1024]
+
+
+def _roots(answer: dict[str, Any]) -> str:
+    roots = answer.get("roots")
+    uris = [str(as_object(root).get("uri"))[:256] for root in roots[:16]] if isinstance(roots, list) else []
+    return ", ".join(uris) or "none"
+
+
+def input_tool(kind: str, params: dict[str, Any], channel: Channel, signer: StateSigner) -> dict[str, Any]:
+    """The test_input_required_result_* tools: each asks, then answers from what came back."""
+    tool = f"test_input_required_result_{kind}"
+    turn = Round.of(params, signer, tool)
+    got = turn.responses
+    if kind == "elicitation":
+        if not turn.answered("user_name"):  # missing or wrong keys: asked again, not an error
+            return input_required({"user_name": _elicit("What is your name?", "name")}, channel)
+        return text_result(f"Hello, {_content(got['user_name'], 'name')}!")
+    if kind == "sampling":
+        if not turn.answered("capital_question"):
+            return input_required(
+                {"capital_question": _sample("What is the capital of France?", 100)}, channel
+            )
+        return text_result(f"The model said: {_sampled(got['capital_question'])}")
+    if kind == "list_roots":
+        if not turn.answered("client_roots"):
+            return input_required({"client_roots": ROOTS}, channel)
+        return text_result(f"Client roots: {_roots(got['client_roots'])}")
+    if kind in ("request_state", "tampered_state"):
+        if turn.state is None or not turn.answered("confirm"):
+            ask = {"confirm": _elicit("Please confirm", "ok", "boolean")}
+            return input_required(ask, channel, signer.sign({"tool": tool, "round": 1}))
+        return text_result("state-ok: the requestState came back as this server signed it")
+    if kind == "multiple_inputs":
+        asks = {
+            "user_name": _elicit("What is your name?", "name"),
+            "greeting": _sample("Generate a greeting", 50),
+            "client_roots": ROOTS,
+        }
+        if turn.state is None or not turn.answered(*asks):
+            missing = {key: ask for key, ask in asks.items() if key not in got} or asks
+            return input_required(missing, channel, signer.sign({"tool": tool, "round": 1}))
+        name, greeting = _content(got["user_name"], "name"), _sampled(got["greeting"])
+        return text_result(f"{greeting} {name} (roots: {_roots(got['client_roots'])})")
+    if kind == "multi_round":
+        return _multi_round(tool, turn, channel, signer)
+    if kind == "capabilities":
+        asks = {"user_name": _elicit("What is your name?", "name"), "greeting": _sample("Say hello", 50)}
+        declared = {
+            key: ask
+            for key, ask in asks.items()
+            if CAPABILITY_OF[ask["method"]] in channel.client_capabilities
+        }
+        if not declared:
+            _require(channel, "sampling")
+        if not turn.answered(*declared):
+            return input_required(declared, channel)
+        return text_result(f"Answered: {', '.join(sorted(declared))}")
+    raise CallError(INVALID_PARAMS, f"unknown tool {tool}")
+
+
+def _multi_round(tool: str, turn: Round, channel: Channel, signer: StateSigner) -> dict[str, Any]:
+    state = turn.state or {}
+    if state.get("round") == 2 and turn.answered("step2"):
+        return text_result(
+            f"{state.get('name')}'s favorite color is {_content(turn.responses['step2'], 'color')}"
+        )
+    if state.get("round") == 2:
+        ask = {"step2": _elicit("Step 2: What is your favorite color?", "color")}
+        return input_required(ask, channel, signer.sign(state))
+    if state.get("round") == 1 and turn.answered("step1"):
+        name = _content(turn.responses["step1"], "name")
+        ask = {"step2": _elicit("Step 2: What is your favorite color?", "color")}
+        return input_required(ask, channel, signer.sign({"tool": tool, "round": 2, "name": name}))
+    ask = {"step1": _elicit("Step 1: What is your name?", "name")}
+    return input_required(ask, channel, signer.sign({"tool": tool, "round": 1}))
+
+
+def input_prompt(params: dict[str, Any], channel: Channel, signer: StateSigner) -> dict[str, Any]:
+    turn = Round.of(params, signer, INPUT_PROMPT["name"])
+    if not turn.answered("user_context"):
+        ask = {"user_context": _elicit("What context should the prompt use?", "context")}
+        return input_required(ask, channel)
+    context = _content(turn.responses["user_context"], "context")
+    return {"messages": [_user(_text(f"Answer with this context in mind: {context}"))]}
+
+
+# -- the 2026-07-28 side: one request, one answer -------------------------------------
+
+
+def is_modern(headers: dict[str, str], message: dict[str, Any]) -> bool:
+    """A stateless request: no session id, and a revision without sessions (or one this server
+    does not know, to be refused -32022) in MCP-Protocol-Version, or discovery."""
+    if "mcp-session-id" in headers:
+        return False
+    if message.get("method") == "server/discover":
+        return True
+    version = headers.get("mcp-protocol-version")
+    if version is None:
+        return False
+    profile = PROFILES.get(version.strip(" \t"))
+    return profile is None or not profile.sessions
+
+
+def _meta_problem(params: dict[str, Any]) -> str | None:
+    """2026-07-28: every request's _meta names its revision and the client's capabilities."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return "Invalid params: _meta is required"
+    if not isinstance(meta.get(META_VERSION), str):
+        return f"Invalid params: _meta {META_VERSION} is required"
+    if not isinstance(meta.get(META_CAPABILITIES), dict):
+        return f"Invalid params: _meta {META_CAPABILITIES} is required"
+    return None
+
+
+@dataclass(eq=False)
+class _Listener:
+    ident: Any
+    wanted: frozenset[str]  # notification methods this stream opted in to
+    queue: asyncio.Queue[dict[str, Any] | None] = field(default_factory=lambda: asyncio.Queue(LISTEN_QUEUE))
+
+    def end(self) -> None:
+        """End its stream: what it had not read is dropped, then the end is queued."""
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
+
+_Send = Callable[[int, list[tuple[str, str]], bytes], Awaitable[None]]
+
+
+class Modern:
+    """The 2026-07-28 side of a conformance server: each request on its own."""
+
+    def __init__(self, server_info: dict[str, Any], signer: StateSigner | None = None) -> None:
+        self.server_info = server_info
+        self.signer = signer or StateSigner()  # a key per server start
+        self.listeners: set[_Listener] = set()
+        self._numbers = itertools.count(1)
+        self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "tools/list": lambda params: self._cacheable({"tools": MODERN_TOOLS}),
+            "prompts/list": lambda params: self._cacheable(prompts_list(params, modern=True)),
+            "resources/list": lambda params: self._cacheable(resources_list(params)),
+            "resources/templates/list": lambda params: self._cacheable(templates_list(params)),
+            "resources/read": lambda params: self._cacheable(resources_read(params)),
+            "completion/complete": complete,
+            "server/discover": lambda params: self._cacheable(self.discover()),
+        }
+
+    def discover(self) -> dict[str, Any]:
+        return {
+            "supportedVersions": SUPPORTED,
+            "capabilities": capabilities(modern=True),
+            "serverInfo": self.server_info,
+            "_meta": {META_SERVER_INFO: self.server_info},
+        }
+
+    @staticmethod
+    def _cacheable(result: dict[str, Any]) -> dict[str, Any]:
+        return {**result, "ttlMs": CACHE_TTL_MS, "cacheScope": CACHE_SCOPE}
+
+    async def post(self, http: Any, message: dict[str, Any]) -> None:
+        """Answer one 2026-07-28 POST (``http``: the server's request, with respond and cors)."""
+        if "method" not in message or "id" not in message:
+            await http.respond(202, http.cors)  # a notification or a stray answer: nothing to do
+            return
+        ident, params = message["id"], as_object(message.get("params"))
+        try:
+            self._check(http.headers, message, params)
+            method = message["method"]
+            if method == "subscriptions/listen":
+                await self._listen(http, ident, params)
+                return
+            if method == "tools/call":
+                await self._call(http, ident, params)
+                return
+            if method == "prompts/get":
+                result = self._prompt(params)
+            elif method in self._methods:
+                result = self._methods[method](params)
+            else:
+                shown = str(method)[:64]
+                reason = REMOVED_IN_STATELESS.get(method)
+                text = f"Method not found: {shown}" + (f" (2026-07-28: {reason})" if reason else "")
+                raise CallError(METHOD_NOT_FOUND, text)
+        except CallError as failed:
+            await self._error(http, ident, failed)
+            return
+        await self._json(http, 200, _result(ident, result))
+
+    def _check(self, headers: dict[str, str], message: dict[str, Any], params: dict[str, Any]) -> None:
+        """The protocol layer's header rules (-32020, -32022 with the versions), then _meta."""
+        problem = ModernHeaders.of(headers, message).rejection()
+        if problem is not None:
+            code, text = problem
+            requested = headers.get("mcp-protocol-version", "").strip(" \t")[:64]
+            data = {"supported": SUPPORTED, "requested": requested} if code == UNSUPPORTED_VERSION else None
+            raise CallError(code, text, data)
+        missing = _meta_problem(params)
+        if missing is not None:
+            raise CallError(INVALID_PARAMS, missing)
+
+    def _channel(
+        self, params: dict[str, Any], notify: Callable[[dict[str, Any]], Awaitable[None]]
+    ) -> Channel:
+        meta = as_object(params.get("_meta"))
+        level = meta.get(META_LOG_LEVEL)
+        return Channel(
+            notify, None, as_object(meta.get(META_CAPABILITIES)), level if level in LOG_LEVELS else None
+        )
+
+    def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("name") == INPUT_PROMPT["name"]:
+            return input_prompt(params, self._channel(params, _ignore), self.signer)
+        return prompts_get(params)
+
+    async def _call(self, http: Any, ident: Any, params: dict[str, Any]) -> None:
+        """A tool call: JSON for an immediate answer; SSE when it notifies along the way."""
+        name = params.get("name")
+        if name in STATIC_TOOLS:
+            await self._json(http, 200, _result(ident, STATIC_TOOLS[name]))
+        elif name in ("test_tool_with_progress", "test_logging_tool", "test_streaming_elicitation"):
+            await self._streamed(http, ident, params, name)
+        else:
+            try:
+                result = self._instant(name, params)
+            except CallError as failed:
+                await self._error(http, ident, failed)
+                return
+            await self._json(http, 200, _result(ident, result))
+
+    def _instant(self, name: Any, params: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(params, _ignore)
+        if isinstance(name, str) and name.startswith("test_input_required_result_"):
+            kind = name.removeprefix("test_input_required_result_")
+            if kind in INPUT_TOOLS:
+                return input_tool(kind, params, channel, self.signer)
+        if name == "test_missing_capability":
+            turn = Round.of(params, self.signer, name)
+            if not turn.answered("sample"):
+                return input_required({"sample": _sample("Say hello", 20)}, channel)
+            return text_result(f"Sampled: {_sampled(turn.responses['sample'])}")
+        if name in ("test_trigger_tool_change", "test_trigger_prompt_change"):
+            kind = "tools" if name == "test_trigger_tool_change" else "prompts"
+            sent = self.announce(f"notifications/{kind}/list_changed")
+            return text_result(f"Announced a {kind} list change to {sent} listen stream(s)")
+        return {**text_result(f"unknown tool {str(name)[:64]!r}"), "isError": True}
+
+    async def _streamed(self, http: Any, ident: Any, params: dict[str, Any], name: str) -> None:
+        """Notifications, then the answer, on one SSE stream (no event ids: no resumption)."""
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(16)
+
+        async def notify(note: dict[str, Any]) -> None:
+            await queue.put(note)
+
+        async def run() -> None:
+            channel = self._channel(params, notify)
+            try:
+                if name == "test_tool_with_progress":
+                    result = await progress(params, channel)
+                elif name == "test_logging_tool":
+                    result = await logging_tool(params, channel, modern=True)
+                else:  # test_streaming_elicitation: the question is the result, never a request
+                    await asyncio.sleep(0)
+                    turn = Round.of(params, self.signer, name)
+                    if turn.answered("answer"):
+                        result = text_result(f"Answered: {_content(turn.responses['answer'], 'answer')}")
+                    else:
+                        result = input_required({"answer": _elicit("Your answer?", "answer")}, channel)
+                await queue.put(_result(ident, result))
+            except CallError as failed:
+                await queue.put(_failure(ident, failed))
+            finally:
+                await queue.put(None)
+
+        async def events() -> AsyncIterator[bytes]:
+            task = asyncio.ensure_future(run())
+            try:
+                while (item := await queue.get()) is not None:
+                    yield encode_event(json.dumps(item), event="message")
+            finally:
+                task.cancel()  # its client left: the work ends with the stream
+                await asyncio.gather(task, return_exceptions=True)
+
+        await self._stream(http, events())
+
+    async def _stream(self, http: Any, source: AsyncIterator[bytes]) -> None:
+        app = EventStreamResponse(source, keepalive=0.0, headers=[("content-type", SSE), *http.cors])
+        try:
+            await app(http.scope, http.receive, http.send)
+        except ConnectionAbortedError:
+            pass
+
+    # -- subscriptions/listen ------------------------------------------------------------
+
+    async def _listen(self, http: Any, ident: Any, params: dict[str, Any]) -> None:
+        """Acknowledge with the filter agreed, then the list changes it opted in to, each
+        tagged with the listen request's id; ends after ``LISTEN_LIFETIME`` at most."""
+        if len(self.listeners) >= MAX_LISTENERS:
+            raise_busy = CallError(-32000, f"Server busy: {MAX_LISTENERS} listen streams are open")
+            await self._error(http, ident, raise_busy)
+            return
+        asked = as_object(params.get("notifications"))
+        agreed = {key: True for key in LIST_CHANGED if asked.get(key) is True}
+        listener = _Listener(ident, frozenset(LIST_CHANGED[key][0] for key in agreed))
+        tag = {META_SUBSCRIPTION_ID: ident}
+
+        async def events() -> AsyncIterator[bytes]:
+            ack = notification(ACKNOWLEDGED, {"notifications": agreed, "_meta": tag})
+            yield encode_event(json.dumps(ack), event="message")
+            deadline = asyncio.get_running_loop().time() + LISTEN_LIFETIME
+            while True:
+                left = deadline - asyncio.get_running_loop().time()
+                try:
+                    note = await asyncio.wait_for(listener.queue.get(), max(left, 0.0))
+                except asyncio.TimeoutError:
+                    return
+                if note is None:
+                    return
+                yield encode_event(json.dumps(note), event="message")
+
+        self.listeners.add(listener)
+        try:
+            await self._stream(http, events())
+        finally:
+            self.listeners.discard(listener)
+
+    def announce(self, method: str) -> int:
+        """Queue ``method`` on every listen stream that opted in to it; one too slow to keep
+        up is ended (its queue full), never allowed to grow. How many were told."""
+        told = 0
+        for listener in list(self.listeners):
+            if method not in listener.wanted:
+                continue
+            note = notification(method, {"_meta": {META_SUBSCRIPTION_ID: listener.ident}})
+            try:
+                listener.queue.put_nowait(note)
+                told += 1
+            except asyncio.QueueFull:
+                self.listeners.discard(listener)
+                listener.end()
+        return told
+
+    def close(self) -> None:
+        """End every listen stream (the server is shutting down)."""
+        for listener in list(self.listeners):
+            self.listeners.discard(listener)
+            listener.end()
+
+    # -- answers ---------------------------------------------------------------------
+
+    async def _json(self, http: Any, status: int, body: dict[str, Any]) -> None:
+        await http.respond(status, [("content-type", JSON), *http.cors], json.dumps(body).encode())
+
+    async def _error(self, http: Any, ident: Any, failed: CallError) -> None:
+        """The error as JSON, at the status the protocol layer's table gives its code."""
+        await self._json(http, STATELESS_ERROR_STATUS.get(failed.code, 200), _failure(ident, failed))
+
+
+def _result(ident: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 result says what kind it is (complete unless input is required)."""
+    return {"jsonrpc": "2.0", "id": ident, "result": {RESULT_TYPE: COMPLETE, **result}}
+
+
+def _failure(ident: Any, failed: CallError) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": failed.code, "message": failed.text}
+    if failed.data is not None:
+        error["data"] = failed.data
+    return {"jsonrpc": "2.0", "id": ident, "error": error}
+
+
+async def _ignore(note: dict[str, Any]) -> None:
+    """The channel of an answer sent whole: nothing goes out before it."""
