@@ -11,7 +11,18 @@ from __future__ import annotations
 
 # The import order is the order the checks run in.
 # isort: off
-from . import handshake, transport, security, tools, streams, modern, sessions, intermediaries, wrapup  # noqa: F401  (registers)
+from . import (  # noqa: F401  (registers)
+    handshake,
+    transport,
+    security,
+    tools,
+    streams,
+    modern,
+    param_headers,
+    sessions,
+    intermediaries,
+    wrapup,
+)
 
 # isort: on
 from ._plan import CHECKS, HANDSHAKE, Context, Figures, Learned, ProbeCheck, Received, Send, Together

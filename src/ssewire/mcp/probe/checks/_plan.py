@@ -119,6 +119,15 @@ _SHOWN = frozenset(
     }
 )
 
+
+class Judged(NamedTuple):
+    """One answer judged by a check's small judging function: what the check records."""
+
+    status: Status
+    message: str
+    evidence: dict[str, Any]
+
+
 Step = Send | Together
 Answer = Received | list[Received]
 # A check either drives requests (a generator) or only judges what came back (returns None).
