@@ -706,6 +706,25 @@ def _meta_problem(params: dict[str, Any]) -> str | None:
     return None
 
 
+def check_request(headers: dict[str, str], message: dict[str, Any]) -> None:
+    """A 2026-07-28 request, before its method: the protocol layer's header rules (-32020,
+    -32022 with the versions supported and the one requested), then its _meta (-32602)."""
+    problem = ModernHeaders.of(headers, message).rejection()
+    if problem is not None:
+        code, text = problem
+        requested = headers.get("mcp-protocol-version", "").strip(" \t")[:64]
+        data = {"supported": SUPPORTED, "requested": requested} if code == UNSUPPORTED_VERSION else None
+        raise CallError(code, text, data)
+    missing = _meta_problem(as_object(message.get("params")))
+    if missing is not None:
+        raise CallError(INVALID_PARAMS, missing)
+
+
+def error_status(code: int) -> int:
+    """The HTTP status of a 2026-07-28 error answered as JSON (the protocol layer's table)."""
+    return STATELESS_ERROR_STATUS.get(code, 200)
+
+
 @dataclass(eq=False)
 class _Listener:
     ident: Any
@@ -759,7 +778,7 @@ class Modern:
             return
         ident, params = message["id"], as_object(message.get("params"))
         try:
-            self._check(http.headers, message, params)
+            check_request(http.headers, message)
             method = message["method"]
             if method == "subscriptions/listen":
                 await self._listen(http, ident, params)
@@ -780,18 +799,6 @@ class Modern:
             await self._error(http, ident, failed)
             return
         await self._json(http, 200, _result(ident, result))
-
-    def _check(self, headers: dict[str, str], message: dict[str, Any], params: dict[str, Any]) -> None:
-        """The protocol layer's header rules (-32020, -32022 with the versions), then _meta."""
-        problem = ModernHeaders.of(headers, message).rejection()
-        if problem is not None:
-            code, text = problem
-            requested = headers.get("mcp-protocol-version", "").strip(" \t")[:64]
-            data = {"supported": SUPPORTED, "requested": requested} if code == UNSUPPORTED_VERSION else None
-            raise CallError(code, text, data)
-        missing = _meta_problem(params)
-        if missing is not None:
-            raise CallError(INVALID_PARAMS, missing)
 
     def _channel(
         self, params: dict[str, Any], notify: Callable[[dict[str, Any]], Awaitable[None]]
@@ -947,7 +954,7 @@ class Modern:
 
     async def _error(self, http: Any, ident: Any, failed: CallError) -> None:
         """The error as JSON, at the status the protocol layer's table gives its code."""
-        await self._json(http, STATELESS_ERROR_STATUS.get(failed.code, 200), _failure(ident, failed))
+        await self._json(http, error_status(failed.code), _failure(ident, failed))
 
 
 def _result(ident: Any, result: dict[str, Any]) -> dict[str, Any]:

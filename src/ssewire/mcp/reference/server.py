@@ -45,7 +45,6 @@ from ..._encoder import encode_event
 from ...asgi import EventStreamResponse
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, SESSION_NOT_FOUND
-from ..protocol.headers import ModernHeaders
 from ..protocol.inbound import Refusal
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST_WITH_SESSIONS, PROFILES, resolve
 from ..protocol.wire import BOTH, JSON, SSE
@@ -405,12 +404,6 @@ class ReferenceServer:
             raise refuse(status, SESSION_NOT_FOUND, "Session not found")
         return session
 
-    def _modern_headers(self, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, str] | None:
-        """2026-07-28: a request's headers must agree with its body (the protocol layer's rules)."""
-        if "id" not in message or "method" not in message:
-            return None
-        return ModernHeaders.of(headers, message).rejection()
-
     # -- POST ------------------------------------------------------------------------
 
     async def _post(self, http: _Http) -> None:
@@ -422,6 +415,14 @@ class ReferenceServer:
         if self.fixture is not None and fixture.is_modern(http.headers, message):
             await self.fixture.post(http, message)  # 2026-07-28 beside the sessions: on its own
             return
+        if self.profile.request_headers and "id" in message and "method" in message:
+            try:  # the fixture's rules: one set for both ways this server speaks 2026-07-28
+                fixture.check_request(http.headers, message)
+            except fixture.CallError as failed:
+                refusal = error_message(message["id"], failed.code, failed.text, failed.data)
+                status = fixture.error_status(failed.code)
+                await http.respond(status, [("content-type", JSON), *http.cors], json.dumps(refusal).encode())
+                return
         session = self._post_session(http.headers, message)
         if message.get("method") is None:
             await self._client_response(http, message)
@@ -433,10 +434,7 @@ class ReferenceServer:
     def _post_session(self, headers: dict[str, str], message: dict[str, Any]) -> _Session:
         """The session a POST belongs to; initialize opens one (2025 revisions with sessions)."""
         if self.profile.request_headers:
-            problem = self._modern_headers(headers, message)
-            if problem is not None:
-                raise refuse(400, problem[0], problem[1], ident=message.get("id"))
-            return self.stateless
+            return self.stateless  # its headers and _meta were checked (fixture.check_request)
         if self.stateless_mode:
             return self.stateless  # initialize answers the version its own message negotiates
         if message.get("method") == "initialize":
@@ -455,9 +453,7 @@ class ReferenceServer:
         method = call.message["method"]
         handler = self._methods.get(method) if isinstance(method, str) else None
         if handler is None:
-            await call.http.error(
-                200, call.ident, METHOD_NOT_FOUND, f"Method not found: {method}", call.session_header
-            )
+            await self._fail(call, METHOD_NOT_FOUND, f"Method not found: {str(method)[:64]}")
             return
         await handler(call)
 
@@ -489,8 +485,13 @@ class ReferenceServer:
         return answer
 
     async def _call_error(self, call: _Call, failed: fixture.CallError) -> None:
-        body = json.dumps(error_message(call.ident, failed.code, failed.text, failed.data)).encode()
-        await call.http.respond(200, [("content-type", JSON), *call.headers], body)
+        await self._fail(call, failed.code, failed.text, failed.data)
+
+    async def _fail(self, call: _Call, code: int, text: str, data: Any = None) -> None:
+        """A JSON-RPC error as JSON: 200 in a session, under 2026-07-28 the status of its code."""
+        status = fixture.error_status(code) if self.profile.request_headers else 200
+        body = json.dumps(error_message(call.ident, code, text, data)).encode()
+        await call.http.respond(status, [("content-type", JSON), *call.headers], body)
 
     async def _set_level(self, call: _Call) -> None:
         try:
@@ -532,8 +533,7 @@ class ReferenceServer:
                 raise InvalidArgument("arguments must be an object")
             await tool(call, arguments)
         except InvalidArgument as invalid:
-            text = f"Invalid params: {name}: {invalid}"
-            await call.http.error(200, call.ident, INVALID_PARAMS, text, call.session_header)
+            await self._fail(call, INVALID_PARAMS, f"Invalid params: {name}: {invalid}")
 
     # -- sessions: each a bounded claim on the server ------------------------------------
 
