@@ -414,3 +414,28 @@ def test_conformance_mode_needs_sessions() -> None:
         ReferenceServer(conformance=True, stateless=True)
     with pytest.raises(ValueError, match="sessions"):
         ReferenceServer(conformance=True, profile="2026-07-28")
+
+
+def test_ssewire_serve_refuses_conformance_without_sessions(capsys: pytest.CaptureFixture[str]) -> None:
+    from ssewire.cli import main
+
+    assert main(["serve", "--conformance", "--stateless", "--port", "0"]) == 2
+    assert "sessions" in capsys.readouterr().err
+
+
+# -- the plain 2026-07-28 profile follows the same request rules -------------------------
+
+
+@pytest.fixture(scope="module")
+def stateless_url() -> Iterator[str]:
+    with running(ReferenceServer(profile="2026-07-28")) as root:
+        yield root + "/mcp"
+
+
+def test_the_2026_profile_requires_meta_and_answers_unknown_methods_404(stateless_url: str) -> None:
+    bare = modern(stateless_url, "tools/list", ident=4, meta=False)
+    assert (bare.status_code, bare.json()["error"]["code"], bare.json()["id"]) == (400, -32602, 4)
+    unknown = modern(stateless_url, "no/such", ident=5)
+    assert (unknown.status_code, unknown.json()["error"]["code"], unknown.json()["id"]) == (404, -32601, 5)
+    listed = _messages(modern(stateless_url, "tools/list"))[-1]["result"]
+    assert "test_simple_text" not in {tool["name"] for tool in listed["tools"]}  # no fixture unless asked

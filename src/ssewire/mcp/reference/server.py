@@ -13,6 +13,10 @@ Tools: ``echo``, ``countdown`` (progress notifications, then a result), ``big`` 
 multi-megabyte result), ``structured`` (an ``outputSchema`` and ``structuredContent``).
 Bind it to 127.0.0.1 only (``ssewire serve`` does).
 
+With ``conformance=True`` (``ssewire serve --conformance``) it is also the official
+conformance suite's fixture (``fixture.py``): its tools, prompts, resources, completion and
+logging in the sessions, and 2026-07-28 answered statelessly at the same URL beside them.
+
 Shaped like the official SDKs' transports: one handler per HTTP method and per JSON-RPC
 method, the inbound ladder of the protocol layer climbed before dispatch (a refusal is raised
 as ``Refused``), sessions in the server core's table and streams in its event log, faults
