@@ -209,15 +209,18 @@ class Passthrough:
     ) -> bool:
         """Write an SSE answer down one complete event at a time; False (nothing written,
         the head either) when it broke before its first message and may be sent again."""
-        source = self._events(answer, exchange, deadline)
-        try:
-            first = await source.__anext__()
-        except StopAsyncIteration:
-            first = b""
-        except _Broke as broke:
-            if may_retry:
+        source = self._events(answer, exchange, deadline, may_retry)
+        first = b""
+        if may_retry:  # a listing or a read: its head waits for its first event, so it can be sent again
+            try:
+                first = await _unless_gone(receive, source.__anext__())
+            except StopAsyncIteration:
+                pass
+            except (_Broke, _Gone) as ended:
+                await source.aclose()
+                if isinstance(ended, _Gone):
+                    raise
                 return False
-            first = self._error_event(exchange, "upstream", str(broke))
         app = EventStreamResponse(
             _prefixed(first, source),
             keepalive=self.keepalive,
@@ -233,11 +236,12 @@ class Passthrough:
         return True
 
     async def _events(
-        self, answer: Answer, exchange: Exchange, deadline: float | None
+        self, answer: Answer, exchange: Exchange, deadline: float | None, may_retry: bool
     ) -> AsyncGenerator[bytes, None]:
         """The upstream's complete events, re-encoded without ids; an explicit error event
         ends a stream that broke, timed out or carried a message over the limit before the
-        request's answer. `_Broke` when it broke before any message (nothing written yet)."""
+        request's answer. With ``may_retry``, `_Broke` when it broke before any message (nothing
+        written yet: it may be sent again)."""
         answered = wrote = False
         try:
             async for items in answer.events(until=deadline):
@@ -269,7 +273,7 @@ class Passthrough:
                     self.metrics.add("downstream_bytes_total", len(data))
                     yield data
         except Broken as broken:
-            if not wrote:
+            if not wrote and may_retry:
                 raise _Broke(f"{exchange.method}: the upstream's stream broke ({broken})") from None
             if exchange.request and not answered:
                 yield self._error_event(
