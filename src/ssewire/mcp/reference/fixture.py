@@ -55,7 +55,13 @@ from ..protocol.bridging import (
     RESULT_TYPE,
     STATELESS_ERROR_STATUS,
 )
-from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, UNSUPPORTED_VERSION
+from ..protocol.codes import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    SERVER_ERROR,
+    UNSUPPORTED_VERSION,
+)
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, PROFILES
 from ..protocol.wire import JSON, META_CAPABILITIES, META_VERSION, SSE
@@ -66,6 +72,7 @@ SUPPORTED = [NEWEST.name]  # what discovery offers: older revisions are negotiat
 CACHE_TTL_MS = 60_000  # the fixture's lists and contents are the same for every client, all run
 CACHE_SCOPE = "public"
 MAX_LISTENERS = 32  # subscriptions/listen streams open at once; past it -32000 busy
+MAX_STREAMED = 64  # 2026-07-28 tool calls answered on a stream at once; past it -32000 busy
 LISTEN_LIFETIME = 300.0  # seconds a listen stream lives: a client that never leaves is ended
 LISTEN_QUEUE = 64  # notifications waiting for one slow listener; past it the stream ends
 MAX_STATE = 4096  # bytes of requestState taken back
@@ -164,7 +171,7 @@ SESSION_TOOLS = [  # 2025-11-25: the server asks the client on the call's stream
     _tool("test_elicitation_sep1034_defaults", "Conformance: elicitation with defaults (SEP-1034)"),
     _tool("test_elicitation_sep1330_enums", "Conformance: elicitation with enums (SEP-1330)"),
 ]
-INPUT_TOOLS = (
+INPUT_KINDS = (
     "elicitation",
     "sampling",
     "list_roots",
@@ -178,7 +185,7 @@ MODERN_TOOLS = [  # 2026-07-28: input-required results instead of requests on th
     *BOTH_TOOLS,
     *(
         _tool(f"test_input_required_result_{kind}", f"Conformance: input-required result ({kind})")
-        for kind in INPUT_TOOLS
+        for kind in INPUT_KINDS
     ),
     _tool("test_missing_capability", "Conformance: needs the sampling capability (-32021 without it)"),
     _tool("test_streaming_elicitation", "Conformance: an input-required result on a stream"),
@@ -548,41 +555,42 @@ class StateSigner:
 
 
 @dataclass
-class Round:
-    """One retry of a multi round-trip request, read: the client's answers by key (each an
-    object; invalid ones refused) and the verified state (None when none came back)."""
+class Turn:
+    """One round of a multi round-trip request, read: the client's answers by key (each an
+    object, invalid ones refused), the verified state (None when none came back), and how
+    to ask again (``ask``: an input-required result, its state signed for this request)."""
 
+    name: str  # the tool or prompt: a state signed for one is refused by every other
     responses: dict[str, dict[str, Any]]
     state: dict[str, Any] | None
+    channel: Channel
+    signer: StateSigner
 
     @classmethod
-    def of(cls, params: dict[str, Any], signer: StateSigner, tool: str) -> Round:
+    def of(cls, name: str, params: dict[str, Any], channel: Channel, signer: StateSigner) -> Turn:
         raw = params.get(INPUT_RESPONSES, {})
         if not isinstance(raw, dict) or not all(isinstance(each, dict) for each in raw.values()):
             raise CallError(INVALID_PARAMS, "Invalid params: inputResponses must map keys to result objects")
-        if len(json.dumps(raw)) > 64 * MAX_STATE:
-            raise CallError(INVALID_PARAMS, "Invalid params: inputResponses too large")
+        if len(raw) > 64:  # more answers than any question here has keys: refused, not read
+            raise CallError(INVALID_PARAMS, "Invalid params: too many inputResponses")
         state = None
         if REQUEST_STATE in params:
             state = signer.verify(params[REQUEST_STATE])
-            if state.get("tool") != tool:  # a state signed for another request is not this one's
+            if state.get("for") != name:
                 raise CallError(INVALID_PARAMS, "Invalid params: requestState belongs to another request")
-        return cls(raw, state)
+        return cls(name, raw, state, channel, signer)
 
     def answered(self, *keys: str) -> bool:
         return all(key in self.responses for key in keys)
 
-
-def input_required(
-    requests: dict[str, dict[str, Any]], channel: Channel, state: str | None = None
-) -> dict[str, Any]:
-    """An input-required result asking only what the client declared it can answer."""
-    for request in requests.values():
-        _require(channel, CAPABILITY_OF[request["method"]])
-    result: dict[str, Any] = {RESULT_TYPE: INPUT_REQUIRED, INPUT_REQUESTS: requests}
-    if state is not None:
-        result[REQUEST_STATE] = state
-    return result
+    def ask(self, requests: dict[str, dict[str, Any]], state: dict[str, Any] | None = None) -> dict[str, Any]:
+        """An input-required result; only what the client declared it can answer (-32021)."""
+        for request in requests.values():
+            _require(self.channel, CAPABILITY_OF[request["method"]])
+        result: dict[str, Any] = {RESULT_TYPE: INPUT_REQUIRED, INPUT_REQUESTS: requests}
+        if state is not None:
+            result[REQUEST_STATE] = self.signer.sign({**state, "for": self.name})
+        return result
 
 
 def _content(answer: dict[str, Any], key: str) -> str:
@@ -599,82 +607,112 @@ def _roots(answer: dict[str, Any]) -> str:
     return ", ".join(uris) or "none"
 
 
-def input_tool(kind: str, params: dict[str, Any], channel: Channel, signer: StateSigner) -> dict[str, Any]:
-    """The test_input_required_result_* tools: each asks, then answers from what came back."""
-    tool = f"test_input_required_result_{kind}"
-    turn = Round.of(params, signer, tool)
+# the test_input_required_result_* tools, each a small handler of one turn: missing or wrong
+# keys are asked for again (not an error), extra keys are ignored
+
+
+def _ask_name(turn: Turn) -> dict[str, Any]:
+    if not turn.answered("user_name"):
+        return turn.ask({"user_name": _elicit("What is your name?", "name")})
+    return text_result(f"Hello, {_content(turn.responses['user_name'], 'name')}!")
+
+
+def _ask_capital(turn: Turn) -> dict[str, Any]:
+    if not turn.answered("capital_question"):
+        return turn.ask({"capital_question": _sample("What is the capital of France?", 100)})
+    return text_result(f"The model said: {_sampled(turn.responses['capital_question'])}")
+
+
+def _ask_roots(turn: Turn) -> dict[str, Any]:
+    if not turn.answered("client_roots"):
+        return turn.ask({"client_roots": ROOTS})
+    return text_result(f"Client roots: {_roots(turn.responses['client_roots'])}")
+
+
+def _ask_confirmation(turn: Turn) -> dict[str, Any]:
+    """request_state and tampered_state: done only with the answer and the signed state."""
+    if turn.state is None or not turn.answered("confirm"):
+        return turn.ask({"confirm": _elicit("Please confirm", "ok", "boolean")}, {"round": 1})
+    return text_result("state-ok: the requestState came back as this server signed it")
+
+
+def _ask_three(turn: Turn) -> dict[str, Any]:
+    asks = {
+        "user_name": _elicit("What is your name?", "name"),
+        "greeting": _sample("Generate a greeting", 50),
+        "client_roots": ROOTS,
+    }
+    if turn.state is None or not turn.answered(*asks):
+        missing = {key: ask for key, ask in asks.items() if key not in turn.responses} or asks
+        return turn.ask(missing, {"round": 1})
     got = turn.responses
-    if kind == "elicitation":
-        if not turn.answered("user_name"):  # missing or wrong keys: asked again, not an error
-            return input_required({"user_name": _elicit("What is your name?", "name")}, channel)
-        return text_result(f"Hello, {_content(got['user_name'], 'name')}!")
-    if kind == "sampling":
-        if not turn.answered("capital_question"):
-            return input_required(
-                {"capital_question": _sample("What is the capital of France?", 100)}, channel
-            )
-        return text_result(f"The model said: {_sampled(got['capital_question'])}")
-    if kind == "list_roots":
-        if not turn.answered("client_roots"):
-            return input_required({"client_roots": ROOTS}, channel)
-        return text_result(f"Client roots: {_roots(got['client_roots'])}")
-    if kind in ("request_state", "tampered_state"):
-        if turn.state is None or not turn.answered("confirm"):
-            ask = {"confirm": _elicit("Please confirm", "ok", "boolean")}
-            return input_required(ask, channel, signer.sign({"tool": tool, "round": 1}))
-        return text_result("state-ok: the requestState came back as this server signed it")
-    if kind == "multiple_inputs":
-        asks = {
-            "user_name": _elicit("What is your name?", "name"),
-            "greeting": _sample("Generate a greeting", 50),
-            "client_roots": ROOTS,
-        }
-        if turn.state is None or not turn.answered(*asks):
-            missing = {key: ask for key, ask in asks.items() if key not in got} or asks
-            return input_required(missing, channel, signer.sign({"tool": tool, "round": 1}))
-        name, greeting = _content(got["user_name"], "name"), _sampled(got["greeting"])
-        return text_result(f"{greeting} {name} (roots: {_roots(got['client_roots'])})")
-    if kind == "multi_round":
-        return _multi_round(tool, turn, channel, signer)
-    if kind == "capabilities":
-        asks = {"user_name": _elicit("What is your name?", "name"), "greeting": _sample("Say hello", 50)}
-        declared = {
-            key: ask
-            for key, ask in asks.items()
-            if CAPABILITY_OF[ask["method"]] in channel.client_capabilities
-        }
-        if not declared:
-            _require(channel, "sampling")
-        if not turn.answered(*declared):
-            return input_required(declared, channel)
-        return text_result(f"Answered: {', '.join(sorted(declared))}")
-    raise CallError(INVALID_PARAMS, f"unknown tool {tool}")
+    return text_result(
+        f"{_sampled(got['greeting'])} {_content(got['user_name'], 'name')} (roots: {_roots(got['client_roots'])})"
+    )
 
 
-def _multi_round(tool: str, turn: Round, channel: Channel, signer: StateSigner) -> dict[str, Any]:
+def _ask_twice(turn: Turn) -> dict[str, Any]:
+    """multi_round: the name, then the colour, the name carried in the signed state."""
     state = turn.state or {}
-    if state.get("round") == 2 and turn.answered("step2"):
+    color = {"step2": _elicit("Step 2: What is your favorite color?", "color")}
+    if state.get("round") == 2:
+        if not turn.answered("step2"):
+            return turn.ask(color, state)
         return text_result(
             f"{state.get('name')}'s favorite color is {_content(turn.responses['step2'], 'color')}"
         )
-    if state.get("round") == 2:
-        ask = {"step2": _elicit("Step 2: What is your favorite color?", "color")}
-        return input_required(ask, channel, signer.sign(state))
     if state.get("round") == 1 and turn.answered("step1"):
-        name = _content(turn.responses["step1"], "name")
-        ask = {"step2": _elicit("Step 2: What is your favorite color?", "color")}
-        return input_required(ask, channel, signer.sign({"tool": tool, "round": 2, "name": name}))
-    ask = {"step1": _elicit("Step 1: What is your name?", "name")}
-    return input_required(ask, channel, signer.sign({"tool": tool, "round": 1}))
+        return turn.ask(color, {"round": 2, "name": _content(turn.responses["step1"], "name")})
+    return turn.ask({"step1": _elicit("Step 1: What is your name?", "name")}, {"round": 1})
 
 
-def input_prompt(params: dict[str, Any], channel: Channel, signer: StateSigner) -> dict[str, Any]:
-    turn = Round.of(params, signer, INPUT_PROMPT["name"])
+def _ask_what_was_declared(turn: Turn) -> dict[str, Any]:
+    asks = {"user_name": _elicit("What is your name?", "name"), "greeting": _sample("Say hello", 50)}
+    declared = {
+        key: ask
+        for key, ask in asks.items()
+        if CAPABILITY_OF[ask["method"]] in turn.channel.client_capabilities
+    }
+    if not declared:
+        _require(turn.channel, "sampling")  # neither: -32021 naming one it could use
+    if not turn.answered(*declared):
+        return turn.ask(declared)
+    return text_result(f"Answered: {', '.join(sorted(declared))}")
+
+
+def _ask_sample(turn: Turn) -> dict[str, Any]:
+    """test_missing_capability: needs sampling, so -32021 for a client without it."""
+    if not turn.answered("sample"):
+        return turn.ask({"sample": _sample("Say hello", 20)})
+    return text_result(f"Sampled: {_sampled(turn.responses['sample'])}")
+
+
+def _ask_on_stream(turn: Turn) -> dict[str, Any]:
+    """test_streaming_elicitation: the question is the stream's result, never a request."""
+    if not turn.answered("answer"):
+        return turn.ask({"answer": _elicit("Your answer?", "answer")})
+    return text_result(f"Answered: {_content(turn.responses['answer'], 'answer')}")
+
+
+def _ask_context(turn: Turn) -> dict[str, Any]:
+    """The prompt test_input_required_result_prompt: input-required on prompts/get too."""
     if not turn.answered("user_context"):
-        ask = {"user_context": _elicit("What context should the prompt use?", "context")}
-        return input_required(ask, channel)
+        return turn.ask({"user_context": _elicit("What context should the prompt use?", "context")})
     context = _content(turn.responses["user_context"], "context")
     return {"messages": [_user(_text(f"Answer with this context in mind: {context}"))]}
+
+
+INPUT_TOOLS: dict[str, Callable[[Turn], dict[str, Any]]] = {
+    "test_input_required_result_elicitation": _ask_name,
+    "test_input_required_result_sampling": _ask_capital,
+    "test_input_required_result_list_roots": _ask_roots,
+    "test_input_required_result_request_state": _ask_confirmation,
+    "test_input_required_result_multiple_inputs": _ask_three,
+    "test_input_required_result_multi_round": _ask_twice,
+    "test_input_required_result_tampered_state": _ask_confirmation,
+    "test_input_required_result_capabilities": _ask_what_was_declared,
+    "test_missing_capability": _ask_sample,
+}
 
 
 # -- the 2026-07-28 side: one request, one answer -------------------------------------
@@ -748,6 +786,7 @@ class Modern:
         self.server_info = server_info
         self.signer = signer or StateSigner()  # a key per server start
         self.listeners: set[_Listener] = set()
+        self.streaming = 0  # 2026-07-28 tool calls being answered on a stream now
         self._numbers = itertools.count(1)
         self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "tools/list": lambda params: self._cacheable({"tools": MODERN_TOOLS}),
@@ -810,8 +849,9 @@ class Modern:
         )
 
     def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
-        if params.get("name") == INPUT_PROMPT["name"]:
-            return input_prompt(params, self._channel(params, _ignore), self.signer)
+        name = params.get("name")
+        if name == INPUT_PROMPT["name"]:
+            return _ask_context(Turn.of(name, params, self._channel(params, _ignore), self.signer))
         return prompts_get(params)
 
     async def _call(self, http: Any, ident: Any, params: dict[str, Any]) -> None:
@@ -820,7 +860,15 @@ class Modern:
         if name in STATIC_TOOLS:
             await self._json(http, 200, _result(ident, STATIC_TOOLS[name]))
         elif name in ("test_tool_with_progress", "test_logging_tool", "test_streaming_elicitation"):
-            await self._streamed(http, ident, params, name)
+            if self.streaming >= MAX_STREAMED:
+                busy = CallError(SERVER_ERROR, f"Server busy: {MAX_STREAMED} streamed calls are running")
+                await self._error(http, ident, busy)
+                return
+            self.streaming += 1
+            try:
+                await self._streamed(http, ident, params, name)
+            finally:
+                self.streaming -= 1
         else:
             try:
                 result = self._instant(name, params)
@@ -830,16 +878,8 @@ class Modern:
             await self._json(http, 200, _result(ident, result))
 
     def _instant(self, name: Any, params: dict[str, Any]) -> dict[str, Any]:
-        channel = self._channel(params, _ignore)
-        if isinstance(name, str) and name.startswith("test_input_required_result_"):
-            kind = name.removeprefix("test_input_required_result_")
-            if kind in INPUT_TOOLS:
-                return input_tool(kind, params, channel, self.signer)
-        if name == "test_missing_capability":
-            turn = Round.of(params, self.signer, name)
-            if not turn.answered("sample"):
-                return input_required({"sample": _sample("Say hello", 20)}, channel)
-            return text_result(f"Sampled: {_sampled(turn.responses['sample'])}")
+        if isinstance(name, str) and name in INPUT_TOOLS:
+            return INPUT_TOOLS[name](Turn.of(name, params, self._channel(params, _ignore), self.signer))
         if name in ("test_trigger_tool_change", "test_trigger_prompt_change"):
             kind = "tools" if name == "test_trigger_tool_change" else "prompts"
             sent = self.announce(f"notifications/{kind}/list_changed")
@@ -860,13 +900,8 @@ class Modern:
                     result = await progress(params, channel)
                 elif name == "test_logging_tool":
                     result = await logging_tool(params, channel, modern=True)
-                else:  # test_streaming_elicitation: the question is the result, never a request
-                    await asyncio.sleep(0)
-                    turn = Round.of(params, self.signer, name)
-                    if turn.answered("answer"):
-                        result = text_result(f"Answered: {_content(turn.responses['answer'], 'answer')}")
-                    else:
-                        result = input_required({"answer": _elicit("Your answer?", "answer")}, channel)
+                else:
+                    result = _ask_on_stream(Turn.of(name, params, channel, self.signer))
                 await queue.put(_result(ident, result))
             except CallError as failed:
                 await queue.put(_failure(ident, failed))
@@ -897,8 +932,8 @@ class Modern:
         """Acknowledge with the filter agreed, then the list changes it opted in to, each
         tagged with the listen request's id; ends after ``LISTEN_LIFETIME`` at most."""
         if len(self.listeners) >= MAX_LISTENERS:
-            raise_busy = CallError(-32000, f"Server busy: {MAX_LISTENERS} listen streams are open")
-            await self._error(http, ident, raise_busy)
+            busy = CallError(SERVER_ERROR, f"Server busy: {MAX_LISTENERS} listen streams are open")
+            await self._error(http, ident, busy)
             return
         asked = as_object(params.get("notifications"))
         agreed = {key: True for key in LIST_CHANGED if asked.get(key) is True}
