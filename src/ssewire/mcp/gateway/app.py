@@ -7,7 +7,9 @@ Prometheus text format) and checks what a server checks: Host and Origin (DNS re
 Accept and Content-Type, the body under the message limit, one JSON-RPC message per POST,
 the session. Upstream it is a client ([`Relay`][ssewire.mcp.gateway.relay.Relay], one per
 downstream session). Under 2026-07-28 there are no sessions: each request is relayed on its
-own, and a broken answer is re-issued upstream only for a request that lists or reads.
+own and transparently ([`Passthrough`][ssewire.mcp.gateway.passthrough.Passthrough]: the
+body and named headers up as sent, the status, named headers and body back as they came),
+and a broken answer is re-issued upstream only for a request that lists or reads.
 """
 
 from __future__ import annotations

@@ -265,7 +265,6 @@ class Relay:
         self.serving = 0  # downstream streams being written now (the gateway counts them)
         # cancellations of this session's calls posted at any replica (the store's one subscription)
         self._unlisten = store.listen_cancels(record.ident, self.cancel)
-        self.shared = False  # relays many clients' requests (2026-07-28): no stream is anyone's default
         self.forward_lock = asyncio.Lock()  # downstream notifications go up one at a time, in order
         self.forwarding = 0  # notifications waiting for it (the gateway bounds them)
 
@@ -355,8 +354,6 @@ class Relay:
             for outbox in self.outboxes.values():
                 if outbox.upstream == related:
                     return outbox
-        if self.shared:
-            return None  # the streams here are many clients': never one's message on another's
         calls = [n for n in self.outboxes if n not in self.listeners]
         order = [*self.listeners[::-1], *calls[::-1]]
         return self.outboxes.get(order[0]) if order else None
@@ -372,8 +369,7 @@ class Relay:
         on_done: Callable[[], None] | None = None,
     ) -> int:
         """A downstream request: its stream, written by a task of its own, held under
-        ``key`` (the request id by default: the one client of a session names its calls;
-        a stateless relay serves many clients, so it keys each request by one of its own).
+        ``key`` (the request id by default: the one client of a session names its calls).
         ``on_done`` is called once the call's relaying ends (at once when it is refused)."""
         ident = message.get("id")
         key = ident if key is None else key
@@ -395,13 +391,6 @@ class Relay:
         if on_done is not None:
             task.add_done_callback(lambda _: on_done())
         return stream
-
-    def abandon(self, key: Any) -> None:
-        """Stop relaying the call held under ``key`` (its client left: under 2026-07-28 a
-        closed stream is the cancellation); the upstream request's stream is closed with it."""
-        task = self.calls.get(key)
-        if task is not None:
-            task.cancel()
 
     def _spawn(self, key: Any, work: Coroutine[Any, Any, None], stream: int) -> asyncio.Task[None]:
         """Run a call's relaying as a task of this session's, held until it ends; its stream
