@@ -1,5 +1,6 @@
-"""The 2026-07-28 checks the official conformance suite had and the probe lacked:
-``Mcp-Param-*`` headers forwarded (the Base64 form included).
+"""The 2026-07-28 checks the official conformance suite had and the probe lacked: error
+statuses kept end to end, the per-request ``_meta`` required, ``Mcp-Param-*`` headers
+forwarded (the Base64 form included), the -32022's ``data``.
 
 Each is found on a target with that one defect (an intermediary in front of the official
 Python SDK's server, tests/support/modern_faults.py) and by no other diagnostic; the SDK's
@@ -15,8 +16,12 @@ import pytest
 from ssewire.mcp import from_document, validate
 from ssewire.mcp.checks.catalogue import DIAGNOSTICS
 from ssewire.mcp.checks.findings import Status
-from ssewire.mcp.probe.checks import Context
+from ssewire.mcp.probe.checks import Context, Received, Send
+from ssewire.mcp.probe.checks.meta import judge_refusal
+from ssewire.mcp.probe.checks.modern import NO_SUCH_REVISION
 from ssewire.mcp.probe.checks.param_headers import encoded, find_target, param_headers
+from ssewire.mcp.probe.checks.statuses import judge_refusal_status, judge_unknown_method
+from ssewire.mcp.probe.checks.version_error import judge_version_error
 from ssewire.mcp.probe.driver import run_probe
 from ssewire.mcp.protocol.profiles import NEWEST
 from ssewire.mcp.transport.serving import running
@@ -25,8 +30,18 @@ from tests.support.modern_faults import FAULTY, param_app
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 MODERN = NEWEST.name
-NEW = ("modern.param-headers",)
-FOUND_BY = {"drop-param-headers": "modern.param-headers"}
+NEW = (
+    "modern.error-status",
+    "modern.meta-required",
+    "modern.param-headers",
+    "modern.unsupported-version-data",
+)
+FOUND_BY = {
+    "statuses-as-sse": "modern.error-status",
+    "fill-meta": "modern.meta-required",
+    "drop-param-headers": "modern.param-headers",
+    "bare-unsupported-version": "modern.unsupported-version-data",
+}
 
 
 def _probe(app, profile=MODERN):
@@ -39,7 +54,7 @@ def reports():
     targets = {
         "sdk": lambda: param_app(),
         "sdk-json": lambda: param_app(json_response=True),
-        **{name: (lambda wrap=FAULTY[name]: wrap(param_app())) for name in FOUND_BY},
+        **{name: (lambda wrap=wrap: wrap(param_app())) for name, wrap in FAULTY.items()},
     }
     with ThreadPoolExecutor(2) as pool:
         done = pool.map(lambda make: _probe(make()), targets.values())
@@ -55,7 +70,7 @@ def test_every_new_diagnostic_is_in_the_catalogue_with_a_requirement_and_fixes()
         entry = DIAGNOSTICS[ident]
         assert entry.requirement().startswith("2026-07-28") and "MUST" in entry.requirement()
         assert set(entry.hints()) == {"typescript-sdk", "python-sdk", "plain-handler"}
-    assert set(FOUND_BY.values()) == set(NEW) and set(FOUND_BY) <= set(FAULTY)
+    assert set(FOUND_BY.values()) == set(NEW) and set(FOUND_BY) == set(FAULTY)
 
 
 @pytest.mark.parametrize("target", ["sdk", "sdk-json"])
@@ -75,11 +90,31 @@ def test_each_defect_is_found_by_its_diagnostic_and_no_other(reports, fault):
     assert found.status == Status.DETECTED and found.evidence
 
 
+def test_a_status_lost_to_a_relay_says_it_came_as_a_200_stream(reports):
+    found = _verdict(reports["statuses-as-sse"], "modern.error-status")
+    assert found.message == "an unknown method's error (-32601) came with 200 as an event stream, not 404"
+    assert (
+        found.evidence["status"] == 200 and found.evidence["headers"]["content-type"] == "text/event-stream"
+    )
+    assert found.evidence["intermediary"] == ["via: 1.1 modern-faults (a proxy (Via))"]
+
+
+def test_a_filled_in_meta_is_a_request_served_that_should_not_be(reports):
+    found = _verdict(reports["fill-meta"], "modern.meta-required")
+    assert found.message.startswith("a request without _meta was served (200)")
+    assert "an intermediary filled it in" in found.message
+
+
 def test_a_dropped_param_header_is_a_correct_call_refused(reports):
     found = _verdict(reports["drop-param-headers"], "modern.param-headers")
     assert "Mcp-Param-Region (plain) was refused (400 with -32020)" in found.message
     assert "an intermediary must forward Mcp-Param-* headers" in found.message
     assert found.evidence["header"] == "Mcp-Param-Region"
+
+
+def test_a_bare_32022_says_what_its_data_lacks(reports):
+    found = _verdict(reports["bare-unsupported-version"], "modern.unsupported-version-data")
+    assert found.message == "the -32022 refusal's data.supported is missing; data.requested is missing"
 
 
 def test_the_calls_with_param_headers_are_recorded_and_validate(reports):
@@ -100,6 +135,72 @@ def test_under_a_revision_with_sessions_they_do_not_apply():
 
 
 # -- the judgments, sans-IO ---------------------------------------------------------------
+
+
+def _answer(status, body, content_type="application/json", name="x", sent_id=7):
+    send = Send("POST", {}, {"jsonrpc": "2.0", "id": sent_id, "method": "tools/list"}, name=name)
+    answer = Received(send, status, {"content-type": content_type})
+    answer.json = body
+    return answer
+
+
+def _error(code, data=None, ident=7):
+    error = {"code": code, "message": "m", **({"data": data} if data is not None else {})}
+    return {"jsonrpc": "2.0", "id": ident, "error": error}
+
+
+def test_a_missing_meta_refused_with_another_code_is_named():
+    assert judge_refusal(_answer(400, _error(-32602)), "_meta").status == Status.PASS
+    other = judge_refusal(_answer(400, _error(-32600)), "_meta")
+    assert (
+        other.status == Status.DETECTED
+        and other.message == "a request without _meta was refused with -32600, not -32602"
+    )
+    bare = judge_refusal(_answer(400, None, content_type="text/plain"), "_meta")
+    assert bare.message == "a request without _meta was answered 400 without a JSON-RPC error"
+
+
+def test_statuses_other_than_the_required_ones():
+    assert judge_unknown_method(_answer(404, _error(-32601))).status == Status.PASS
+    wrong = judge_unknown_method(_answer(400, _error(-32601)))
+    assert wrong.message == "an unknown method was answered 400 with -32601, not 404 with -32601"
+    served = judge_unknown_method(_answer(200, {"jsonrpc": "2.0", "id": 7, "result": {}}))
+    assert served.message == "an unknown method was served (200), not answered 404 with -32601"
+    assert judge_refusal_status(_answer(400, _error(-32602))).status == Status.PASS
+    lost = judge_refusal_status(_answer(200, _error(-32602)))
+    assert (
+        lost is not None
+        and lost.message == "a request without _meta was refused (-32602) with 200 as JSON, not 400"
+    )
+    assert (
+        judge_refusal_status(_answer(200, {"jsonrpc": "2.0", "id": 7, "result": {}})) is None
+    )  # meta-required's
+
+
+@pytest.mark.parametrize(
+    ("data", "verdict"),
+    [
+        ({"supported": [MODERN], "requested": NO_SUCH_REVISION}, None),
+        ({"supported": [], "requested": NO_SUCH_REVISION}, "data.supported is not a list of versions ([])"),
+        (
+            {"supported": ["2025-11-25"], "requested": NO_SUCH_REVISION},
+            f"leaves out {MODERN}, which it speaks",
+        ),
+        (
+            {"supported": [MODERN], "requested": MODERN},
+            f"data.requested is '{MODERN}', not {NO_SUCH_REVISION}",
+        ),
+    ],
+    ids=["complete", "empty", "without-the-version-spoken", "wrong-echo"],
+)
+def test_the_32022_data(data, verdict):
+    judged = judge_version_error(_answer(400, _error(-32022, data)), MODERN)
+    assert judged is not None
+    if verdict is None:
+        assert judged.status == Status.PASS
+    else:
+        assert judged.status == Status.DETECTED and verdict in judged.message
+    assert judge_version_error(_answer(400, _error(-32020)), MODERN) is None  # no -32022 to judge
 
 
 def test_values_that_are_not_plain_ascii_go_in_the_base64_form():

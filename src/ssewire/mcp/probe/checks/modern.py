@@ -12,6 +12,7 @@ from ...protocol.wire import LAST_EVENT_ID, META_VERSION, METHOD, PROTOCOL_VERSI
 from ._plan import Answer, Context, Received, Send, Step, check
 
 NO_SUCH_REVISION = "2099-01-01"  # no revision has it: a server must refuse it (-32022)
+UNSUPPORTED = "unsupported-version"  # the request under it (version_error.py judges its data)
 
 diagnostic(
     "modern.get-delete-405",
@@ -99,7 +100,7 @@ def modern(ctx: Context) -> Generator[Step, Answer, None]:
         ctx, "modern.header-mismatch-32020", mismatch, -32020, "Mcp-Method that disagrees with the body"
     )
 
-    send = ctx.request("tools/list", name="unsupported-version", conforming=False)
+    send = ctx.request("tools/list", name=UNSUPPORTED, conforming=False)
     send.headers[PROTOCOL_VERSION] = NO_SUCH_REVISION
     send.body["params"]["_meta"][META_VERSION] = NO_SUCH_REVISION
     unsupported = yield send
