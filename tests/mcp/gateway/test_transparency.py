@@ -54,6 +54,7 @@ class Recorder:
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.listen_ended = threading.Event()
+        self.url = ""  # where it is served
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -79,6 +80,13 @@ class Recorder:
             error = {"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no teapot here"}}
             extra = [(b"retry-after", b"7"), (b"x-upstream-secret", b"never-down")]
             await _respond(send, 404, orjson.dumps(error), [(b"content-type", b"application/json"), *extra])
+        elif method == "huge":  # past a small gateway's message limit, as JSON and as an event
+            big = orjson.dumps({"jsonrpc": "2.0", "id": ident, "result": {"text": "x" * 4096}})
+            if parsed.get("params", {}).get("sse"):
+                sse = [(b"content-type", b"text/event-stream")]
+                await _respond(send, 200, b"data: " + big + b"\n\n", sse)
+            else:
+                await _respond(send, 200, big, [(b"content-type", b"application/json")])
         elif method == "locked":
             await _respond(send, 401, b"", [(b"www-authenticate", b'Bearer realm="up"')])
         elif ident is None:
@@ -123,7 +131,12 @@ def sdk():
 def recorded():
     recorder = Recorder()
     with running(recorder, lifespan="off") as root, gateway_over(root + "/mcp") as gw:
+        recorder.url = root + "/mcp"
         yield recorder, gw.url
+
+
+def recorded_url(recorder: Recorder) -> str:
+    return recorder.url
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +220,24 @@ def test_an_unknown_version_gets_the_gateways_32022_with_what_it_supports(record
     assert answer.status_code == 200 and answer.json()["result"] == {"method": "server/discover"}
 
 
+def test_an_initialize_with_an_unknown_version_header_still_opens_a_session(sdk, http):
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    sent = {"Accept": BOTH, "Content-Type": JSON, "MCP-Protocol-Version": "2099-01-01"}
+    answer = http.post(sdk[1], json=opening, headers=sent)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["protocolVersion"] == "2025-11-25"
+    http.delete(sdk[1], headers={"Mcp-Session-Id": answer.headers["mcp-session-id"]})
+
+
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
 def test_get_and_delete_are_not_allowed_under_2026(recorded, http, method):
     _, url = recorded
@@ -237,6 +268,18 @@ def test_an_upstream_refusing_the_operators_credentials_is_the_gateways_answer(r
     assert answer.status_code == 502
     assert "www-authenticate" not in answer.headers  # the challenge is the operator's, not the client's
     assert answer.json()["error"]["data"] == {"gateway": "upstream-unauthorized", "status": 401}
+
+
+def test_an_upstream_message_over_the_limit_ends_that_call_explicitly(recorded, http):
+    recorder, _ = recorded
+    with gateway_over(recorded_url(recorder), max_message_size=1024) as small:
+        for sse, status in ((False, 502), (True, 200)):
+            huge = {"jsonrpc": "2.0", "id": 20, "method": "huge", "params": {"sse": sse}}
+            answer = http.post(small.url, json=huge, headers=headers("huge"))
+            assert answer.status_code == status
+            text = answer.text if not sse else answer.text.split("data: ", 1)[1]
+            error = json.loads(text)
+            assert error["id"] == 20 and error["error"]["data"] == {"gateway": "too-large"}
 
 
 def test_an_input_required_result_round_trip(sdk, http):

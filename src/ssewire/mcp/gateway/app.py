@@ -320,13 +320,15 @@ class Gateway:
         version = headers.get("mcp-protocol-version", "").strip(" \t")
         sessionless = "mcp-session-id" not in headers
         # 2026-07-28, or a version no revision has with no session: not a session's request
+        # (but an initialize, whose body says which revision it asks for)
         modern = version == NEWEST.name or (sessionless and bool(version) and version not in KNOWN_VERSIONS)
         session = None if modern or sessionless else await self._session(headers, principal)
         async with self._reading(receive, headers, principal) as read:
             message, body = read
             scope[_BODY_READ] = True  # read whole: a refusal from here need not close the connection
             method = message.get("method")
-            if modern or method == "server/discover":
+            unknown = modern and version != NEWEST.name
+            if (modern and not (unknown and method == "initialize")) or method == "server/discover":
                 await self._post_modern(scope, receive, send, headers, message, body, principal)
                 return
             read.clear()  # the body goes no further: the message is re-sent by the client upstream
