@@ -148,7 +148,7 @@ STATIC_TOOLS: dict[str, dict[str, Any]] = {  # name -> its result, in both revis
             _resource(
                 "test://mixed-content-resource",
                 json.dumps({"test": "data", "value": 123}),
-                "application/json",
+                JSON,
             ),
         ]
     },
@@ -238,7 +238,7 @@ TEMPLATES = [
         "uriTemplate": "test://template/{id}/data",
         "name": "template-data",
         "description": "Data for an id",
-        "mimeType": "application/json",
+        "mimeType": JSON,
     }
 ]
 TEMPLATE_PREFIX, TEMPLATE_SUFFIX = "test://template/", "/data"
@@ -320,7 +320,7 @@ def resources_read(params: dict[str, Any]) -> dict[str, Any]:
         data = {"id": ident, "templateTest": True, "data": f"Data for ID: {ident}"}
         content = {
             "uri": uri,
-            "mimeType": "application/json",
+            "mimeType": JSON,
             "text": json.dumps(data, separators=(",", ":")),
         }
     else:  # SEP-2164: an error naming the URI, never an empty contents array
