@@ -45,7 +45,7 @@ from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
-from ..server.budget import ByteBudget
+from ..server.budget import ByteBudget, Reservation
 from ..transport.http import Answer, Broken, MessageTooLarge, send
 from .metrics import Metrics
 from .relay import gateway_error
@@ -139,7 +139,12 @@ class Passthrough:
                         return
                     self.metrics.add("reissues_total")  # it broke before any of it went down
                     continue
-                body = await _unless_gone(receive, self._whole(answer, exchange, deadline))
+                with self.budget.reserve(0) as held:  # held until the body is written down
+                    body = await _unless_gone(receive, self._whole(answer, deadline, held))
+                    await answer.aclose()
+                    await respond(send_down, answer.status, body, _returned(answer.headers))
+                self.metrics.add("downstream_bytes_total", len(body))
+                return
             except _Failed as failed:
                 if not last and failed.repeatable:
                     self.metrics.add("reissues_total")
@@ -148,9 +153,6 @@ class Passthrough:
                 return
             finally:
                 await answer.aclose()
-            await respond(send_down, answer.status, body, _returned(answer.headers))
-            self.metrics.add("downstream_bytes_total", len(body))
-            return
 
     async def _opened(self, headers: dict[str, str], exchange: Exchange, deadline: float | None) -> Answer:
         """The upstream answer's head, or `_Failed`."""
@@ -180,22 +182,27 @@ class Passthrough:
             )
         return answer
 
-    async def _whole(self, answer: Answer, exchange: Exchange, deadline: float | None) -> bytes:
-        """A body other than a stream, whole, under the message limit and the budget."""
+    async def _whole(self, answer: Answer, deadline: float | None, held: Reservation) -> bytes:
+        """A body other than a stream, whole, under the message limit, its bytes held in
+        the budget (twice: as read, and as written)."""
         body = bytearray()
-        with self.budget.reserve(0) as held:
-            try:
-                async for chunk in answer.chunks(until=deadline):
-                    held.grow(len(chunk))
-                    body += chunk
-                    if self.limit is not None and len(body) > self.limit:
-                        raise _Failed(502, "too-large", str(MessageTooLarge(self.limit, len(body))))
-            except Broken as broken:
-                text = f"{exchange.method}: the upstream's answer broke ({broken}) before its end"
-                raise _Failed(502, "upstream", text, repeatable=True) from None
-            if not answer.ended:
-                raise _Failed(504, "timeout", f"the upstream's answer did not end in {self.timeout:g} s")
-            return bytes(body)
+        try:
+            async for chunk in answer.chunks(until=deadline):
+                held.grow(len(chunk))
+                body += chunk
+                if self.limit is not None and len(body) > self.limit:
+                    raise _Failed(502, "too-large", str(MessageTooLarge(self.limit, len(body))))
+        except Broken as broken:
+            raise _Failed(
+                502, "upstream", f"the upstream's answer broke ({broken})", repeatable=True
+            ) from None
+        if not answer.ended:
+            raise _Failed(504, "timeout", f"the upstream's answer did not end in {self.timeout:g} s")
+        held.grow(len(body))
+        whole = bytes(body)
+        del body
+        held.shrink_to(len(whole))
+        return whole
 
     async def _stream(
         self,
