@@ -126,6 +126,14 @@ def test_a_header_disagreeing_with_the_body_is_32020(url: str) -> None:
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32020)
 
 
+def test_an_answer_nobody_asked_for_is_refused_and_a_notification_accepted(url: str) -> None:
+    headers = post_headers(NEWEST, None)
+    stray = httpx.post(url, json={"jsonrpc": "2.0", "id": 8, "result": {}}, headers=headers, timeout=DEADLINE)
+    assert (stray.status_code, stray.json()["error"]["code"], stray.json()["id"]) == (400, -32600, 8)
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    assert httpx.post(url, json=note, headers=headers, timeout=DEADLINE).status_code == 202
+
+
 def test_lists_and_reads_carry_caching_hints_and_a_result_type(url: str) -> None:
     for method, params in (
         ("tools/list", {}),

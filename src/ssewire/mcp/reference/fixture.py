@@ -63,8 +63,10 @@ from ..protocol.codes import (
     UNSUPPORTED_VERSION,
 )
 from ..protocol.headers import ModernHeaders
+from ..protocol.inbound import unasked_answer, valid_request_id
 from ..protocol.profiles import NEWEST, PROFILES
 from ..protocol.wire import JSON, META_CAPABILITIES, META_VERSION, SSE
+from ..server.asgi import Refused
 from .tools import as_object, text_result
 
 MISSING_CAPABILITY = -32021  # 2026-07-28: the request needs a client capability not declared
@@ -812,8 +814,10 @@ class Modern:
 
     async def post(self, http: Any, message: dict[str, Any]) -> None:
         """Answer one 2026-07-28 POST (``http``: the server's request, with respond and cors)."""
-        if "method" not in message or "id" not in message:
-            await http.respond(202, http.cors)  # a notification or a stray answer: nothing to do
+        if "method" not in message:  # 2026-07-28 servers send no requests: no answer is awaited
+            raise Refused(unasked_answer(message.get("id") if valid_request_id(message.get("id")) else None))
+        if "id" not in message:
+            await http.respond(202, http.cors)  # a notification: accepted, nothing to do
             return
         ident, params = message["id"], as_object(message.get("params"))
         try:

@@ -206,6 +206,9 @@ class ReferenceServer:
     - ``max_tasks`` (64): tools that stream (``countdown``, ``ask``) run as tasks; past the
       cap a call is answered -32000 "server busy" instead of starting one. One long call per
       session at the session cap.
+
+    ``conformance=True``: the official conformance suite's fixture as well (``fixture.py``),
+    2026-07-28 served statelessly beside the sessions; it needs a profile with sessions.
     """
 
     def __init__(
