@@ -18,9 +18,11 @@ import orjson
 import pytest
 
 from ssewire.mcp.protocol.wire import BOTH, JSON, META_CAPABILITIES, META_VERSION
+from ssewire.mcp.server.quotas import Limits
 from ssewire.mcp.transport.serving import running
 from tests.support.gateway_runs import gateway_over
 from tests.support.sdk_fixture_server import fixture_app
+from tests.support.tokens import as_principal, token_auth
 
 MODERN = "2026-07-28"
 META = {META_VERSION: MODERN, META_CAPABILITIES: {"elicitation": {}}}
@@ -323,3 +325,29 @@ def test_subscriptions_listen_is_relayed_and_closing_it_closes_upstream(recorded
                 assert time.monotonic() < deadline
     assert json.loads("".join(data))["params"] == {"uri": "x://1"}
     assert recorder.listen_ended.wait(WAIT)  # its client left: the upstream stream closed too
+
+
+def test_what_the_gateway_owns_stays_its_own_authentication_and_quotas(recorded, http):
+    recorder, _ = recorded
+    with gateway_over(recorded_url(recorder), auth=token_auth(), limits=Limits(calls=1)) as guarded:
+        before = len(recorder.requests)
+        listing = {"jsonrpc": "2.0", "id": 30, "method": "tools/list", "params": {"_meta": META}}
+        refused = http.post(guarded.url, json=listing, headers=headers("tools/list"))
+        assert refused.status_code == 401 and "www-authenticate" in refused.headers
+        assert len(recorder.requests) == before  # never went up
+        answer = http.post(
+            guarded.url, json=listing, headers={**headers("tools/list"), **as_principal("alice")}
+        )
+        assert answer.status_code == 200, answer.text
+        seen, _ = recorder.last()
+        assert "authorization" not in seen  # the client's token never goes up
+        # a listen stream holds a stream's share, not a call's: a call still fits beside it
+        listen = {"jsonrpc": "2.0", "id": 31, "method": "subscriptions/listen", "params": {"_meta": META}}
+        alice = {**headers("subscriptions/listen"), **as_principal("alice")}
+        with httpx.Client(timeout=WAIT) as other:
+            with other.stream("POST", guarded.url, json=listen, headers=alice) as stream:
+                assert stream.status_code == 200
+                also = http.post(
+                    guarded.url, json=listing, headers={**headers("tools/list"), **as_principal("alice")}
+                )
+                assert also.status_code == 200, also.text
