@@ -24,7 +24,7 @@ COUNTERS = {
     "takeovers_total": "calls of a stopped replica taken up here and resumed upstream",
     "downstream_resumptions_total": "downstream GETs with Last-Event-ID served from the gateway's store",
     "messages_total": "messages written downstream",
-    "downstream_bytes_total": "bytes of events written downstream",
+    "downstream_bytes_total": "bytes of events (and of 2026-07-28 JSON answers) written downstream",
     "calls_failed_total": "calls answered with the gateway's own JSON-RPC error",
     "refused_total": "downstream requests refused (bad body, unknown session, foreign Origin...)",
     "undeliverable_total": "upstream messages with no downstream stream open to take them",
@@ -39,7 +39,7 @@ GAUGES = {
     "bytes_in_flight_peak": "the most bytes in flight at once since start",
     "held_sessions": "per-principal quotas: sessions held (all principals)",
     "held_calls": "per-principal quotas: calls in flight (all principals)",
-    "held_streams": "per-principal quotas: GET streams open (all principals)",
+    "held_streams": "per-principal quotas: GET and subscriptions/listen streams open (all principals)",
     "held_bytes": "per-principal quotas: bytes of request bodies being read (all principals)",
 }
 
