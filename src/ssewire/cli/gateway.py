@@ -250,12 +250,14 @@ def _bridged(gateway: Any, args: argparse.Namespace, auth: Any) -> Any:
     """The gateway for clients of the upstream's revision, a bridge for the others."""
     from ..mcp.bridge import Bridge
     from ..mcp.gateway.bridged import Bridged
-    from ..mcp.protocol.profiles import resolve
+    from ..mcp.protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, resolve
     from ..mcp.server.quotas import Limits
 
     profile, _ = resolve(args.upstream_revision)  # an unknown name: an input error, exit 2
-    if profile.name not in ("2025-11-25", "2026-07-28"):
-        raise InputError("--upstream-revision: the bridge maps 2025-11-25 and 2026-07-28 onto each other")
+    if profile not in (NEWEST, NEWEST_WITH_SESSIONS):
+        raise InputError(
+            f"--upstream-revision: the bridge maps {NEWEST_WITH_SESSIONS.name} and {NEWEST.name} onto each other"
+        )
     bridge = Bridge(
         args.upstream,
         upstream_revision=profile.name,

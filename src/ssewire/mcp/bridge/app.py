@@ -37,7 +37,7 @@ from ..protocol.bridging import REMOVED_IN_STATELESS, STATELESS_ERROR_STATUS, ST
 from ..protocol.codes import METHOD_NOT_FOUND, SERVER_ERROR, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, resolve
-from ..protocol.wire import caller_headers
+from ..protocol.wire import JSON, caller_headers
 from ..server.asgi import (
     LOOPBACK,
     Refused,
@@ -205,9 +205,7 @@ class Bridge:
         except Refusal as refusal:
             if not started:
                 body = _json(refusal.error)
-                await respond(
-                    sending, refusal.status, body, [("content-type", "application/json"), *refusal.headers]
-                )
+                await respond(sending, refusal.status, body, [("content-type", JSON), *refusal.headers])
         except ClientGone:
             pass
         except Exception as failed:  # never a traceback to the client
@@ -243,7 +241,7 @@ class Bridge:
             raise _Denied(
                 failure.status,
                 _json(body),
-                [("content-type", "application/json"), *self.auth.challenge(failure)],
+                [("content-type", JSON), *self.auth.challenge(failure)],
             ) from None
 
     async def _message(self, receive: Any, headers: dict[str, str], principal: str | None) -> dict[str, Any]:
@@ -320,9 +318,7 @@ class Bridge:
             raise Refusal(bridge_error(ident, "removed-method", text, METHOD_NOT_FOUND), 400)
         if message.get("method") == "initialize":
             answer, sid = await mode.initialize(message, principal)
-            await respond(
-                send, 200, _json(answer), [("content-type", "application/json"), ("mcp-session-id", sid)]
-            )
+            await respond(send, 200, _json(answer), [("content-type", JSON), ("mcp-session-id", sid)])
             return
         climb(inbound.SESSION_HEADERS, headers)
         session = mode.session(headers.get("mcp-session-id"), principal)

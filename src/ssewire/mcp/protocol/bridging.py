@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .wire import META_CAPABILITIES, META_VERSION
+
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"  # in a result's _meta
@@ -21,8 +23,8 @@ META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"  # on a listen s
 # every _meta key the stateless revision reserves on a request: what a session carries instead
 RESERVED_REQUEST_META = frozenset(
     {
-        "io.modelcontextprotocol/protocolVersion",
-        "io.modelcontextprotocol/clientCapabilities",
+        META_VERSION,
+        META_CAPABILITIES,
         META_CLIENT_INFO,
         META_LOG_LEVEL,
     }
