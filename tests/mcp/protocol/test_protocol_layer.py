@@ -146,11 +146,28 @@ def _ids():
 def test_the_handshake_discovers_a_2026_server():
     sent, agreement = _drive(
         handshake(None, ids=_ids(), client={"name": "t", "version": "1"}),
-        [Incoming(200, {"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {}}})],
+        [Incoming(200, {"jsonrpc": "2.0", "id": 1, "result": DISCOVERED})],
     )
     assert [s.name for s in sent] == ["discover"] and sent[0].optional
     assert sent[0].headers["Mcp-Method"] == "server/discover"
-    assert agreement == Agreement(NEWEST, None, {"serverInfo": {}})
+    assert agreement == Agreement(NEWEST, None, DISCOVERED)
+
+
+DISCOVERED = {"supportedVersions": [NEWEST.name], "capabilities": {}}  # a discover result naming it
+
+
+def test_an_answer_that_is_no_discover_result_is_no_agreement():
+    """A server of the revisions with sessions may answer discover with ``{}``: initialized."""
+    sent, agreement = _drive(
+        handshake(None, ids=_ids(), client={"name": "t", "version": "1"}),
+        [
+            Incoming(200, {"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {}}}),
+            Incoming(200, {"jsonrpc": "2.0", "id": 2, "result": {"protocolVersion": "2025-11-25"}}, "s1"),
+            Incoming(202),
+        ],
+    )
+    assert [s.name for s in sent] == ["discover", "initialize", "initialized"]
+    assert agreement.profile.name == "2025-11-25" and agreement.session == "s1"
 
 
 def test_the_handshake_falls_back_to_initialize_and_takes_the_servers_version():
