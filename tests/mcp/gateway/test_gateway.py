@@ -301,9 +301,14 @@ def test_a_cancelled_call_stops_and_the_upstream_is_told_under_its_own_id():
         headers = session(http, gw.url)
         started = time.monotonic()
         with http.stream("POST", gw.url, json=countdown(11, 100, 0.05), headers=headers) as answer:
+            decoder, chunks = Decoder(), answer.iter_bytes()
+            events = []
+            while not messages(events):  # the call is running upstream: its first progress came down
+                events += decoder.feed(next(chunks))
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 11}}
             assert http.post(gw.url, json=cancel, headers=headers).status_code == 202
-            events = Decoder().feed(answer.read())
+            for chunk in chunks:
+                events += decoder.feed(chunk)
         assert time.monotonic() - started < 4  # not the 5 s the call would take
         assert not [m for m in messages(events) if "result" in m or "error" in m]
         deadline = time.monotonic() + 5
