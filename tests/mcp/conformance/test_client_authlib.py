@@ -1,0 +1,37 @@
+"""The official MCP conformance suite's authorization scenarios (auth/*) against ssewire's
+Client with authlib's OAuth 2 client, the other provider users already have: the driver
+(tests/support/conformance_client.py) under SSEWIRE_CONFORMANCE_AUTH=authlib passes
+``Client(auth=...)`` authlib's AsyncOAuth2Client and OAuth2Auth behind MCP's discovery,
+registration, resource indicator and scope selection. Every scored auth/* scenario of both
+revisions passes."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.mcp.conformance.conftest import VERDICTS
+from tests.support import conformance
+
+pytestmark = pytest.mark.timeout(900)
+
+DRIVER = [sys.executable, "-m", "tests.support.conformance_client"]
+TARGET = "ssewire Client (auth: authlib)"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def suite() -> None:
+    conformance.node()  # installed, or every test here skipped (failed under the switch)
+    pytest.importorskip("authlib.integrations.httpx_client")
+
+
+@pytest.mark.parametrize("revision", conformance.REVISIONS)
+def test_the_authorization_scenarios_pass_with_authlib(revision: str) -> None:
+    scenarios = [name for name in conformance.required("client", revision) if name.startswith("auth/")]
+    assert scenarios, f"the suite scores no auth/* client scenario at {revision}"
+    verdicts = conformance.run_client(
+        DRIVER, revision, scenarios, env={"SSEWIRE_CONFORMANCE_AUTH": "authlib"}
+    )
+    VERDICTS[(TARGET, "client", revision)] = verdicts
+    assert conformance.failing(verdicts) == {}
