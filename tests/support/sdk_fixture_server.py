@@ -29,6 +29,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     AudioContent,
@@ -37,6 +38,7 @@ from mcp_types import (
     Completion,
     CreateMessageRequest,
     CreateMessageRequestParams,
+    CreateMessageResult,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
@@ -54,6 +56,7 @@ from mcp_types import (
     TextResourceContents,
     UnsubscribeRequestParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from tests.support.sdk_servers import EvictingEventStore
@@ -193,20 +196,19 @@ def _add_session_tools(server: MCPServer) -> None:
         return "Progress tool completed"
 
     @server.tool(description="Asks the client to sample a reply")
-    async def test_sampling(ctx: Context, prompt: str) -> str:
-        message = SamplingMessage(role="user", content=_text(prompt))
-        reply = await _legacy(
-            lambda: ctx.session.create_message([message], max_tokens=100, related_request_id=ctx.request_id)
-        )
-        return f"LLM response: {_sampled_text(reply)}"
+    async def test_sampling(ctx: Context, prompt: str) -> CallToolResult | InputRequiredResult:
+        answers = await _inputs(ctx, {"sampling": _sample(prompt, 100)})
+        if isinstance(answers, InputRequiredResult):
+            return answers
+        return CallToolResult(content=[_text(f"LLM response: {_sampled_text(answers['sampling'])}")])
 
     @server.tool(description="Asks the user for a username and email")
-    async def test_elicitation(ctx: Context, message: str) -> str:
+    async def test_elicitation(ctx: Context, message: str) -> CallToolResult | InputRequiredResult:
         request = _ask(message, {"username": {"type": "string"}, "email": {"type": "string"}})
-        return f"User response: {await _elicit(ctx, request)}"
+        return await _elicited(ctx, request, "User response: ")
 
     @server.tool(description="Elicits with a default for each primitive type (SEP-1034)")
-    async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    async def test_elicitation_sep1034_defaults(ctx: Context) -> CallToolResult | InputRequiredResult:
         properties = {
             "name": {"type": "string", "default": "John Doe"},
             "age": {"type": "integer", "default": 30},
@@ -219,10 +221,10 @@ def _add_session_tools(server: MCPServer) -> None:
                 message="Defaults test", requested_schema={"type": "object", "properties": properties}
             )
         )
-        return f"Elicitation completed: {await _elicit(ctx, request)}"
+        return await _elicited(ctx, request, "Elicitation completed: ")
 
     @server.tool(description="Elicits with the five enum shapes (SEP-1330)")
-    async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    async def test_elicitation_sep1330_enums(ctx: Context) -> CallToolResult | InputRequiredResult:
         def titled(prefix: str, titles: tuple[str, ...]) -> list[dict[str, str]]:
             return [{"const": f"value{i}", "title": f"{t} {prefix}"} for i, t in enumerate(titles, 1)]
 
@@ -246,93 +248,136 @@ def _add_session_tools(server: MCPServer) -> None:
                 message="Enums test", requested_schema={"type": "object", "properties": properties}
             )
         )
-        return f"Elicitation completed: {await _elicit(ctx, request)}"
+        return await _elicited(ctx, request, "Elicitation completed: ")
 
 
-async def _elicit(ctx: Context, request: ElicitRequest) -> str:
-    params = request.params
-    result = await _legacy(
-        lambda: ctx.session.elicit_form(
-            params.message, params.requested_schema, related_request_id=ctx.request_id
-        )
-    )
-    return f"action={result.action}, content={json.dumps(result.content or {})}"
+def _modern(ctx: Context) -> bool:
+    """The request speaks 2026-07-28 (asks by input-required results), not a session's revision."""
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+_ANSWER_TYPES: dict[type, type] = {
+    ElicitRequest: ElicitResult,
+    CreateMessageRequest: CreateMessageResult,
+    ListRootsRequest: ListRootsResult,
+}
+
+
+async def _inputs(
+    ctx: Context, wanted: dict[str, Any], state: str | None = None
+) -> dict[str, Any] | InputRequiredResult:
+    """The answers to ``wanted`` (key -> request), each revision asking its own way: under
+    2026-07-28 an input-required result (with ``state`` as its requestState) until the retry
+    carries every answer and the state; under 2025-11-25 server-to-client requests on the
+    call's own stream, all sent at once, their answers awaited."""
+    if _modern(ctx):
+        answers = _answers(ctx)
+        if set(wanted) <= set(answers) and ctx.request_state == state:
+            return answers
+        return InputRequiredResult(input_requests=wanted, request_state=state)
+    related = ServerMessageMetadata(related_request_id=ctx.request_context.request_id)
+
+    async def one(request: Any) -> Any:
+        answer_type = _ANSWER_TYPES[type(request)]
+        return await _legacy(lambda: ctx.session.send_request(request, answer_type, metadata=related))
+
+    answers = await asyncio.gather(*(one(request) for request in wanted.values()))
+    return dict(zip(wanted, answers, strict=True))
+
+
+async def _elicited(
+    ctx: Context, request: ElicitRequest, prefix: str
+) -> CallToolResult | InputRequiredResult:
+    answers = await _inputs(ctx, {"elicitation": request})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    result = answers["elicitation"]
+    text = f"action={getattr(result, 'action', None)}, content={json.dumps(_content_of(result))}"
+    return CallToolResult(content=[_text(prefix + text)])
 
 
 def _add_input_required_tools(server: MCPServer) -> None:
-    """2026-07-28's input-required results (SEP-2322); the SDK seals and verifies requestState."""
+    """What SEP-2322's scenarios ask for: under 2026-07-28 input-required results (the SDK
+    seals and verifies requestState), under 2025-11-25 the same questions as server-to-client
+    requests (which a revision bridge turns into input-required results)."""
 
     @server.tool(description="Asks for a name through an input-required result")
-    def test_input_required_result_elicitation(ctx: Context) -> CallToolResult | InputRequiredResult:
-        answer = _answers(ctx).get("user_name")
-        if not isinstance(answer, ElicitResult):
-            return InputRequiredResult(
-                input_requests={"user_name": _ask("What is your name?", {"name": {"type": "string"}})}
-            )
-        return CallToolResult(content=[_text(f"Hello, {_content_of(answer).get('name', 'stranger')}!")])
+    async def test_input_required_result_elicitation(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answers = await _inputs(ctx, {"user_name": _ask("What is your name?", {"name": {"type": "string"}})})
+        if isinstance(answers, InputRequiredResult):
+            return answers
+        name = _content_of(answers["user_name"]).get("name", "stranger")
+        return CallToolResult(content=[_text(f"Hello, {name}!")])
 
     @server.tool(description="Asks the client to sample through an input-required result")
-    def test_input_required_result_sampling(ctx: Context) -> CallToolResult | InputRequiredResult:
-        answer = _answers(ctx).get("capital_question")
-        if answer is None:
-            return InputRequiredResult(
-                input_requests={"capital_question": _sample("What is the capital of France?", 100)}
-            )
-        return CallToolResult(content=[_text(f"Sampled: {_sampled_text(answer)}")])
+    async def test_input_required_result_sampling(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answers = await _inputs(ctx, {"capital_question": _sample("What is the capital of France?", 100)})
+        if isinstance(answers, InputRequiredResult):
+            return answers
+        return CallToolResult(content=[_text(f"Sampled: {_sampled_text(answers['capital_question'])}")])
 
     @server.tool(description="Asks for the client's roots through an input-required result")
-    def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | InputRequiredResult:
-        answer = _answers(ctx).get("client_roots")
-        if not isinstance(answer, ListRootsResult):
-            return InputRequiredResult(input_requests={"client_roots": ListRootsRequest()})
-        return CallToolResult(
-            content=[_text(f"Roots: {', '.join(str(r.uri) for r in answer.roots) or 'none'}")]
-        )
+    async def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | InputRequiredResult:
+        answers = await _inputs(ctx, {"client_roots": ListRootsRequest()})
+        if isinstance(answers, InputRequiredResult):
+            return answers
+        roots = answers["client_roots"]
+        names = [str(r.uri) for r in roots.roots] if isinstance(roots, ListRootsResult) else []
+        return CallToolResult(content=[_text(f"Roots: {', '.join(names) or 'none'}")])
 
     @server.tool(description="Round-trips requestState")
-    def test_input_required_result_request_state(ctx: Context) -> CallToolResult | InputRequiredResult:
-        if "confirm" not in _answers(ctx) or ctx.request_state != STATE_MARK:
-            return InputRequiredResult(
-                input_requests={"confirm": _ask("Please confirm", {"ok": {"type": "boolean"}})},
-                request_state=STATE_MARK,
-            )
+    async def test_input_required_result_request_state(ctx: Context) -> CallToolResult | InputRequiredResult:
+        wanted = {"confirm": _ask("Please confirm", {"ok": {"type": "boolean"}})}
+        answers = await _inputs(ctx, wanted, STATE_MARK)
+        if isinstance(answers, InputRequiredResult):
+            return answers
         return CallToolResult(content=[_text("state-ok: the requestState came back intact")])
 
     @server.tool(description="Asks for three inputs at once")
-    def test_input_required_result_multiple_inputs(ctx: Context) -> CallToolResult | InputRequiredResult:
+    async def test_input_required_result_multiple_inputs(
+        ctx: Context,
+    ) -> CallToolResult | InputRequiredResult:
         wanted = {
             "user_name": _ask("What is your name?", {"name": {"type": "string"}}),
             "greeting": _sample("Generate a greeting", 50),
             "client_roots": ListRootsRequest(),
         }
-        if not set(wanted) <= set(_answers(ctx)) or ctx.request_state != STATE_MARK:
-            return InputRequiredResult(input_requests=wanted, request_state=STATE_MARK)
+        answers = await _inputs(ctx, wanted, STATE_MARK)
+        if isinstance(answers, InputRequiredResult):
+            return answers
         return CallToolResult(content=[_text("All three inputs received")])
 
     @server.tool(description="Asks in two rounds, the state moving on")
-    def test_input_required_result_multi_round(ctx: Context) -> CallToolResult | InputRequiredResult:
+    async def test_input_required_result_multi_round(ctx: Context) -> CallToolResult | InputRequiredResult:
+        step1 = _ask("Step 1: What is your name?", {"name": {"type": "string"}})
+        step2 = _ask("Step 2: What is your favorite color?", {"color": {"type": "string"}})
+        if not _modern(ctx):  # one request after the other on the call's stream
+            await _inputs(ctx, {"step1": step1})
+            answers = await _inputs(ctx, {"step2": step2})
+            assert not isinstance(answers, InputRequiredResult)
+            color = _content_of(answers["step2"]).get("color")
+            return CallToolResult(content=[_text(f"Done: favorite color {color}")])
         answers, state = _answers(ctx), ctx.request_state
         if state == "round-2" and "step2" in answers:
             color = _content_of(answers["step2"]).get("color")
             return CallToolResult(content=[_text(f"Done: favorite color {color}")])
         if state == "round-2" or (state == "round-1" and "step1" in answers):
-            step2 = _ask("Step 2: What is your favorite color?", {"color": {"type": "string"}})
             return InputRequiredResult(input_requests={"step2": step2}, request_state="round-2")
-        step1 = _ask("Step 1: What is your name?", {"name": {"type": "string"}})
         return InputRequiredResult(input_requests={"step1": step1}, request_state="round-1")
 
     @server.tool(description="Its requestState is sealed: a tampered one is refused")
-    def test_input_required_result_tampered_state(ctx: Context) -> CallToolResult | InputRequiredResult:
-        if ctx.request_state != STATE_MARK:  # a tampered token never reaches here: the SDK refuses it
-            return InputRequiredResult(
-                input_requests={"confirm": _ask("Please confirm", {"ok": {"type": "boolean"}})},
-                request_state=STATE_MARK,
-            )
+    async def test_input_required_result_tampered_state(ctx: Context) -> CallToolResult | InputRequiredResult:
+        # a tampered token never reaches here: the SDK (or a bridge, for its own) refuses it
+        answers = await _inputs(
+            ctx, {"confirm": _ask("Please confirm", {"ok": {"type": "boolean"}})}, STATE_MARK
+        )
+        if isinstance(answers, InputRequiredResult):
+            return answers
         return CallToolResult(content=[_text("state verified")])
 
     @server.tool(description="Asks only for what the client declared it can answer")
-    def test_input_required_result_capabilities(ctx: Context) -> CallToolResult | InputRequiredResult:
-        if _answers(ctx):
+    async def test_input_required_result_capabilities(ctx: Context) -> CallToolResult | InputRequiredResult:
+        if _modern(ctx) and _answers(ctx):
             return CallToolResult(content=[_text("Inputs received")])
         declared = ctx.client_capabilities or ClientCapabilities()
         wanted: dict[str, Any] = {}
@@ -344,7 +389,10 @@ def _add_input_required_tools(server: MCPServer) -> None:
             wanted["roots"] = ListRootsRequest()
         if not wanted:
             return CallToolResult(content=[_text("The client declared nothing to ask")])
-        return InputRequiredResult(input_requests=wanted)
+        answers = await _inputs(ctx, wanted)
+        if isinstance(answers, InputRequiredResult):
+            return answers
+        return CallToolResult(content=[_text("Inputs received")])
 
     @server.tool(description="Needs the sampling capability; refuses a client without it")
     def test_missing_capability(ctx: Context) -> str:
@@ -443,13 +491,17 @@ def _add_prompts(server: MCPServer) -> None:
     def test_prompt_with_image() -> list[Message]:
         return [UserMessage(content=_image()), UserMessage(content="Please analyze the image above.")]
 
-    @server.prompt(description="A prompt that first asks for context (2026-07-28)")
-    def test_input_required_result_prompt(ctx: Context) -> list[Message] | InputRequiredResult:
-        answer = _answers(ctx).get("user_context")
-        if not isinstance(answer, ElicitResult):
-            ask = _ask("What context should the prompt use?", {"context": {"type": "string"}})
-            return InputRequiredResult(input_requests={"user_context": ask})
-        return [UserMessage(content=f"Use this context: {_content_of(answer).get('context', '')}")]
+    @server.prompt(description="A prompt that first asks for context")
+    async def test_input_required_result_prompt(ctx: Context) -> list[Message] | InputRequiredResult:
+        ask = _ask("What context should the prompt use?", {"context": {"type": "string"}})
+        answers = await _inputs(ctx, {"user_context": ask})
+        if isinstance(answers, InputRequiredResult):
+            return answers
+        return [
+            UserMessage(
+                content=f"Use this context: {_content_of(answers['user_context']).get('context', '')}"
+            )
+        ]
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion:
