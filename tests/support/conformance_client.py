@@ -329,9 +329,10 @@ class AuthlibMCP(httpx2.Auth):
 
     requires_response_body = False
 
-    def __init__(self, url: str, context: dict[str, Any]) -> None:
+    def __init__(self, url: str, context: dict[str, Any], machine: bool = False) -> None:
         self.url = url
         self.context = context
+        self.machine = machine  # the client-credentials grant (no user): the scenario's credentials
         self.token: Any = None
         self.clients: dict[str, dict[str, Any]] = {}  # issuer -> the client there (never another's)
         self.asked: set[str] = set()
@@ -378,11 +379,14 @@ class AuthlibMCP(httpx2.Auth):
             if not isinstance(issuer, str):
                 raise RuntimeError("the protected resource metadata names no authorization server")
             server = await authorization_server(http, issuer)
-            if issuer not in self.clients:
+            if issuer not in self.clients and not self.machine:
                 self.clients[issuer] = await client_identity(http, server, self.context)
         self.server, self.resource = server, resource["resource"]
         scope = scopes_to_ask(challenged, resource, server, self.asked)
         self.asked |= set((scope or "").split())
+        if self.machine:
+            await self._client_credentials(server, scope)
+            return
         from authlib.common.security import generate_token
 
         verifier = generate_token(48)
@@ -405,6 +409,30 @@ class AuthlibMCP(httpx2.Auth):
                 resource=self.resource,
             )
 
+    async def _client_credentials(self, server: dict[str, Any], scope: str | None) -> None:
+        """The client-credentials grant, the client authenticated by its secret or by a JWT
+        signed with its key (authlib's PrivateKeyJWT, the audience the issuer)."""
+        from authlib.oauth2.rfc7523 import PrivateKeyJWT
+        from joserfc import jwk  # authlib's JOSE library: PrivateKeyJWT reads a PEM as RSA only
+
+        alg = self.context.get("signing_algorithm", "ES256")
+        pem = self.context.get("private_key_pem")
+        key_type = {"ES": "EC", "RS": "RSA", "PS": "RSA", "Ed": "OKP"}.get(alg[:2], "RSA")
+        key = jwk.import_key(pem, key_type) if pem else None  # type: ignore[arg-type]
+        secret = self.context.get("client_secret")
+        client = {
+            "client_id": self.context["client_id"],
+            "client_secret": key or secret,
+            "method": "private_key_jwt" if key else auth_method(server, secret),
+        }
+        self.clients[server["issuer"]] = client
+        async with self._oauth(client, scope=scope) as oauth:
+            if key:
+                oauth.register_client_auth_method(PrivateKeyJWT(server["issuer"], alg=alg))
+            self.token = await oauth.fetch_token(
+                server["token_endpoint"], grant_type="client_credentials", resource=self.resource
+            )
+
     async def _refresh(self) -> None:
         client = self.clients.get(self.server.get("issuer", ""))
         async with self._oauth(client, token=self.token) as oauth:
@@ -415,7 +443,7 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     auth = None
     if scenario.startswith("auth/") and os.environ.get("SSEWIRE_CONFORMANCE_AUTH") == "authlib":
         os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")  # the scenarios' servers: http on localhost
-        auth = AuthlibMCP(url, context)
+        auth = AuthlibMCP(url, context, machine=scenario.startswith("auth/client-credentials-"))
     elif scenario.startswith("auth/"):
         auth = client_credentials(url, scenario, context) or oauth_provider(url, context)
     # an answer's head waits for the whole OAuth flow (idle_timeout): as long as the run may take
