@@ -70,6 +70,11 @@ def sdk_server_2025() -> Any:
         return f"{what}: {answer.action} {answer.data.ok if answer.data else None}"
 
     @server.tool()
+    async def confirm_both(ctx: Context) -> str:  # two questions at once: one round
+        first, second = await asyncio.gather(ctx.elicit("first?", Confirm), ctx.elicit("second?", Confirm))
+        return f"{first.action} {second.action}"
+
+    @server.tool()
     async def changed(ctx: Context) -> str:
         await ctx.session.send_tool_list_changed()
         return "sent"
@@ -432,6 +437,57 @@ def test_an_elicitation_becomes_an_input_required_round(to_2025: str) -> None:
             # the state is spent: a second retry is refused by name
             _, found = await post(http, to_2025, "tools/call", retry, ident=9)
             assert last(found)["error"]["data"]["bridge"] == "request-state"
+
+    run(go())
+
+
+def test_questions_sent_at_once_are_one_round(to_2025: str) -> None:
+    async def go() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            call = {"name": "confirm_both", "arguments": {}}
+            _, found = await post(http, to_2025, "tools/call", call)
+            first = last(found)["result"]
+            assert first["resultType"] == "input_required"
+            asked = first["inputRequests"]
+            assert sorted(q["params"]["message"] for q in asked.values()) == ["first?", "second?"]
+            answers = {key: {"action": "accept", "content": {"ok": True}} for key in asked}
+            retry = {**call, "requestState": first["requestState"], "inputResponses": answers}
+            _, found = await post(http, to_2025, "tools/call", retry, ident=2)
+            assert last(found)["result"]["content"][0]["text"] == "accept accept"
+
+    run(go())
+
+
+def test_a_request_without_its_meta_is_refused_400(to_2025: str) -> None:
+    async def go() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            for drop in (
+                None,
+                "io.modelcontextprotocol/protocolVersion",
+                "io.modelcontextprotocol/clientCapabilities",
+            ):
+                headers, body = modern("tools/list", ident=5)
+                if drop is None:
+                    del body["params"]["_meta"]
+                else:
+                    del body["params"]["_meta"][drop]
+                answer = await http.post(to_2025, headers=headers, json=body)
+                assert answer.status_code == 400
+                error = answer.json()["error"]
+                assert error["code"] == -32602 and answer.json()["id"] == 5
+                assert drop is None or drop in error["message"]
+
+    run(go())
+
+
+def test_listings_and_reads_carry_the_most_cautious_caching_hints(to_2025: str) -> None:
+    async def go() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            _, found = await post(http, to_2025, "tools/list")
+            result = last(found)["result"]
+            assert result["ttlMs"] == 0 and result["cacheScope"] == "private"
+            _, found = await post(http, to_2025, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            assert "ttlMs" not in last(found)["result"]
 
     run(go())
 

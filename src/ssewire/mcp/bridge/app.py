@@ -34,7 +34,7 @@ import orjson
 
 from ..protocol import inbound
 from ..protocol.bridging import REMOVED_IN_STATELESS, STATELESS_ERROR_STATUS, STATELESS_ONLY
-from ..protocol.codes import METHOD_NOT_FOUND, SERVER_ERROR, UNSUPPORTED_VERSION
+from ..protocol.codes import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, resolve
 from ..protocol.wire import JSON, caller_headers
@@ -63,7 +63,7 @@ from ..server.budget import ByteBudget
 from ..server.quotas import Limits, Quotas
 from .downstream import ClientGone, Reply, bridge_error, watched
 from .limits import Settings
-from .to_sessions import Refusal, ToSessions
+from .to_sessions import Refusal, ToSessions, meta_missing
 from .to_stateless import ToStateless
 from .upstream import Upstream
 
@@ -291,6 +291,9 @@ class Bridge:
                 )
             if problem is not None:
                 raise Refusal(bridge_error(ident, "headers", problem[1], problem[0]), 400)
+            missing = meta_missing(message.get("params"))
+            if missing is not None:  # what the upstream session needs is said per request
+                raise Refusal(bridge_error(ident, "meta", missing, INVALID_PARAMS), 400)
         reply = Reply(send, write_timeout=self.settings.write_timeout, error_status=STATELESS_ERROR_STATUS)
         with self.quotas.hold(
             principal, "streams" if message["method"] == "subscriptions/listen" else "calls"

@@ -25,6 +25,7 @@ class Settings:
     max_parked: int = 1024  # calls held open upstream, waiting on a stateless client's retry
     max_rounds: int = 8  # input-required rounds of one call
     max_inputs: int = 16  # server-to-client requests answered in one round
+    input_gather: float = 0.1  # requests that follow the last one within this are the same round
     max_listeners: int = 16  # subscriptions/listen streams on one upstream session
     max_uris: int = 64  # resources one listen (or one session) subscribes to
     listen_queue: int = 256  # notifications waiting for one slow listener; past it the stream ends

@@ -7,10 +7,14 @@ front of an upstream with sessions (``initialize``, ``Mcp-Session-Id``, the GET 
   and are ended upstream (DELETE).
 - ``server/discover`` opens (or finds) the key's session and answers with what its
   ``initialize`` said.
-- A request has its reserved ``_meta`` keys taken off and is sent on the key's session.
+- A request must carry the ``_meta`` every 2026-07-28 request carries (its revision and
+  the client's capabilities: 400 / -32602 without them); its reserved keys are taken off
+  and it is sent on the key's session. A listing's or a read's result gets the caching
+  hints the upstream cannot give (`CACHE_HINTS`: ttlMs 0, cacheScope private).
   Server-to-client requests the upstream sends during a ``tools/call``, ``prompts/get`` or
   ``resources/read`` end the downstream answer with an input-required result: its
-  ``inputRequests`` are those requests, its ``requestState`` a sealed handle
+  ``inputRequests`` are those requests (those that follow one another within
+  ``input_gather`` are one round; their keys the bridge's own, the upstream names none), its ``requestState`` a sealed handle
   (`state.Sealer`) on the upstream call, which the bridge holds open (bounded in number
   and lifetime). The retry's ``inputResponses`` are POSTed upstream as the answers, and
   the bridge reads on for the call's result (or the next round).
@@ -59,7 +63,7 @@ from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.handshake import DISCOVER, HandshakeFailed, Incoming, handshake
 from ..protocol.profiles import NEWEST, Profile
 from ..protocol.requests import delete_headers, get_headers, name_of, notification, post_headers
-from ..protocol.wire import META_CAPABILITIES
+from ..protocol.wire import META_CAPABILITIES, META_VERSION
 from ..server.asgi import error_message
 from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
@@ -69,6 +73,16 @@ from .state import BadState, Sealer, owner_digest
 from .upstream import Upstream, UpstreamFailed, batches, refuse_status
 
 log = logging.getLogger("ssewire.mcp.bridge")
+
+# 2026-07-28 requires caching hints on these results; an upstream with sessions gives none.
+# The bridge cannot know how long an answer stays true nor whether it is the same for every
+# client (a session's answers may depend on its principal or its capabilities), so it says
+# the least: ttlMs 0 (stale at once: asked again before reuse) and cacheScope "private" (for
+# this client only, never shared between users by an intermediary).
+CACHEABLE = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+)
+CACHE_HINTS: dict[str, Any] = {"ttlMs": 0, "cacheScope": "private"}
 
 
 class Refusal(Exception):
@@ -134,6 +148,36 @@ class Parked:
     asked: dict[str, Any]  # input key -> the upstream's request id
     round: int
     expires: float
+    pending: asyncio.Future[list[dict[str, Any]]] | None = None  # the next batch, being read
+
+    async def next_batch(self, timeout: float | None = None) -> list[dict[str, Any]] | None:
+        """The stream's next batch of messages; None when it ended. `Quiet` when ``timeout``
+        passes first (the read goes on: the next call takes it up)."""
+        if self.pending is None:
+            self.pending = asyncio.ensure_future(self.reading.__anext__())
+        done, _ = await asyncio.wait({self.pending}, timeout=timeout)
+        if not done:
+            raise Quiet
+        task, self.pending = self.pending, None
+        try:
+            return task.result()
+        except StopAsyncIteration:
+            return None
+
+    async def close(self) -> None:
+        """The upstream stream closed (a read under way cancelled first)."""
+        if self.pending is not None:
+            self.pending.cancel()
+            with contextlib.suppress(BaseException):
+                await self.pending
+            self.pending = None
+        with contextlib.suppress(Exception):
+            await self.reading.aclose()
+            await self.answer.aclose()
+
+
+class Quiet(Exception):
+    """No message came within the time asked."""
 
 
 class ToSessions:
@@ -273,9 +317,7 @@ class ToSessions:
         """A parked call given up: cancelled upstream, its stream closed."""
         parked.session.calls -= 1
         await self._cancel_up(parked.session, parked.up_id, reason)
-        with contextlib.suppress(Exception):
-            await parked.reading.aclose()
-            await parked.answer.aclose()
+        await parked.close()
 
     async def _cancel_up(self, session: UpSession, up_id: Any, reason: str) -> None:
         params = {"requestId": up_id, "reason": f"bridge: {reason}"}
@@ -380,22 +422,25 @@ class ToSessions:
         session = call.session
         parked = finished = False
         try:
-            async for batch in call.reading:
+            while (batch := await call.next_batch()) is not None:
                 inputs: dict[str, Any] = {}
-                for message in batch:
-                    if "method" not in message:
-                        if message.get("id") == call.up_id:
-                            finished = True
-                            await reply.final(_complete(message, ident, session))
-                            return False
-                        continue
-                    if "id" not in message:
-                        if message["method"] != "notifications/message" or session.log_level is not None:
-                            await reply.event(message)
-                        continue
-                    await self._asked(call, message, inputs)
+                if await self._take(call, batch, inputs, ident, reply):
+                    finished = True
+                    return False
                 if not inputs:
                     continue
+                # a server with sessions asks its questions one request each, and may send
+                # several at once: those that follow within input_gather are the same round
+                while len(inputs) < self.settings.max_inputs:
+                    try:
+                        more = await call.next_batch(self.settings.input_gather)
+                    except Quiet:
+                        break
+                    if more is None:
+                        break  # ended: the retry finds it so (no answer)
+                    if await self._take(call, more, inputs, ident, reply):
+                        finished = True
+                        return False
                 if len(self.parked) >= self.settings.max_parked:
                     text = "bridge busy: too many calls wait on their clients"
                     for key in list(inputs):
@@ -426,9 +471,25 @@ class ToSessions:
             if not parked:
                 if not finished:  # the client left, a write failed, too many rounds: ended upstream
                     await self._cancel_up(session, call.up_id, "the call was abandoned")
-                with contextlib.suppress(Exception):
-                    await call.reading.aclose()
-                    await call.answer.aclose()
+                await call.close()
+
+    async def _take(
+        self, call: Parked, batch: list[dict[str, Any]], inputs: dict[str, Any], ident: Any, reply: Reply
+    ) -> bool:
+        """One batch of a call's stream: its notifications to the client, its requests into
+        ``inputs``; True when it carried the call's response (then written as the answer)."""
+        for message in batch:
+            if "method" not in message:
+                if message.get("id") == call.up_id:
+                    await reply.final(_complete(message, ident, call.session, call.method))
+                    return True
+                continue
+            if "id" not in message:
+                if message["method"] != "notifications/message" or call.session.log_level is not None:
+                    await reply.event(message)
+                continue
+            await self._asked(call, message, inputs)
+        return False
 
     async def _asked(self, call: Parked, message: dict[str, Any], inputs: dict[str, Any]) -> None:
         """A server-to-client request on a call's stream: answered here (ping), taken into
@@ -653,6 +714,20 @@ class ToSessions:
                 _offer(listener, None, force=True)
 
 
+def meta_missing(params: Any) -> str | None:
+    """What a stateless request's ``_meta`` lacks of what every request must carry (its
+    revision and the client's capabilities), or None. The bridge needs both: the
+    capabilities open the upstream session the request is sent on."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        return "Invalid params: _meta is required"
+    if not isinstance(meta.get(META_VERSION), str):
+        return f"Invalid params: _meta {META_VERSION} is required"
+    if not isinstance(meta.get(META_CAPABILITIES), dict):
+        return f"Invalid params: _meta {META_CAPABILITIES} is required"
+    return None
+
+
 def _room_for(principal: str | None, held: list[str | None], settings: Settings) -> None:
     """`QuotaExceeded` (429) when ``principal`` holds its share of the session table."""
     limit = settings.max_sessions_per_principal
@@ -677,13 +752,17 @@ def _name(method: str, params: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _complete(message: dict[str, Any], ident: Any, session: UpSession) -> dict[str, Any]:
-    """The upstream's response, for the client: its id, and a result marked complete."""
+def _complete(message: dict[str, Any], ident: Any, session: UpSession, method: str) -> dict[str, Any]:
+    """The upstream's response, for the client: its id, a result marked complete, and a
+    listing's or a read's caching hints (`CACHE_HINTS`)."""
     answer = {**message, "id": ident}
     result = answer.get("result")
     if isinstance(result, dict):
         result = {**result}
         result.setdefault(RESULT_TYPE, COMPLETE)
+        if method in CACHEABLE:
+            for key, value in CACHE_HINTS.items():
+                result.setdefault(key, value)
         info = session.server.get("serverInfo")
         if isinstance(info, dict):
             meta = result.get("_meta")
