@@ -192,7 +192,9 @@ def client_credentials(url: str, scenario: str, context: dict[str, Any]) -> Any:
 # has no client side for is MCP's part, done in the plain functions that follow: finding the
 # authorization server (RFC 9728, then RFC 8414 / OIDC discovery, with authlib's
 # rfc8414.get_well_known_url), registering (RFC 7591: authlib has only the server's endpoint),
-# the resource indicator (RFC 8707) and the scope to ask for (from the challenge).
+# the resource indicator (RFC 8707) and the scope to ask for (from the challenge). One check
+# here is OAuth's, not MCP's, and authlib's client lacks it: the RFC 9207 iss comparison
+# (`check_issuer`); the scenarios of 2026-07-28 require it.
 
 CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 MAX_AUTHORIZATIONS = 3  # a request: a server that keeps refusing the scopes it asked for is not asked forever
@@ -360,8 +362,9 @@ class AuthlibMCP(httpx2.Auth):
             await self._refresh()
         authorizations = 0
         while True:
-            if self.token is not None:
-                request = next(OAuth2Auth(self.token).auth_flow(request))
+            if self.token is not None:  # authlib's header on the request itself, so its answer streams
+                signed = next(OAuth2Auth(self.token).auth_flow(request))
+                request.headers["Authorization"] = signed.headers["Authorization"]
             response = yield request
             challenged = challenge(response)
             stepping_up = response.status_code == 403 and challenged.get("error") == "insufficient_scope"
