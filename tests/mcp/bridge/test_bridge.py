@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import orjson
@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ElicitResult, TextContent
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ssewire.jsonrpc import Message, MessageDecoder
 from ssewire.mcp.bridge import Bridge, Settings
@@ -68,6 +68,10 @@ def sdk_server_2025() -> Any:
     async def confirm(ctx: Context, what: str) -> str:
         answer = await ctx.elicit(f"really {what}?", Confirm)
         return f"{what}: {answer.action} {answer.data.ok if answer.data else None}"
+
+    @server.tool()
+    def region(where: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        return f"region={where}"
 
     @server.tool()
     async def confirm_both(ctx: Context) -> str:  # two questions at once: one round
@@ -476,6 +480,32 @@ def test_a_request_without_its_meta_is_refused_400(to_2025: str) -> None:
                 error = answer.json()["error"]
                 assert error["code"] == -32602 and answer.json()["id"] == 5
                 assert drop is None or drop in error["message"]
+
+    run(go())
+
+
+def test_a_tool_call_without_its_param_headers_is_refused_400(to_2025: str) -> None:
+    """A server with sessions checks no Mcp-Param-* header: the bridge does, from tools/list."""
+
+    async def go() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            for sent, served in (
+                ("eu-west", True),
+                ("=?base64?ZXUtd2VzdA==?=", True),  # "eu-west", Base64
+                ("=?base64?ZXUtd2VzdA=?=", False),  # bad padding: taken literally, so it disagrees
+                ("us-east", False),
+                (None, False),
+            ):
+                headers, body = modern("tools/call", {"name": "region", "arguments": {"where": "eu-west"}})
+                if sent is not None:
+                    headers["Mcp-Param-Region"] = sent
+                answer = await http.post(to_2025, headers=headers, json=body)
+                if served:
+                    assert answer.status_code == 200, answer.text
+                    assert "region=eu-west" in answer.text
+                else:
+                    assert answer.status_code == 400, (sent, answer.text)
+                    assert answer.json()["error"]["code"] == -32020
 
     run(go())
 

@@ -298,14 +298,16 @@ class Bridge:
         with self.quotas.hold(
             principal, "streams" if message["method"] == "subscriptions/listen" else "calls"
         ):
-            await watched(receive, self._answer_stateless(message, principal, reply))
+            await watched(receive, self._answer_stateless(message, principal, reply, headers))
         with contextlib.suppress(ClientGone):
             await reply.end()
 
-    async def _answer_stateless(self, message: dict[str, Any], principal: str | None, reply: Reply) -> None:
+    async def _answer_stateless(
+        self, message: dict[str, Any], principal: str | None, reply: Reply, headers: dict[str, str]
+    ) -> None:
         assert self.sessions_mode is not None
         try:
-            await self.sessions_mode.request(message, principal, reply)
+            await self.sessions_mode.request(message, principal, reply, headers)
         except Refusal as refusal:
             # the stream's last event, or a JSON answer of its own status (else the code's)
             await reply.final(refusal.error, 200 if reply.started else refusal.status)

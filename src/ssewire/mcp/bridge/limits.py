@@ -28,6 +28,8 @@ class Settings:
     input_gather: float = 0.1  # requests that follow the last one within this are the same round
     max_listeners: int = 16  # subscriptions/listen streams on one upstream session
     max_uris: int = 64  # resources one listen (or one session) subscribes to
+    max_tools: int = 4096  # tools whose x-mcp-header arguments are kept per upstream session
+    max_tool_pages: int = 16  # tools/list pages read for them
     listen_queue: int = 256  # notifications waiting for one slow listener; past it the stream ends
     reconnects: int = 5  # an upstream stream re-opened at most this many times in a row
     reconnect_delay: float = 1.0

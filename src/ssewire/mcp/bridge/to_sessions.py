@@ -10,7 +10,9 @@ front of an upstream with sessions (``initialize``, ``Mcp-Session-Id``, the GET 
 - A request must carry the ``_meta`` every 2026-07-28 request carries (its revision and
   the client's capabilities: 400 / -32602 without them); its reserved keys are taken off
   and it is sent on the key's session. A listing's or a read's result gets the caching
-  hints the upstream cannot give (`CACHE_HINTS`: ttlMs 0, cacheScope private).
+  hints the upstream cannot give (`CACHE_HINTS`: ttlMs 0, cacheScope private). A
+  ``tools/call`` has its ``Mcp-Param-*`` headers checked against the arguments the tool
+  marks ``x-mcp-header`` (from the upstream's tools/list, per session): 400 / -32020.
   Server-to-client requests the upstream sends during a ``tools/call``, ``prompts/get`` or
   ``resources/read`` end the downstream answer with an input-required result: its
   ``inputRequests`` are those requests (those that follow one another within
@@ -32,7 +34,7 @@ import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,11 +61,13 @@ from ..protocol.bridging import (
     RESOURCE_UPDATED,
     RESULT_TYPE,
 )
-from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol.codes import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.handshake import DISCOVER, HandshakeFailed, Incoming, handshake
+from ..protocol.params import PREFIX as PARAM_PREFIX
+from ..protocol.params import Binding, InvalidAnnotation, bindings
 from ..protocol.profiles import NEWEST, Profile
 from ..protocol.requests import delete_headers, get_headers, name_of, notification, post_headers
-from ..protocol.wire import META_CAPABILITIES, META_VERSION
+from ..protocol.wire import META_CAPABILITIES, META_VERSION, decode_name
 from ..server.asgi import error_message
 from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
@@ -121,6 +125,7 @@ class UpSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(secrets.randbits(24) << 8))
     opened: bool = False
+    tools: dict[str, tuple[Binding, ...]] | None = None  # each tool's x-mcp-header arguments, as listed
 
     @property
     def working(self) -> bool:
@@ -325,7 +330,13 @@ class ToSessions:
 
     # -- a downstream request --------------------------------------------------------
 
-    async def request(self, message: dict[str, Any], principal: str | None, reply: Reply) -> None:
+    async def request(
+        self,
+        message: dict[str, Any],
+        principal: str | None,
+        reply: Reply,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         ident, method = message["id"], message["method"]
         if method in REMOVED_IN_STATELESS:
             instead = REMOVED_IN_STATELESS[method]
@@ -358,10 +369,65 @@ class ToSessions:
                 await self._resume(owner, ident, method, params, reply)
             else:
                 session = await self.session_for(owner, principal, client, caps, level)
+                if method == "tools/call":
+                    await self._check_param_headers(session, ident, params, headers or {})
                 await self._call(session, owner, ident, method, params, reply)
         except Refusal as refusal:
             refusal.error["id"] = ident
             raise
+
+    async def _check_param_headers(
+        self, session: UpSession, ident: Any, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> None:
+        """2026-07-28 custom headers: each argument the tool marks with ``x-mcp-header`` must
+        come as its ``Mcp-Param-{Name}`` too (decoded from ``=?base64?...?=``), equal to the
+        body's value, else 400 / -32020. A server with sessions checks none of it, so the
+        bridge does, from the upstream's tools/list."""
+        name = params.get("name")
+        if not isinstance(name, str):
+            return
+        if session.tools is None or name not in session.tools:
+            session.tools = await self._list_bindings(session)
+        arguments = params.get("arguments")
+        for binding in session.tools.get(name, ()):
+            value: Any = arguments
+            for key in binding.path:
+                value = value.get(key) if isinstance(value, dict) else None
+            expected = _header_text(value)
+            if expected is None:
+                continue
+            header = PARAM_PREFIX + binding.header
+            sent = headers.get(header.lower())
+            if sent is None or decode_name(sent) != expected:
+                text = f"{header} is missing or disagrees with the argument {'.'.join(binding.path)}"
+                raise Refusal(bridge_error(ident, "headers", text, HEADER_MISMATCH), 400)
+
+    async def _list_bindings(self, session: UpSession) -> dict[str, tuple[Binding, ...]]:
+        """The upstream's tools and their annotated arguments (at most ``max_tool_pages``
+        pages, ``max_tools`` tools); a tool whose annotations break the rules is set aside."""
+        found: dict[str, tuple[Binding, ...]] = {}
+        cursor: Any = None
+        for _ in range(self.settings.max_tool_pages):
+            try:
+                answer = await self._send_up(
+                    session, "tools/list", {} if cursor is None else {"cursor": cursor}
+                )
+            except UpstreamFailed:
+                break
+            result = answer.get("result")
+            tools = result.get("tools") if isinstance(result, dict) else None
+            for tool in tools if isinstance(tools, list) else ():
+                if len(found) >= self.settings.max_tools:
+                    return found
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    try:
+                        found[tool["name"]] = bindings(tool.get("inputSchema"))
+                    except InvalidAnnotation:
+                        found[tool["name"]] = ()
+            cursor = result.get("nextCursor") if isinstance(result, dict) else None
+            if not isinstance(cursor, str):
+                break
+        return found
 
     def _discovered(self, session: UpSession) -> dict[str, Any]:
         server = session.server
@@ -696,6 +762,8 @@ class ToSessions:
                 text = f"bridge: {method} cannot reach a {NEWEST.name} client outside a call"
                 await self._answer_up(session, error_message(message["id"], METHOD_NOT_FOUND, text))
             return
+        if method == "notifications/tools/list_changed":
+            session.tools = None  # the annotations are listed again at the next call
         params = message.get("params")
         params = dict(params) if isinstance(params, dict) else {}
         for listener in list(session.listeners):
@@ -745,6 +813,17 @@ def _offer(listener: Listener, item: dict[str, Any] | None, *, force: bool = Fal
                 listener.queue.get_nowait()
             listener.queue.put_nowait(item)
         return False
+
+
+def _header_text(value: Any) -> str | None:
+    """An argument's value as its Mcp-Param header says it (decoded); None: no header is due."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else None
 
 
 def _name(method: str, params: dict[str, Any]) -> str | None:
