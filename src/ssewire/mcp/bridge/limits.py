@@ -30,6 +30,7 @@ class Settings:
     max_uris: int = 64  # resources one listen (or one session) subscribes to
     max_tools: int = 4096  # tools whose x-mcp-header arguments are kept per upstream session
     max_tool_pages: int = 16  # tools/list pages read for them
+    tools_relist: float = 5.0  # a call naming a tool not listed lists them again at most this often
     listen_queue: int = 256  # notifications waiting for one slow listener; past it the stream ends
     reconnects: int = 5  # an upstream stream re-opened at most this many times in a row
     reconnect_delay: float = 1.0

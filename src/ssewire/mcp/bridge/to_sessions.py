@@ -126,6 +126,7 @@ class UpSession:
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(secrets.randbits(24) << 8))
     opened: bool = False
     tools: dict[str, tuple[Binding, ...]] | None = None  # each tool's x-mcp-header arguments, as listed
+    tools_listed: float = 0.0  # when (monotonic)
 
     @property
     def working(self) -> bool:
@@ -386,8 +387,12 @@ class ToSessions:
         name = params.get("name")
         if not isinstance(name, str):
             return
-        if session.tools is None or name not in session.tools:
+        stale = time.monotonic() - session.tools_listed >= self.settings.tools_relist
+        if session.tools is None or (
+            name not in session.tools and stale
+        ):  # an unknown name: at most so often
             session.tools = await self._list_bindings(session)
+            session.tools_listed = time.monotonic()
         arguments = params.get("arguments")
         for binding in session.tools.get(name, ()):
             value: Any = arguments
