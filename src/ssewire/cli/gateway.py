@@ -212,22 +212,26 @@ def run(args: argparse.Namespace) -> int:
         )
     store, replica = _store(args.store)
     options = {} if args.max_message_size is None else {"max_message_size": args.max_message_size}
+    shared = {  # what the gateway and a revision bridge beside it take alike
+        "allowed_hosts": args.allow_host,
+        "allowed_origins": args.allow_origin,
+        "headers": header_options(args.upstream_header, args.upstream_header_env, "--upstream-header")
+        or None,
+        "auth": auth,
+        "limits": Limits(
+            sessions=args.limit_sessions,
+            calls=args.limit_calls,
+            streams=args.limit_streams,
+            bytes=args.limit_bytes,
+        ),
+    }
     app = Gateway(
         args.upstream,
         store=store,
         replica=replica,
         keepalive=args.keepalive,
         timeout=args.timeout,
-        allowed_hosts=args.allow_host,
-        allowed_origins=args.allow_origin,
-        headers=header_options(args.upstream_header, args.upstream_header_env, "--upstream-header") or None,
-        auth=auth,
-        limits=Limits(
-            sessions=args.limit_sessions,
-            calls=args.limit_calls,
-            streams=args.limit_streams,
-            bytes=args.limit_bytes,
-        ),
+        **shared,
         max_bytes_in_flight=args.max_bytes_in_flight,
         body_timeout=args.body_timeout,
         write_timeout=args.write_timeout,
@@ -236,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         **options,
     )
     if args.upstream_revision is not None:
-        app = _bridged(app, args, auth)
+        app = _bridged(app, args, shared)
     print(
         f"ssewire gateway: http://{_url_host(args.host)}:{args.port}{app.path} -> {app.upstream_label} "
         f"(store: {'redis' if replica else 'memory'}, auth: {_auth_name(args)})",
@@ -246,33 +250,18 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _bridged(gateway: Any, args: argparse.Namespace, auth: Any) -> Any:
+def _bridged(gateway: Any, args: argparse.Namespace, shared: dict[str, Any]) -> Any:
     """The gateway for clients of the upstream's revision, a bridge for the others."""
     from ..mcp.bridge import Bridge
     from ..mcp.gateway.bridged import Bridged
     from ..mcp.protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, resolve
-    from ..mcp.server.quotas import Limits
 
     profile, _ = resolve(args.upstream_revision)  # an unknown name: an input error, exit 2
     if profile not in (NEWEST, NEWEST_WITH_SESSIONS):
         raise InputError(
             f"--upstream-revision: the bridge maps {NEWEST_WITH_SESSIONS.name} and {NEWEST.name} onto each other"
         )
-    bridge = Bridge(
-        args.upstream,
-        upstream_revision=profile.name,
-        allowed_hosts=args.allow_host,
-        allowed_origins=args.allow_origin,
-        headers=header_options(args.upstream_header, args.upstream_header_env, "--upstream-header") or None,
-        auth=auth,
-        limits=Limits(
-            sessions=args.limit_sessions,
-            calls=args.limit_calls,
-            streams=args.limit_streams,
-            bytes=args.limit_bytes,
-        ),
-    )
-    return Bridged(gateway, bridge)
+    return Bridged(gateway, Bridge(args.upstream, upstream_revision=profile.name, **shared))
 
 
 def _serve(app: Any, args: argparse.Namespace) -> None:

@@ -63,7 +63,7 @@ from ..server.budget import ByteBudget
 from ..server.quotas import Limits, Quotas
 from .downstream import ClientGone, Reply, bridge_error, watched
 from .limits import Settings
-from .to_sessions import Refusal, ToSessions, meta_missing
+from .to_sessions import Refusal, ToSessions
 from .to_stateless import ToStateless
 from .upstream import Upstream
 
@@ -291,7 +291,7 @@ class Bridge:
                 )
             if problem is not None:
                 raise Refusal(bridge_error(ident, "headers", problem[1], problem[0]), 400)
-            missing = meta_missing(message.get("params"))
+            missing = inbound.missing_meta(message.get("params"))
             if missing is not None:  # what the upstream session needs is said per request
                 raise Refusal(bridge_error(ident, "meta", missing, INVALID_PARAMS), 400)
         reply = Reply(send, write_timeout=self.settings.write_timeout, error_status=STATELESS_ERROR_STATUS)

@@ -64,10 +64,10 @@ from ..protocol.bridging import (
 from ..protocol.codes import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.handshake import DISCOVER, HandshakeFailed, Incoming, handshake
 from ..protocol.params import PREFIX as PARAM_PREFIX
-from ..protocol.params import Binding, InvalidAnnotation, bindings
+from ..protocol.params import Binding, InvalidAnnotation, bindings, value_text
 from ..protocol.profiles import NEWEST, Profile
 from ..protocol.requests import delete_headers, get_headers, name_of, notification, post_headers
-from ..protocol.wire import META_CAPABILITIES, META_VERSION, decode_name
+from ..protocol.wire import META_CAPABILITIES, decode_name
 from ..server.asgi import error_message
 from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
@@ -398,7 +398,7 @@ class ToSessions:
             value: Any = arguments
             for key in binding.path:
                 value = value.get(key) if isinstance(value, dict) else None
-            expected = _header_text(value)
+            expected = value_text(value)
             if expected is None:
                 continue
             header = PARAM_PREFIX + binding.header
@@ -787,20 +787,6 @@ class ToSessions:
                 _offer(listener, None, force=True)
 
 
-def meta_missing(params: Any) -> str | None:
-    """What a stateless request's ``_meta`` lacks of what every request must carry (its
-    revision and the client's capabilities), or None. The bridge needs both: the
-    capabilities open the upstream session the request is sent on."""
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict):
-        return "Invalid params: _meta is required"
-    if not isinstance(meta.get(META_VERSION), str):
-        return f"Invalid params: _meta {META_VERSION} is required"
-    if not isinstance(meta.get(META_CAPABILITIES), dict):
-        return f"Invalid params: _meta {META_CAPABILITIES} is required"
-    return None
-
-
 def _room_for(principal: str | None, held: list[str | None], settings: Settings) -> None:
     """`QuotaExceeded` (429) when ``principal`` holds its share of the session table."""
     limit = settings.max_sessions_per_principal
@@ -818,17 +804,6 @@ def _offer(listener: Listener, item: dict[str, Any] | None, *, force: bool = Fal
                 listener.queue.get_nowait()
             listener.queue.put_nowait(item)
         return False
-
-
-def _header_text(value: Any) -> str | None:
-    """An argument's value as its Mcp-Param header says it (decoded); None: no header is due."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return value if isinstance(value, str) else None
 
 
 def _name(method: str, params: dict[str, Any]) -> str | None:

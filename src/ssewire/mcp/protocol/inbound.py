@@ -27,7 +27,7 @@ import orjson
 from ..._http import acceptable, media_type
 from .codes import INVALID_REQUEST, PARSE_ERROR
 from .profiles import KNOWN_VERSIONS
-from .wire import JSON, SSE
+from .wire import JSON, META_CAPABILITIES, META_VERSION, SSE
 
 Headers = Mapping[str, str]  # lower-case names, the last of a repeated field
 # the largest integer a float holds exactly: a float id past it is no longer what was written
@@ -200,3 +200,16 @@ def _echo(message: dict[str, Any]) -> Any:
     """The message's id when it can stand as the error's id, else None."""
     ident = message.get("id")
     return ident if valid_request_id(ident) else None
+
+
+def missing_meta(params: Any) -> str | None:
+    """What a 2026-07-28 request's ``_meta`` lacks of what every request carries (its revision
+    and the client's capabilities), as the -32602 text; None when it has both."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        return "Invalid params: _meta is required"
+    if not isinstance(meta.get(META_VERSION), str):
+        return f"Invalid params: _meta {META_VERSION} is required"
+    if not isinstance(meta.get(META_CAPABILITIES), dict):
+        return f"Invalid params: _meta {META_CAPABILITIES} is required"
+    return None

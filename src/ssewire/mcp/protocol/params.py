@@ -115,17 +115,22 @@ def encode(value: str) -> str:
     return f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
 
 
-def _text(value: Any) -> str | None:
-    """The header text of an argument's value; None sends no header (null, or not a primitive)."""
+def value_text(value: Any) -> str | None:
+    """An argument's value as its ``Mcp-Param-*`` header says it, before encoding; None: no
+    header is due (null, or not a primitive)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    if isinstance(value, str):
-        return encode(value)
-    return None
+    return value if isinstance(value, str) else None
+
+
+def _text(value: Any) -> str | None:
+    """The header text of an argument's value as it travels (`encode`d)."""
+    text = value_text(value)
+    return None if text is None else encode(text)
 
 
 def headers(bound: tuple[Binding, ...], arguments: Mapping[str, Any] | None) -> dict[str, str]:

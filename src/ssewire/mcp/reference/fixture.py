@@ -63,9 +63,9 @@ from ..protocol.codes import (
     UNSUPPORTED_VERSION,
 )
 from ..protocol.headers import ModernHeaders
-from ..protocol.inbound import unasked_answer, valid_request_id
+from ..protocol.inbound import missing_meta, unasked_answer, valid_request_id
 from ..protocol.profiles import NEWEST, PROFILES
-from ..protocol.wire import JSON, META_CAPABILITIES, META_VERSION, SSE
+from ..protocol.wire import JSON, META_CAPABILITIES, SSE
 from ..server.asgi import Refused
 from .tools import as_object, text_result
 
@@ -734,18 +734,6 @@ def is_modern(headers: dict[str, str], message: dict[str, Any]) -> bool:
     return profile is None or not profile.sessions
 
 
-def _meta_problem(params: dict[str, Any]) -> str | None:
-    """2026-07-28: every request's _meta names its revision and the client's capabilities."""
-    meta = params.get("_meta")
-    if not isinstance(meta, dict):
-        return "Invalid params: _meta is required"
-    if not isinstance(meta.get(META_VERSION), str):
-        return f"Invalid params: _meta {META_VERSION} is required"
-    if not isinstance(meta.get(META_CAPABILITIES), dict):
-        return f"Invalid params: _meta {META_CAPABILITIES} is required"
-    return None
-
-
 def check_request(headers: dict[str, str], message: dict[str, Any]) -> None:
     """A 2026-07-28 request, before its method: the protocol layer's header rules (-32020,
     -32022 with the versions supported and the one requested), then its _meta (-32602)."""
@@ -755,7 +743,7 @@ def check_request(headers: dict[str, str], message: dict[str, Any]) -> None:
         requested = headers.get("mcp-protocol-version", "").strip(" \t")[:64]
         data = {"supported": SUPPORTED, "requested": requested} if code == UNSUPPORTED_VERSION else None
         raise CallError(code, text, data)
-    missing = _meta_problem(as_object(message.get("params")))
+    missing = missing_meta(message.get("params"))
     if missing is not None:
         raise CallError(INVALID_PARAMS, missing)
 
