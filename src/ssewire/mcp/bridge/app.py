@@ -245,9 +245,7 @@ class Bridge:
             ) from None
 
     async def _message(self, receive: Any, headers: dict[str, str], principal: str | None) -> dict[str, Any]:
-        declared = headers.get("content-length", "")
-        share = int(declared) if declared.isascii() and declared.isdigit() else self.max_body
-        share = min(share, self.max_body)
+        share = self.quotas.body_share(headers.get("content-length", ""), self.max_body)
         with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
             body = await read_body(
                 receive, headers, self.max_body, deadline=self.settings.body_timeout, budget=held

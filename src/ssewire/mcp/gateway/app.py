@@ -317,7 +317,7 @@ class Gateway:
         then dispatch it, the body's share and budget held until the message is handed on
         (a call's stream is written after they are given back)."""
         climb(inbound.POST_HEADERS, headers)
-        version = headers.get("mcp-protocol-version", "").strip(" \t")
+        version = _version(headers)
         sessionless = "mcp-session-id" not in headers
         # 2026-07-28, or a version no revision has with no session: not a session's request
         # (but an initialize, whose body says which revision it asks for)
@@ -379,13 +379,7 @@ class Gateway:
         """The body's one message and the body itself, read under the deadline, the principal's share of bytes and
         the global budget; its parse is charged at what it may cost in objects. All of it is
         held while the message is (the block), and given back after."""
-        declared = headers.get("content-length", "")
-        limit = self.quotas.limits.bytes
-        # without a Content-Length the body may be anything up to the message limit: the whole
-        # share it may take is charged (not more than the share, or it could never be served)
-        unknown = self.max_body if limit is None else min(self.max_body, limit)
-        share = int(declared) if declared.isascii() and declared.isdigit() else unknown
-        share = min(share, self.max_body)  # a larger one is refused by read_body before it is read
+        share = self.quotas.body_share(headers.get("content-length", ""), self.max_body)
         with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
             body = await read_body(receive, headers, self.max_body, deadline=self.body_timeout, budget=held)
             held.grow(_parse_cost(body))
@@ -492,7 +486,7 @@ class Gateway:
         routes on them), its quotas, its budget and its upstream's failures. A
         `notifications/cancelled` is not sent up: the upstream sees every client's requests
         as one client's, so one client could name another's; closing a stream cancels."""
-        version = headers.get("mcp-protocol-version", "").strip(" \t")
+        version = _version(headers)
         method = message.get("method")
         ident = message.get("id")
         request = "id" in message and isinstance(method, str)
@@ -516,7 +510,7 @@ class Gateway:
     async def _get(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
     ) -> None:
-        if headers.get("mcp-protocol-version", "").strip(" \t") == NEWEST.name:
+        if _version(headers) == NEWEST.name:
             await not_allowed(send, [], "POST")  # no GET stream in this revision
             return
         climb(inbound.GET_HEADERS, headers)
@@ -551,7 +545,7 @@ class Gateway:
     async def _delete(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
     ) -> None:
-        if headers.get("mcp-protocol-version", "").strip(" \t") == NEWEST.name:
+        if _version(headers) == NEWEST.name:
             await not_allowed(send, [], "POST")  # no session to end in this revision
             return
         sid, relay = await self._session(headers, principal)
@@ -728,13 +722,12 @@ class Gateway:
         after: int,
         headers: list[tuple[str, str]],
         *,
-        store: Store | None = None,
         relay: Relay | None = None,
     ) -> None:
         """Write a stream of the store after ``after``; keep-alive comments while it is silent.
         ``relay``'s session is busy meanwhile (never expired, and working when the stream
         is not its GET stream)."""
-        source = self._events(store or self.store, sid, stream, after, ids=store is None)
+        source = self._events(sid, stream, after)
         app = EventStreamResponse(
             source,
             keepalive=self.keepalive,
@@ -763,18 +756,16 @@ class Gateway:
                 relay.serving -= 1
                 self.relays.touch(relay.record.ident)  # idle from the end of its last stream
 
-    async def _events(
-        self, store: Store, sid: str, stream: int, after: int, *, ids: bool
-    ) -> AsyncIterator[bytes]:
+    async def _events(self, sid: str, stream: int, after: int) -> AsyncIterator[bytes]:
         retry = f"retry: {self.retry_ms}\n".encode()
         sent = after
         while True:
             try:
-                async for batch in store.follow(sid, stream, sent):
+                async for batch in self.store.follow(sid, stream, sent):
                     now = time.time()
                     pieces: list[bytes] = []
                     for stored in batch:
-                        head = b"id: " + stored.event_id.encode() + b"\n" if ids else b""
+                        head = b"id: " + stored.event_id.encode() + b"\n"
                         if not stored.data:  # the priming event: an id to resume from, and when
                             pieces.append(head + retry + b"data: \n\n")
                             continue
@@ -797,18 +788,18 @@ class Gateway:
                 # shielded: a reader that leaves mid-adoption must not leave the stream adopted
                 # by no one (its lease renewed, never finished)
                 try:
-                    await asyncio.shield(self._adopt(store, sid, stream, abandoned.call))
+                    await asyncio.shield(self._adopt(sid, stream, abandoned.call))
                 except StoreFailed:  # the store cannot say who takes it: the client resumes later
                     raise ConnectionAbortedError("the store failed while this stream was adopted") from None
 
-    async def _adopt(self, store: Store, sid: str, stream: int, call: CallRecord | None) -> None:
+    async def _adopt(self, sid: str, stream: int, call: CallRecord | None) -> None:
         """The replica writing a call's stream stopped, once, whichever replica comes first:
         resume its upstream answer from where the stored events end (the stored position)
         and write the rest; without a position (no event id upstream yet), end the stream
         with an explicit error, since the call's outcome upstream is unknown."""
-        if await store.adopt(sid, stream) is None:
+        if await self.store.adopt(sid, stream) is None:
             return  # another follower took it, or it ended meanwhile: follow on
-        state = await store.state(sid, stream)
+        state = await self.store.state(sid, stream)
         position = state.position if state is not None else None
         if call is not None and position is not None and position.cursor:
             try:
@@ -826,9 +817,14 @@ class Gateway:
                 "the request may have been processed: check its effects before sending it again"
             )
             error_event = orjson.dumps(gateway_error(call.id, "replica-lost", text))
-            await store.append(sid, stream, [(error_event, time.time())], final=True)
+            await self.store.append(sid, stream, [(error_event, time.time())], final=True)
             return
-        await store.finish(sid, stream)
+        await self.store.finish(sid, stream)
+
+
+def _version(headers: dict[str, str]) -> str:
+    """The revision a request names in ``MCP-Protocol-Version`` ("" for none), OWS trimmed."""
+    return headers.get("mcp-protocol-version", "").strip(" \t")
 
 
 async def _unsupported(send: Any, ident: Any, version: str) -> None:

@@ -364,15 +364,12 @@ class Relay:
         self,
         message: dict[str, Any],
         *,
-        key: Any = None,
-        limit: int = MAX_CALLS,
         on_done: Callable[[], None] | None = None,
     ) -> int:
-        """A downstream request: its stream, written by a task of its own, held under
-        ``key`` (the request id by default: the one client of a session names its calls).
-        ``on_done`` is called once the call's relaying ends (at once when it is refused)."""
-        ident = message.get("id")
-        key = ident if key is None else key
+        """A downstream request: its stream, written by a task of its own, held under its id
+        (the one client of a session names its calls). ``on_done`` is called once the call's
+        relaying ends (at once when it is refused)."""
+        ident = key = message.get("id")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -380,8 +377,8 @@ class Relay:
         stream = await self.open_stream(CallRecord(ident, method if isinstance(method, str) else None, token))
         outbox = self.outboxes[stream]
         outbox.call_id = ident
-        if len(self.calls) >= limit or key in self.calls:
-            why = "a call with this id is in flight" if key in self.calls else f"{limit} calls in flight"
+        if len(self.calls) >= MAX_CALLS or key in self.calls:
+            why = "a call with this id is in flight" if key in self.calls else f"{MAX_CALLS} calls in flight"
             outbox.put(gateway_error(ident, "busy", f"the session is busy ({why}); try again later"))
             await self._finished(stream)
             if on_done is not None:

@@ -67,6 +67,15 @@ class Quotas:
         else:
             self._held.pop(key, None)  # no entry for who holds nothing: the table stays bounded
 
+    def body_share(self, content_length: str, max_body: int) -> int:
+        """The request bytes a body is charged before it is read: its declared length, or
+        without one the whole share it may take (up to the message limit, never more than the
+        share, or it could never be served); a larger one is refused before it is read."""
+        limit = self.limits.bytes
+        unknown = max_body if limit is None else min(max_body, limit)
+        share = int(content_length) if content_length.isascii() and content_length.isdigit() else unknown
+        return min(share, max_body)
+
     @contextmanager
     def hold(self, principal: str | None, kind: str, amount: int = 1) -> Iterator[None]:
         self.take(principal, kind, amount)
