@@ -118,8 +118,6 @@ class Bridge:
             head_timeout=self.settings.head_timeout,
             idle_timeout=self.settings.idle_timeout,
         )
-        # downstream speaks the other revision
-        self.stateless_clients = self.profile.sessions
         self.sessions_mode = (
             ToSessions(self.upstream, self.profile, self.settings) if self.profile.sessions else None
         )
@@ -195,7 +193,9 @@ class Bridge:
             elif method in ("GET", "DELETE") and self.stateless_mode is not None:
                 await (self._get if method == "GET" else self._delete)(receive, sending, headers, principal)
             else:
-                await not_allowed(sending, [], "POST" if self.stateless_clients else "GET, POST, DELETE")
+                await not_allowed(
+                    sending, [], "POST" if self.sessions_mode is not None else "GET, POST, DELETE"
+                )
         except _Denied as denied:
             if not started:
                 await respond(sending, denied.status, denied.body, denied.headers)

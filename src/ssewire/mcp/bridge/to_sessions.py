@@ -61,7 +61,13 @@ from ..protocol.bridging import (
     RESOURCE_UPDATED,
     RESULT_TYPE,
 )
-from ..protocol.codes import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol.codes import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+)
 from ..protocol.handshake import DISCOVER, HandshakeFailed, Incoming, handshake
 from ..protocol.params import PREFIX as PARAM_PREFIX
 from ..protocol.params import Binding, InvalidAnnotation, bindings, value_text
@@ -441,8 +447,7 @@ class ToSessions:
             "capabilities": server.get("capabilities")
             if isinstance(server.get("capabilities"), dict)
             else {},
-            "ttlMs": 0,
-            "cacheScope": "private",
+            **CACHE_HINTS,
             RESULT_TYPE: COMPLETE,
         }
         if isinstance(server.get("instructions"), str):
@@ -515,7 +520,9 @@ class ToSessions:
                 if len(self.parked) >= self.settings.max_parked:
                     text = "bridge busy: too many calls wait on their clients"
                     for key in list(inputs):
-                        await self._answer_up(session, error_message(call.asked.pop(key), -32603, text))
+                        await self._answer_up(
+                            session, error_message(call.asked.pop(key), INTERNAL_ERROR, text)
+                        )
                     continue
                 call.round += 1
                 if call.round > self.settings.max_rounds:
@@ -837,6 +844,8 @@ def _passed_on(ident: Any, failed: UpstreamFailed) -> Refusal:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return Refusal({"jsonrpc": "2.0", "id": ident, "error": body["error"]}, failed.status or 200)
     return Refusal(
-        bridge_error(ident, failed.kind, str(failed), INVALID_REQUEST if failed.status == 400 else -32603),
+        bridge_error(
+            ident, failed.kind, str(failed), INVALID_REQUEST if failed.status == 400 else INTERNAL_ERROR
+        ),
         502,
     )

@@ -39,6 +39,7 @@ from ..protocol.bridging import (
     LISTEN,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
+    META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     REMOVED_IN_STATELESS,
     REQUEST_STATE,
@@ -185,7 +186,7 @@ class ToStateless:
                 bridge_error(message.get("id"), "busy", text), 503, (("retry-after", "5"),)
             ) from None
         meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
-        info = meta.get("io.modelcontextprotocol/serverInfo") if meta else None
+        info = meta.get(META_SERVER_INFO) if meta else None
         capabilities = dict(result.get("capabilities") or {})
         if "resources" in capabilities and isinstance(capabilities["resources"], dict):
             # subscriptions/listen carries resource updates: the session can subscribe

@@ -39,14 +39,13 @@ from ..protocol import params as mirrored
 from ..protocol import requests
 from ..protocol.bridging import (
     INPUT_REQUESTS,
-    INPUT_REQUIRED,
     INPUT_RESPONSES,
     LISTEN,
     META_SUBSCRIPTION_ID,
     REQUEST_STATE,
-    RESULT_TYPE,
+    is_input_required,
 )
-from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND, UNSUPPORTED_VERSION
+from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
 from ..protocol.handshake import (
     HandshakeFailed,
     Incoming,
@@ -584,7 +583,7 @@ class Client:
                 raise RPCError(reply["error"])
             value = reply.get("result")
             value = value if isinstance(value, dict) else {}
-            if not self.modern or value.get(RESULT_TYPE) != INPUT_REQUIRED:
+            if not self.modern or not is_input_required(value):
                 return value  # no resultType: complete
             if rounds >= self.max_input_rounds:
                 raise InputRequired(
@@ -711,8 +710,7 @@ class Client:
         """The response message to one request (session loss, re-issues and, under
         2026-07-28, one retry under a version a -32022 refusal names handled)."""
         reply = await self._once(method, params, on_progress, idempotent, on_sent)
-        error = reply.get("error")
-        if self.modern and isinstance(error, dict) and error.get("code") == UNSUPPORTED_VERSION:
+        if self.modern:  # supported_versions names none unless the reply is a -32022
             stateless = [v for v in supported_versions(reply) if PROFILES[v].request_headers]
             if stateless:  # never processed: send it once more, under the newest it names
                 self.profile = PROFILES[max(stateless)]

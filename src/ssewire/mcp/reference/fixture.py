@@ -62,11 +62,13 @@ from ..protocol.codes import (
     SERVER_ERROR,
     UNSUPPORTED_VERSION,
 )
+from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.headers import ModernHeaders
 from ..protocol.inbound import missing_meta, unasked_answer, valid_request_id
 from ..protocol.profiles import NEWEST, PROFILES
+from ..protocol.requests import notification
 from ..protocol.wire import JSON, META_CAPABILITIES, SSE
-from ..server.asgi import Refused
+from ..server.asgi import Refused, error_message
 from .tools import as_object, text_result
 
 MISSING_CAPABILITY = -32021  # 2026-07-28: the request needs a client capability not declared
@@ -380,10 +382,6 @@ class Channel:
     log_level: str | None  # the session's (setLevel) or the request's _meta (None: not asked, 2026)
 
 
-def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": method, "params": params}
-
-
 async def progress(params: dict[str, Any], channel: Channel) -> dict[str, Any]:
     token = as_object(params.get("_meta")).get("progressToken")
     for step in (0, 50, 100):
@@ -520,11 +518,6 @@ def _sample(text: str, tokens: int) -> dict[str, Any]:
 
 
 ROOTS = {"method": "roots/list", "params": {}}
-CAPABILITY_OF = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
 
 
 class StateSigner:
@@ -896,7 +889,7 @@ class Modern:
                     result = _ask_on_stream(Turn.of(name, params, channel, self.signer))
                 await queue.put(_result(ident, result))
             except CallError as failed:
-                await queue.put(_failure(ident, failed))
+                await queue.put(error_message(ident, failed.code, failed.text, failed.data))
             finally:
                 await queue.put(None)
 
@@ -981,19 +974,14 @@ class Modern:
 
     async def _error(self, http: Any, ident: Any, failed: CallError) -> None:
         """The error as JSON, at the status the protocol layer's table gives its code."""
-        await self._json(http, error_status(failed.code), _failure(ident, failed))
+        await self._json(
+            http, error_status(failed.code), error_message(ident, failed.code, failed.text, failed.data)
+        )
 
 
 def _result(ident: Any, result: dict[str, Any]) -> dict[str, Any]:
     """A 2026-07-28 result says what kind it is (complete unless input is required)."""
     return {"jsonrpc": "2.0", "id": ident, "result": {RESULT_TYPE: COMPLETE, **result}}
-
-
-def _failure(ident: Any, failed: CallError) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": failed.code, "message": failed.text}
-    if failed.data is not None:
-        error["data"] = failed.data
-    return {"jsonrpc": "2.0", "id": ident, "error": error}
 
 
 async def _ignore(note: dict[str, Any]) -> None:

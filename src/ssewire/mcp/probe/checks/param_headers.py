@@ -7,18 +7,17 @@ with its header, and a refusal of either says the header did not arrive as sent.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Generator
 from typing import Any, NamedTuple
 
 from ...checks.catalogue import diagnostic
 from ...checks.findings import Level, Status
 from ...protocol.codes import HEADER_MISMATCH
+from ...protocol.params import ANNOTATION, PREFIX, value_text
+from ...protocol.params import encode as encoded  # the client's encoding: the probe sends as a client does
 from ._intermediary import named_by
 from ._plan import Answer, Context, Judged, Received, Step, check
 
-ANNOTATION = "x-mcp-header"
-PREFIX = "Mcp-Param-"
 PLAIN = "probe-region-1"  # plain ASCII: sent as it is
 WIDE = "Zürich ✓ probe"  # not ASCII: only the Base64 form can carry it
 SAMPLE = {"string": "probe", "integer": 0, "boolean": False}  # a required argument's value, by type
@@ -45,18 +44,8 @@ class Target(NamedTuple):
     others: dict[str, tuple[str | None, Any]]  # required arguments: (their header or None, a value)
 
 
-def encoded(value: str) -> str:
-    """A header value: plain printable ASCII as it is, anything else in the Base64 form."""
-    plain = (
-        all(" " <= c <= "~" for c in value)
-        and value == value.strip(" ")
-        and not value.startswith("=?base64?")
-    )
-    return value if plain else f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
-
-
 def _as_header(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else encoded(str(value))
+    return encoded(value_text(value) or "")  # the samples are strings, integers and booleans
 
 
 def find_target(tools: list[dict[str, Any]], allowed: frozenset[str]) -> tuple[Target | None, list[str]]:
