@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ssewire.cli import checkout, install_line
 from tests.support import ROOT
 
 EXAMPLE = ROOT / "examples" / "stream.sse"
@@ -99,10 +100,17 @@ def test_console_script_is_installed():
     assert parse(result.stdout) == EXAMPLE_LINES
 
 
-def _without(modules: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+def _without(modules: list[str], *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """Run ``ssewire ARGS`` as if ``modules`` were not installed (None in sys.modules blocks an import)."""
     code = f"import sys\nfor m in {modules!r}: sys.modules[m] = None\nfrom ssewire.cli import main\nsys.exit(main({list(args)!r}))"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def _installs_mcp_from(where: str) -> str:
+    """The line's pip command: from the checkout the tests run from when ssewire was
+    installed from it (an editable install, or ``pip install .`` as .ci/run does), else
+    from the index."""
+    return f"pip install '{where}[mcp]'" if checkout() == ROOT else "pip install 'ssewire[mcp]'"
 
 
 @pytest.mark.parametrize(
@@ -118,8 +126,33 @@ def test_a_missing_extra_is_one_line_naming_it_and_exit_2(missing, args):
     assert done.returncode == 2, done.stderr
     assert (
         done.stderr
-        == f"ssewire {args[0]}: needs {missing[0]}, which is not installed: pip install 'ssewire[mcp]'\n"
+        == f"ssewire {args[0]}: needs {missing[0]}, which is not installed: {_installs_mcp_from('.')}\n"
     )
+
+
+def test_the_install_line_names_the_checkout_by_its_path_from_another_folder(tmp_path):
+    done = _without(["uvicorn"], "serve", "--port", "0", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(f": {_installs_mcp_from(str(ROOT))}\n"), done.stderr
+
+
+def test_the_tests_run_from_the_checkout_they_were_installed_from():
+    # .ci/run and the venvs of the docs install this checkout (`pip install .`, `-e .`):
+    # the line above is then the checkout's, never the index's, which has no ssewire yet
+    assert checkout() == ROOT
+
+
+@pytest.mark.parametrize(
+    ("source", "cwd", "line"),
+    [
+        (None, "/anywhere", "pip install 'ssewire[redis]'"),  # from an index: the package's name
+        ("/src/ssewire", "/src/ssewire", "pip install '.[redis]'"),  # in the checkout
+        ("/src/ssewire", "/home/me", "pip install '/src/ssewire[redis]'"),  # elsewhere: its path
+        ("/src/it's", "/", "pip install '/src/it'\"'\"'s[redis]'"),  # quoted for the shell
+    ],
+)
+def test_the_install_line_works_from_where_it_is_run(source, cwd, line):
+    assert install_line("redis", None if source is None else Path(source), Path(cwd)) == line
 
 
 def test_a_missing_package_outside_the_extra_is_a_bug_with_its_traceback():

@@ -3,12 +3,14 @@
 Thin by design: arguments and file I/O around the library. A command's heavy imports
 happen inside its ``run``, so ``ssewire decode`` never loads the MCP tooling. Every
 ``InputError`` becomes one stderr line and exit code 2, and so does a package of a missing
-extra (``ssewire probe`` without ``ssewire[mcp]``): the line says what to install.
+extra (``ssewire probe`` without ``ssewire[mcp]``): the line says what to install, as it
+works from where this ssewire came from (`install_line`).
 """
 
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from collections.abc import Sequence
 
@@ -44,6 +46,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def checkout() -> pathlib.Path | None:
+    """The source checkout this ssewire runs from (``src/`` on the path, or an editable
+    install) or was installed from (``pip install .``: the folder pip records in the
+    distribution's ``direct_url.json``, PEP 610), while it is still there; None for a
+    package from an index or a wheel."""
+    import importlib.metadata  # here, not at start-up: only a missing extra's message needs them
+    import json
+    import urllib.parse
+    import urllib.request
+
+    source = pathlib.Path(__file__).resolve().parents[3]  # src/ssewire/cli/__init__.py
+    if (source / "pyproject.toml").is_file():
+        return source
+    try:
+        origin = json.loads(importlib.metadata.distribution("ssewire").read_text("direct_url.json") or "{}")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+    if not isinstance(origin, dict) or "dir_info" not in origin:
+        return None
+    url = origin.get("url")
+    if not isinstance(url, str) or not url.startswith("file:"):
+        return None
+    folder = pathlib.Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+    return folder if (folder / "pyproject.toml").is_file() else None
+
+
+def install_line(extra: str, source: pathlib.Path | None, cwd: pathlib.Path) -> str:
+    """The pip command that installs ``extra``: from the checkout ``source`` (``.`` when
+    that is ``cwd``), else from the package index."""
+    import shlex
+
+    if source is None:
+        return f"pip install 'ssewire[{extra}]'"
+    where = "." if source == cwd.resolve() else str(source)
+    return "pip install " + shlex.quote(f"{where}[{extra}]")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:2] == ["gateway", hash_token.NAME]:  # spelt as a gateway command: the same one
@@ -57,9 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if command.EXTRA is None or not extra_provides(command.EXTRA, exc.name):
             raise  # not a package of the command's extra: a bug, with its traceback
-        return input_error(
-            args.command, f"needs {exc.name}, which is not installed: pip install 'ssewire[{command.EXTRA}]'"
-        )
+        line = install_line(command.EXTRA, checkout(), pathlib.Path.cwd())
+        return input_error(args.command, f"needs {exc.name}, which is not installed: {line}")
 
 
 if __name__ == "__main__":  # pragma: no cover
