@@ -276,6 +276,12 @@ class Client:
     :param meta_client_info: under 2026-07-28, put ``info`` in every request's ``_meta``
         (``io.modelcontextprotocol/clientInfo``); a relay that forwards its client's ``_meta``
         as it came turns it off.
+    :param on_transport_event: told ``(kind, details)`` where the statistics count a
+        ``"reset"`` (a stream or answer broke), a ``"resumption"`` (a broken stream resumed
+        with Last-Event-ID), a ``"reissue"`` (an idempotent request sent again under a new
+        id) or a ``"reinitialization"`` (a new session after a 404); details name the
+        request id (``"request"``), the attempt or the stream (``"stream": "get"``), never a
+        payload or a URL. What it raises is logged, never the client's failure.
     """
 
     def __init__(
@@ -299,6 +305,7 @@ class Client:
         first_id: int = 1,
         max_input_rounds: int = 8,
         meta_client_info: bool = True,
+        on_transport_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
@@ -316,6 +323,7 @@ class Client:
             timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=adapted(auth)
         )
         self.max_input_rounds, self.meta_client_info = max_input_rounds, meta_client_info
+        self.on_transport_event = on_transport_event
         # what list_tools learnt: each tool's x-mcp-header parameters, and the tools set
         # aside for invalid annotations (name -> why)
         self.tool_headers: dict[str, tuple[mirrored.Binding, ...]] = {}
@@ -781,7 +789,12 @@ class Client:
                                 f"was re-issued {reissues} times (max_resumptions): give up or try later"
                             ) from None
                         self.stats.reissues += 1
+                        previous = record.ident
                         self._reissued(record, next(self._ids))
+                        self._told(
+                            "reissue",
+                            {"request": record.ident, "previous": previous, "attempt": reissues + 1},
+                        )
             finally:
                 self.stats.progressed(record.times)
         return reply
@@ -808,6 +821,7 @@ class Client:
             ) from None
         except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
             self.stats.resets += 1
+            self._told("reset", {"request": record.ident, "stage": "head"})
             if idempotent:
                 raise _Reissue(f"no answer: {type(exc).__name__}") from None
             raise _lost(
@@ -841,6 +855,7 @@ class Client:
             message = await answer.json(idle=self.idle_timeout)
         except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: re-issue, or report
             self.stats.resets += 1
+            self._told("reset", {"request": record.ident, "stage": "json"})
             if idempotent:
                 raise _Reissue(f"the JSON answer broke: {exc}") from None
             raise _lost(
@@ -878,6 +893,7 @@ class Client:
             try:
                 if current is None:
                     stream, current = await self._resume(stream)
+                    self._told("resumption", {"request": record.ident, "attempt": stalled})
                 delivered = await self._consume(stream, current, record)
                 if future.done():
                     self.guard.ended(stream)
@@ -901,6 +917,7 @@ class Client:
                 if quiet and self._retry_ms is None:  # a server polled without a retry: not a busy loop
                     await asyncio.sleep(_backoff(quiet))
                 self.stats.resets += 1
+                self._told("reset", {"request": record.ident, "stage": "stream", "attempt": stalled})
                 recovery = self.guard.broken(stream, idempotent=idempotent)
                 if recovery.action == RESUME and stalled <= self.max_resumptions:
                     current = None  # resume with GET and Last-Event-ID
@@ -1134,6 +1151,7 @@ class Client:
                 if stream is not None and self.guard.cursor(stream) is not None:
                     stream, answer = await self._resume(stream)
                     resuming = True
+                    self._told("resumption", {"stream": "get", "attempt": failures})
                 else:
                     try:
                         answer = await self._send("GET", requests.get_headers(self._speaking, self.session))
@@ -1159,6 +1177,7 @@ class Client:
                         stream = None
                 except _Broken as broke:
                     self.stats.resets += 1
+                    self._told("reset", {"stream": "get", "attempt": failures + 1})
                     self.guard.broken(leg)
                     self._get_failed(broke)
                     failures += 1
@@ -1187,6 +1206,17 @@ class Client:
         self.listen = True
         if self.session is not None and self._listener is None and not self._closed and not self.modern:
             self._listener = asyncio.ensure_future(self._listen())
+
+    def _told(self, kind: str, details: dict[str, Any]) -> None:
+        """Tell ``on_transport_event`` (if any) what the statistics just counted; what it
+        raises is counted and logged (its class name only), never the client's failure."""
+        if self.on_transport_event is None:
+            return
+        try:
+            self.on_transport_event(kind, details)
+        except Exception as exc:
+            self.stats.callback_errors += 1
+            log.warning("the transport event callback raised on %s (%s)", kind, type(exc).__name__)
 
     def _get_failed(self, error: Exception) -> None:
         self.listen_error = error
@@ -1243,6 +1273,7 @@ class Client:
     async def _reinitialize(self) -> None:
         """The session expired (404): open a new one, and say so (``stats.reinitializations``)."""
         self.stats.reinitializations += 1
+        self._told("reinitialization", {})
         if self._listener is not None:
             await _stop([self._listener])
             self._listener = None
