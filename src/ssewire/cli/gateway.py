@@ -1,8 +1,10 @@
-"""``ssewire gateway``: relay MCP to one upstream server, healing its resets."""
+"""``ssewire gateway``: relay MCP to upstream servers (one, or the routes of a config file),
+healing their resets; drain on SIGTERM."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import sys
 from typing import Any
@@ -12,6 +14,8 @@ from ._common import EXIT_OK, InputError, header_options, positive_int
 NAME = "gateway"
 EXTRA = "mcp"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+# exit codes besides 0 (served, and stopped: a drain included) and 2 (an input error)
+EXIT_PORT, EXIT_STORE, EXIT_UPSTREAM = 3, 4, 5
 
 
 class _DefaultsShown(argparse.HelpFormatter):
@@ -35,7 +39,12 @@ def add_parser(commands: Any) -> None:
         "'ssewire gateway hash-token PRINCIPAL' (or 'ssewire hash-token') makes a --auth-tokens line.",
         formatter_class=_DefaultsShown,
     )
-    parser.add_argument("--upstream", required=True, metavar="URL", help="the upstream MCP endpoint")
+    parser.add_argument("--upstream", metavar="URL", help="the upstream MCP endpoint, served at /mcp")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file of routes instead: [servers.NAME] tables, each served at /servers/NAME/mcp",
+    )
     parser.add_argument(
         "--upstream-revision",
         metavar="REVISION",
@@ -127,7 +136,7 @@ def add_parser(commands: Any) -> None:
         "--public-url",
         metavar="URL",
         help="the URL clients use for this gateway's MCP endpoint: the resource of the metadata "
-        "(default http://HOST:PORT/mcp)",
+        "(default http://HOST:PORT/mcp); with --config, the base each route's path goes under",
     )
     auth.add_argument(
         "--insecure-no-auth",
@@ -190,112 +199,248 @@ def add_parser(commands: Any) -> None:
         metavar="PORT",
         help="serve /metrics on 127.0.0.1:PORT only (else on the main port, behind the same auth)",
     )
+    parser.add_argument(
+        "--drain",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM: seconds to finish or hand over the calls in flight before exiting",
+    )
+    parser.add_argument(
+        "--start-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds the store and each upstream have to answer at start-up, else exit 4 or 5 "
+        "(0: start without waiting; /readyz says what does not answer)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="stderr logs: lines of text, or JSON objects",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..mcp.gateway.observe import configure_logging
+    from ..mcp.gateway.routes import Router
+
+    if (args.upstream is None) == (args.config is None):
+        raise InputError("give --upstream URL or --config FILE (one of them)")
+    deadlines = (args.timeout, args.body_timeout, args.head_timeout, args.write_timeout, args.drain)
+    waits = (args.keepalive, args.start_timeout)
+    if not all(0 <= seconds < float("inf") for seconds in waits) or not all(
+        0 < seconds < float("inf") for seconds in deadlines
+    ):
+        raise InputError(
+            "--keepalive and --start-timeout must be >= 0 and --timeout, --body-timeout, --head-timeout, "
+            "--write-timeout, --drain > 0 seconds"
+        )
+    apps = {route.name: _route_app(route, args) for route in _routes(args)}
+    router = Router(apps, serve_metrics=args.metrics_port is None)
+    configure_logging(args.log_format)
+    return _serve(router, args)
+
+
+def _routes(args: argparse.Namespace) -> list[Any]:
+    """The routes: the config file's, or the one of ``--upstream`` (``default``, at /mcp)."""
+    from ..mcp.gateway.config import Route, load
+
+    if args.config is None:
+        if not args.upstream.startswith(("http://", "https://")):
+            raise InputError("--upstream must be an http(s) URL")  # never echoed: it may hold a secret
+        headers = header_options(args.upstream_header, args.upstream_header_env, "--upstream-header")
+        return [Route("default", args.upstream, revision=args.upstream_revision, headers=headers)]
+    flags = {
+        "--upstream-revision": args.upstream_revision,
+        "--upstream-header": args.upstream_header,
+        "--upstream-header-env": args.upstream_header_env,
+    }
+    given = [flag for flag, value in flags.items() if value]
+    if given:
+        raise InputError(f"{given[0]}: give it per route in the config file (revision, headers_env)")
+    return load(args.config)
+
+
+def _route_app(route: Any, args: argparse.Namespace) -> Any:
+    """One route's gateway (and its revision bridge, given a revision)."""
     from ..mcp.gateway import Gateway
     from ..mcp.server.quotas import Limits
 
-    if not args.upstream.startswith(("http://", "https://")):
-        raise InputError("--upstream must be an http(s) URL")  # never echoed: it may hold a secret
-    deadlines = (args.timeout, args.body_timeout, args.head_timeout, args.write_timeout)
-    if args.keepalive < 0 or not all(0 < seconds < float("inf") for seconds in deadlines):
-        raise InputError(
-            "--keepalive must be >= 0 and --timeout, --body-timeout, --head-timeout, --write-timeout > 0 seconds"
-        )
-    public = args.public_url or f"http://{_url_host(args.host)}:{args.port}/mcp"
+    default = args.config is None
+    path = "/mcp" if default else route.path
+    base = f"http://{_url_host(args.host)}:{args.port}"
+    # with routes, --public-url is the base their paths go under
+    public = (args.public_url or f"{base}/mcp") if default else (args.public_url or base).rstrip("/") + path
     auth = _auth(args, public)
     if auth is None and args.host not in LOOPBACK and not args.insecure_no_auth:
         raise InputError(
             f"--host {args.host} is beyond loopback: give --auth-tokens or --auth-jwks "
             "(or --insecure-no-auth, to let anyone who reaches the port use the upstream)"
         )
-    store, replica = _store(args.store)
-    options = {} if args.max_message_size is None else {"max_message_size": args.max_message_size}
+    if route.principals is not None and auth is None:
+        raise InputError(f"servers.{route.name}.principals: needs --auth-tokens or --auth-jwks")
+    store, replica = _store(args.store, None if default else f"ssewire:gw:{route.name}:")
+    size = route.max_message_size or args.max_message_size
+    options = {} if size is None else {"max_message_size": size}
+    limits = Limits(
+        sessions=args.limit_sessions,
+        calls=args.limit_calls,
+        streams=args.limit_streams,
+        bytes=args.limit_bytes,
+    )
     shared = {  # what the gateway and a revision bridge beside it take alike
         "allowed_hosts": args.allow_host,
         "allowed_origins": args.allow_origin,
-        "headers": header_options(args.upstream_header, args.upstream_header_env, "--upstream-header")
-        or None,
+        "headers": route.headers or None,
         "auth": auth,
-        "limits": Limits(
-            sessions=args.limit_sessions,
-            calls=args.limit_calls,
-            streams=args.limit_streams,
-            bytes=args.limit_bytes,
-        ),
+        "limits": route.limits_over(limits),
     }
     app = Gateway(
-        args.upstream,
+        route.upstream,
+        path=path,
         store=store,
         replica=replica,
-        keepalive=args.keepalive,
-        timeout=args.timeout,
+        keepalive=args.keepalive if route.keepalive is None else route.keepalive,
+        timeout=route.timeout or args.timeout,
         **shared,
         max_bytes_in_flight=args.max_bytes_in_flight,
         body_timeout=args.body_timeout,
         write_timeout=args.write_timeout,
         max_sessions=args.max_sessions,
-        serve_metrics=args.metrics_port is None,
+        serve_metrics=False,
+        serve_health=False,
+        tools=route.tools,
+        principals=route.principals,
+        telemetry=_telemetry(route.name),
         **options,
     )
-    if args.upstream_revision is not None:
-        app = _bridged(app, args, shared)
-    print(
-        f"ssewire gateway: http://{_url_host(args.host)}:{args.port}{app.path} -> {app.upstream_label} "
-        f"(store: {'redis' if replica else 'memory'}, auth: {_auth_name(args)})",
-        file=sys.stderr,
-    )
-    _serve(app, args)
-    return EXIT_OK
+    if route.revision is not None:
+        app = _bridged(app, route.revision, shared, path)
+    return app
 
 
-def _bridged(gateway: Any, args: argparse.Namespace, shared: dict[str, Any]) -> Any:
+def _telemetry(route: str) -> Any:
+    """The route's logs and traces: spans through the process's global OpenTelemetry
+    provider when opentelemetry is installed (an exporter is the operator's to set up;
+    without one, ``traceparent`` still goes through); session ids hashed with the key in
+    ``SSEWIRE_GATEWAY_LOG_KEY`` when set, so every replica's logs name a session alike."""
+    import os
+
+    from ..mcp.gateway.observe import Telemetry
+
+    provider = "global" if importlib.util.find_spec("opentelemetry") is not None else None
+    key = os.environ.get("SSEWIRE_GATEWAY_LOG_KEY")
+    return Telemetry(route, key=key.encode() if key else None, tracer_provider=provider)
+
+
+def _bridged(gateway: Any, revision: str, shared: dict[str, Any], path: str) -> Any:
     """The gateway for clients of the upstream's revision, a bridge for the others."""
     from ..mcp.bridge import Bridge
     from ..mcp.gateway.bridged import Bridged
     from ..mcp.protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, resolve
 
-    profile, _ = resolve(args.upstream_revision)  # an unknown name: an input error, exit 2
+    profile, _ = resolve(revision)  # an unknown name: an input error, exit 2
     if profile not in (NEWEST, NEWEST_WITH_SESSIONS):
         raise InputError(
             f"--upstream-revision: the bridge maps {NEWEST_WITH_SESSIONS.name} and {NEWEST.name} onto each other"
         )
-    return Bridged(gateway, Bridge(args.upstream, upstream_revision=profile.name, **shared))
+    return Bridged(gateway, Bridge(gateway.upstream, upstream_revision=profile.name, path=path, **shared))
 
 
-def _serve(app: Any, args: argparse.Namespace) -> None:
-    """The gateway, and its metrics on a loopback port of their own when asked, in one loop."""
+def _serve(router: Any, args: argparse.Namespace) -> int:
+    """Bind, check the stores and the upstreams, then serve (the metrics on a loopback port
+    of their own when asked) until SIGTERM's drain ends; a failure at start-up is one line
+    and its exit code."""
     import asyncio
 
-    import uvicorn
+    from ..mcp.server.serving import Draining, bind, config
 
-    from ..mcp.server.serving import config
-
-    servers = [
-        uvicorn.Server(
-            config(
-                app,
-                host=args.host,
-                port=args.port,
-                head_timeout=args.head_timeout,
-                max_connections=args.max_connections,
-                max_connections_per_peer=args.max_connections_per_peer,
-                log_level="warning",
+    listeners = [(args.host, args.port), *([("127.0.0.1", args.metrics_port)] if args.metrics_port else [])]
+    sockets = []
+    for host, port in listeners:
+        try:
+            sockets.append(bind(host, port))
+        except OSError as failed:
+            for sock in sockets:
+                sock.close()
+            why = (
+                "the port is in use" if failed.errno == errno.EADDRINUSE else (failed.strerror or str(failed))
             )
-        )
-    ]
+            print(f"ssewire gateway: cannot listen on {_url_host(host)}:{port}: {why}", file=sys.stderr)
+            return EXIT_PORT
+    options = {"head_timeout": args.head_timeout, "max_connections": args.max_connections}
+    main = Draining(
+        config(
+            router,
+            host=args.host,
+            port=args.port,
+            **options,
+            max_connections_per_peer=args.max_connections_per_peer,
+            log_level="warning",
+        ),
+        drain=router.drain,
+        seconds=args.drain,
+        cut=router.cut_streams,
+    )
+    servers = [main]
     if args.metrics_port is not None:
-        servers.append(
-            uvicorn.Server(
-                config(app.metrics_app(), host="127.0.0.1", port=args.metrics_port, log_level="warning")
-            )
+        metrics = config(router.metrics_app(), host="127.0.0.1", port=args.metrics_port, log_level="warning")
+        servers.append(Draining(metrics, signals=False))  # stopped with the main one
+
+    async def serving() -> int:
+        code = await _ready_to_start(router, args.start_timeout) if args.start_timeout else EXIT_OK
+        if code != EXIT_OK:
+            await router.aclose()
+            return code
+        gateways = router.gateways.values()
+        replica = any(gateway.replica for gateway in gateways)
+        routes = ", ".join(f"{gateway.path} -> {gateway.upstream_label}" for gateway in gateways)
+        print(
+            f"ssewire gateway: http://{_url_host(args.host)}:{args.port} {routes} "
+            f"(store: {'redis' if replica else 'memory'}, auth: {_auth_name(args)}, drain: {args.drain:g} s)",
+            file=sys.stderr,
         )
+        running = [
+            asyncio.ensure_future(server.serve(sockets=[sock]))
+            for server, sock in zip(servers, sockets, strict=True)
+        ]
+        await running[0]
+        for server in servers[1:]:
+            server.should_exit = True
+        await asyncio.gather(*running[1:])
+        return EXIT_OK
 
-    async def serving() -> None:
-        await asyncio.gather(*(server.serve() for server in servers))
+    return asyncio.run(serving())
 
-    asyncio.run(serving())
+
+async def _ready_to_start(router: Any, wait: float) -> int:
+    """Every store answers a ping and every upstream answers at all, within ``wait``
+    seconds; else one line saying which, and its exit code."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + wait
+    gateways = router.gateways
+    for gateway in {id(gateway.store): gateway for gateway in gateways.values()}.values():
+        while not await gateway.store_answers():
+            if time.monotonic() > deadline:
+                print(f"ssewire gateway: the store does not answer (waited {wait:g} s)", file=sys.stderr)
+                return EXIT_STORE
+            await asyncio.sleep(0.25)
+    for name, gateway in gateways.items():
+        while not await gateway.upstream_answers():
+            if time.monotonic() > deadline:
+                route = "" if name == "default" else f"route {name}: "
+                print(
+                    f"ssewire gateway: {route}the upstream {gateway.upstream_label} does not answer "
+                    f"(waited {wait:g} s)",
+                    file=sys.stderr,
+                )
+                return EXIT_UPSTREAM
+            await asyncio.sleep(0.25)
+    return EXIT_OK
 
 
 def _auth(args: argparse.Namespace, public: str) -> Any:
@@ -337,11 +482,13 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _store(spec: str) -> tuple[Any, bool]:
+def _store(spec: str, prefix: str | None) -> tuple[Any, bool]:
+    """The route's store: its own memory, or Redis under the route's key prefix (the
+    command line's one upstream keeps the prefix replicas of earlier versions share)."""
     if spec == "memory":
         return None, False
     if spec.startswith(("redis://", "rediss://", "unix://")):
         from ..mcp.gateway.stores.redis import RedisStore
 
-        return RedisStore.from_url(spec), True
+        return RedisStore.from_url(spec, **({} if prefix is None else {"prefix": prefix})), True
     raise InputError("--store must be 'memory' or a redis:// URL")  # never echoed: a URL may hold a password

@@ -515,7 +515,10 @@ SECRET = "SECRET123"
 def test_an_upstream_urls_secret_never_reaches_a_client_or_the_log():
     dead = free_port()
     url = f"http://127.0.0.1:{dead}/mcp?api_key={SECRET}"
-    with gateway(url) as gw, attack("11. secret in --upstream's query, upstream dead", gw.pid) as case:
+    with (
+        gateway(url, "--start-timeout", "0") as gw,
+        attack("11. secret in --upstream's query, upstream dead", gw.pid) as case,
+    ):
         texts = []
         with httpx.Client(timeout=SOCKET_TIMEOUT) as http:
             answer = initialize(http, gw.url, "victim")

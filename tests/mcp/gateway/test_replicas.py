@@ -132,7 +132,10 @@ def _first_two(http: httpx.Client, url: str, call: dict, headers: dict[str, str]
 
 
 def metric(text: str, name: str) -> float:
-    return next(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
+    """A figure of the exposition, whatever its labels (the command line labels its route)."""
+    return next(
+        float(line.split()[-1]) for line in text.splitlines() if line.startswith((name + " ", name + "{"))
+    )
 
 
 async def _call(url: str, kill: threading.Timer) -> str:

@@ -673,7 +673,17 @@ def test_a_junk_session_id_is_a_4xx_never_a_500(tokens, sid):
 
 
 def gateway_command(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "ssewire", "gateway", "--upstream", "http://127.0.0.1:9/mcp", *argv]
+    return [
+        sys.executable,
+        "-m",
+        "ssewire",
+        "gateway",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--start-timeout",
+        "0",
+        *argv,
+    ]
 
 
 def test_the_command_refuses_to_bind_beyond_loopback_without_auth():

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -59,7 +60,9 @@ from ..server.budget import ByteBudget
 from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
+from .health import HEALTH_PATHS, health
 from .metrics import Metrics
+from .observe import Telemetry, current, session_hash
 from .passthrough import LISTEN, Exchange, Passthrough
 from .relay import Relay, gateway_error, unauthorized_error
 from .stores import (
@@ -74,6 +77,7 @@ from .stores import (
     parse_event_id,
     redacted,
 )
+from .tools import ToolPolicy, tool_refused
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -85,6 +89,11 @@ MAX_BYTES_IN_FLIGHT = 256 << 20  # request bodies being read and parsed, over al
 BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: a stalled upload holds nothing longer
 MAX_FORWARDING = 16  # notifications of one session waiting to go upstream; past it 429
 STORE_RETRY_AFTER = 2  # seconds a client refused because the store failed waits
+HEARD_WINDOW = 10.0  # seconds an upstream that answered anything counts as reachable
+PROBE_TIMEOUT = 2.0  # seconds a readiness probe of the upstream (or a ping of the store) may take
+PROBE_KEPT = 1.0  # seconds a probe's verdict is reused: /readyz never floods the upstream
+SETTLE = 2.0  # seconds a draining replica gives calls just sent a cursor for their taker
+DRAINING = "the gateway is stopping (draining)"
 
 
 class Gateway:
@@ -118,6 +127,11 @@ class Gateway:
     :param body_timeout: seconds a request body may take to arrive (then 408).
     :param serve_metrics: answer ``/metrics`` here (behind ``auth`` when it is on); False
         when they are served on a loopback port of their own (`metrics_app`).
+    :param serve_health: answer ``/healthz`` and ``/readyz`` here (a `Router` answers them
+        for all its routes instead).
+    :param tools: which of the upstream's tools this gateway offers (`ToolPolicy`).
+    :param principals: only these principals are served (403 for the others; needs ``auth``).
+    :param telemetry: its logs and traces (a `Telemetry` of its route; logs only by default).
     """
 
     def __init__(
@@ -144,8 +158,13 @@ class Gateway:
         max_bytes_in_flight: int | None = MAX_BYTES_IN_FLIGHT,
         body_timeout: float = BODY_TIMEOUT,
         serve_metrics: bool = True,
+        serve_health: bool = True,
+        tools: ToolPolicy | None = None,
+        principals: Iterable[str] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.upstream, self.path = upstream, path
+        self.telemetry = telemetry if telemetry is not None else Telemetry("default")
         if replica and store is None:
             raise ValueError("replicas share a store: give replica=True a shared one (a RedisStore)")
         self.store: Store = store or MemoryStore()
@@ -160,6 +179,10 @@ class Gateway:
         if http is not None and self.extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self.auth, self.body_timeout, self.serve_metrics = auth, body_timeout, serve_metrics
+        self.serve_health, self.tools = serve_health, tools
+        self.principals = frozenset(principals) if principals is not None else None
+        if self.principals is not None and auth is None:
+            raise ValueError("principals are told apart by authentication: give auth with principals")
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(max_bytes_in_flight, retry_after=BUSY_RETRY_AFTER)
         metadata = auth.metadata() if auth is not None else None
@@ -173,6 +196,9 @@ class Gateway:
         self.relays: SessionTable[Relay] = SessionTable(max_sessions=max_sessions, idle_timeout=session_ttl)
         self._closed_figures: dict[str, float] = {}
         self._http, self._own_http = http, http is None
+        if http is not None and self.telemetry.tracing:  # the operator's client: traced too
+            hooks = http.event_hooks
+            http.event_hooks = {**hooks, "request": [*hooks["request"], self.telemetry.upstream_hook]}
         self.passthrough = Passthrough(
             upstream,
             http=self._upstream_http,
@@ -181,7 +207,13 @@ class Gateway:
             max_message_size=max_message_size,
             budget=self.budget,
             metrics=self.metrics,
+            tools=tools,
         )
+        self.draining = False  # stopping: no new session, readiness fails
+        self._writers: set[asyncio.Task[Any]] = set()  # the tasks writing a stream of the store down
+        self._cut: set[asyncio.Task[Any]] = set()  # those of them ended by `cut_streams`
+        self._heard = -HEARD_WINDOW  # when the upstream last answered anything (monotonic)
+        self._probe: tuple[float, asyncio.Future[bool]] | None = None  # the last probe: when, its verdict
         # sessions being taken up from the store: one lock each, and how many wait on it
         self._attaching: dict[str, tuple[asyncio.Lock, int]] = {}
         self._touched = time.monotonic()  # when the busy sessions were last kept alive
@@ -194,8 +226,11 @@ class Gateway:
             return
         if scope["type"] != "http":
             return
+        if self.serve_health and scope["path"] in HEALTH_PATHS and scope["method"] == "GET":
+            await health(send, scope["path"], self.failing)  # before Host and auth: it tells nothing
+            return
         headers = headers_of(scope)
-        if not self._trusted(headers, scope):
+        if not self.trusted(headers, scope):
             self.metrics.add("refused_total")
             await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
             return
@@ -211,6 +246,12 @@ class Gateway:
         if path != self.path:
             await plain(send, 404, "not found")
             return
+        with self.telemetry.request(method, headers) as trace:
+            await self._route(scope, receive, trace.sending(send), headers)
+
+    async def _route(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
+        """A request on ``path``, past the Host and Origin checks (its trace open)."""
+        method = scope["method"]
         send = with_headers(send, cors(headers.get("origin")))
         handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
         if method == "OPTIONS":  # a preflight carries no credentials: never behind auth
@@ -220,6 +261,12 @@ class Gateway:
         if principal is _DENIED:
             return
         assert principal is None or isinstance(principal, str)
+        if self.principals is not None and principal not in self.principals:
+            self.metrics.add("unauthenticated_total")
+            text = "this principal may not use this server"
+            body = orjson.dumps({"error": "forbidden", "error_description": text})
+            await respond(send, 403, body, [("content-type", JSON), *_closing(scope)])
+            return
         started = False
 
         async def sending(message: dict[str, Any]) -> None:
@@ -235,11 +282,13 @@ class Gateway:
                 await handler(scope, receive, sending, headers, principal)
         except Refused as refusal:
             self.metrics.add("refused_total")
+            _noted(outcome="refused")
             if not started:
                 closing = [pair for pair in _closing(scope) if pair not in refusal.refusal.headers]
                 await refused(sending, refusal.refusal, closing)
         except Exception as failed:  # never a traceback: a store's may name keys, which hold session ids
             store = isinstance(failed, StoreFailed)
+            _noted(outcome="failed")
             log.warning(
                 "a %s request failed: %s", method, redacted(failed) if store else type(failed).__name__
             )
@@ -269,6 +318,16 @@ class Gateway:
             await respond(send, failure.status, orjson.dumps(body), answer)
             return _DENIED
 
+    @property
+    def metadata_paths(self) -> frozenset[str]:
+        """Where its protected resource metadata is served (RFC 9728), beside ``path``."""
+        return self._metadata_paths
+
+    async def admits(self, send: Any, scope: dict[str, Any], headers: dict[str, str]) -> bool:
+        """Whether the request's credentials pass this gateway's authentication (a
+        request of the process's own: ``/metrics``); when not, its 401 or 403 is sent."""
+        return await self._principal(send, scope, headers) is not _DENIED
+
     async def _metrics(self, send: Any) -> None:
         await respond(send, 200, self.metrics.render(), [("content-type", "text/plain; version=0.0.4")])
 
@@ -286,17 +345,122 @@ class Gateway:
         return app
 
     async def aclose(self) -> None:
-        """Stop every relay (ending the upstream sessions unless a replica), close the rest."""
+        """Stop every relay (ending the upstream sessions; a replica hands its calls over to
+        the others), close the rest."""
+        self.cut_streams()
         relays = list(self.relays.values())
         for sid in self.relays:
             self.relays.pop(sid)
-        for relay in relays:
-            await self._close_relay(relay, end_upstream=not self.replica)
+        if self.replica:
+            await asyncio.gather(*(self._hand_over(relay) for relay in relays))
+        else:
+            for relay in relays:
+                await self._close_relay(relay, end_upstream=True)
         if self._http is not None and self._own_http:
             await self._http.aclose()
         await self.store.aclose()
 
-    def _trusted(self, headers: dict[str, str], scope: dict[str, Any]) -> bool:
+    # -- stopping and readiness --------------------------------------------------------
+
+    async def drain(self, seconds: float) -> None:
+        """Stop taking new sessions (readiness fails at once), then: a replica hands each
+        call over to another at once (its lease let go: a follower there adopts it) and
+        ends its downstream streams, so their clients resume elsewhere; one process lets
+        its calls finish for up to ``seconds``, then ends those left with an explicit error.
+        The server stops after (the command line's SIGTERM)."""
+        self.draining = True
+        deadline = time.monotonic() + seconds
+        busy = sum(len(relay.calls) for relay in self.relays.values())
+        self.telemetry.notice(
+            "drain", f"draining: {busy} calls in flight, {seconds:g} s to finish or hand them over"
+        )
+        if self.replica:
+            settle = min(deadline, time.monotonic() + SETTLE)
+            while time.monotonic() < settle and any(relay.unsettled() for relay in self.relays.values()):
+                await asyncio.sleep(0.02)  # a call just sent has no cursor yet: its taker needs one
+            relays = list(self.relays.values())
+            for relay in relays:
+                self.relays.pop(relay.record.ident)
+            await asyncio.gather(*(self._hand_over(relay) for relay in relays))
+            self.cut_streams()
+            self.telemetry.notice(
+                "drain", f"drained: {len(relays)} sessions' calls handed over to the other replicas"
+            )
+            return
+        while time.monotonic() < deadline and (
+            any(relay.calls for relay in self.relays.values()) or self.passthrough.in_flight
+        ):
+            await asyncio.sleep(0.05)
+        left = [relay for relay in self.relays.values() if relay.calls]
+        for relay in left:
+            relay.end_calls(f"{DRAINING}: this call did not end within the drain deadline ({seconds:g} s)")
+        calls = [task for relay in left for task in relay.calls.values()]
+        if calls:
+            await asyncio.wait(calls, timeout=1.0)
+        while time.monotonic() < deadline + 1.0 and any(
+            relay.serving > len(relay.listeners) for relay in self.relays.values()
+        ):
+            await asyncio.sleep(0.02)  # the ends of the calls' streams written down
+        self.cut_streams()
+        self.telemetry.notice("drain", f"drained: {len(calls)} calls ended with an explicit error")
+
+    async def _hand_over(self, relay: Relay) -> None:
+        for name, value in relay.figures().items():  # its figures outlive it
+            self._closed_figures[name] = self._closed_figures.get(name, 0.0) + value
+        try:
+            await relay.hand_over(f"{DRAINING}: this call had no upstream cursor to be taken up from")
+        except Exception as failed:  # best effort: its leases lapse, and the calls are adopted later
+            log.warning("handing a session's calls over failed (%s)", type(failed).__name__)
+
+    def cut_streams(self) -> None:
+        """End every stream of the store being written down (cleanly: a client resumes it
+        with Last-Event-ID, at another replica when this one stops)."""
+        for task in self._writers - self._cut:
+            self._cut.add(task)
+            task.cancel()
+
+    async def failing(self) -> list[str]:
+        """What keeps this gateway from being ready: ``draining``, ``store`` (no answer to a
+        ping), ``upstream`` (no answer of any kind lately, nor to a probe now)."""
+        store, upstream = await asyncio.gather(self.store_answers(), self.upstream_answers())
+        return [
+            name
+            for name, bad in (("draining", self.draining), ("store", not store), ("upstream", not upstream))
+            if bad
+        ]
+
+    async def store_answers(self) -> bool:
+        try:
+            await asyncio.wait_for(self.store.ping(), PROBE_TIMEOUT)
+        except Exception:  # what failed is not readiness's to say: never a text in its body
+            return False
+        return True
+
+    async def upstream_answers(self) -> bool:
+        """The upstream answered anything within `HEARD_WINDOW`, or answers a probe now: one
+        probe at a time, its verdict kept `PROBE_KEPT` (so /readyz cannot flood it)."""
+        now = time.monotonic()
+        if now - self._heard < HEARD_WINDOW:
+            return True
+        if self._probe is None or (self._probe[1].done() and now - self._probe[0] > PROBE_KEPT):
+            self._probe = (now, asyncio.ensure_future(self._probed()))
+        return await asyncio.shield(self._probe[1])
+
+    async def _probed(self) -> bool:
+        try:
+            async with self._upstream_http().stream(
+                "GET", self.upstream, headers={"accept": JSON}, timeout=PROBE_TIMEOUT
+            ):
+                pass  # its head is enough: any answer says the upstream is there
+        except (httpx.HTTPError, OSError):
+            return False
+        self._heard = time.monotonic()
+        return True
+
+    async def _upstream_heard(self, response: httpx.Response) -> None:
+        self._heard = time.monotonic()
+
+    def trusted(self, headers: dict[str, str], scope: dict[str, Any]) -> bool:
         """DNS rebinding protection: a Host this gateway answers to, and a loopback Host only
         from a loopback peer (a remote client cannot pass as local by naming 127.0.0.1)."""
         name = host_name(headers.get("host"))
@@ -327,6 +491,7 @@ class Gateway:
             message, body = read
             scope[_BODY_READ] = True  # read whole: a refusal from here need not close the connection
             method = message.get("method")
+            _noted(mcp_method=method if isinstance(method, str) else None)
             unknown = modern and version != NEWEST.name
             if (modern and not (unknown and method == "initialize")) or method == "server/discover":
                 await self._post_modern(scope, receive, send, headers, message, body, principal)
@@ -364,6 +529,12 @@ class Gateway:
             await self._notification(relay, message)
             await respond(send, 202, b"", [])
             return None
+        refused = self.tools.refused(message) if self.tools is not None else None
+        if refused is not None:  # never sent upstream
+            await respond(
+                send, 200, orjson.dumps(tool_refused(message.get("id"), refused)), [("content-type", JSON)]
+            )
+            return None
         self.quotas.take(principal, "calls")  # given back when the call ends, not the request
         stream = await relay.start_call(message, on_done=lambda: self.quotas.give(principal, "calls"))
 
@@ -387,6 +558,10 @@ class Gateway:
             yield [message, body]
 
     async def _initialize(self, send: Any, message: dict[str, Any], principal: str | None) -> None:
+        if self.draining:  # its session would die with this process, or be handed over at once
+            text = "gateway: this replica is stopping; open the session again (at another replica)"
+            retry = [("retry-after", "1"), ("connection", "close")]
+            raise refuse(503, SERVER_ERROR, text, ident=message.get("id"), headers=retry)
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         asked = named(params.get("protocolVersion"))
@@ -401,6 +576,7 @@ class Gateway:
             info if isinstance(info, dict) else {},
             principal,
         )
+        _noted(session=record.ident)
         relay = await self._keep(record, message.get("id"))  # its place taken before it opens
         try:
             result = await relay.open()
@@ -500,6 +676,10 @@ class Gateway:
         if method == "notifications/cancelled":
             await respond(send, 202, b"", [])
             return
+        refused = self.tools.refused(message) if self.tools is not None else None
+        if refused is not None:  # never sent upstream (-32602 is 400 in this revision)
+            await respond(send, 400, orjson.dumps(tool_refused(ident, refused)), [("content-type", JSON)])
+            return
         exchange = Exchange(body, ident, method if isinstance(method, str) else None, request)
         kind = "streams" if method == LISTEN else "calls"
         with self.quotas.hold(principal, kind) if request else contextlib.nullcontext():
@@ -565,6 +745,7 @@ class Gateway:
         id learnt by another client is worth nothing and says nothing)."""
         climb(inbound.SESSION_HEADERS, headers)
         sid = headers["mcp-session-id"]
+        _noted(session=sid)
         relay = await self._relay_for(sid, principal)
         return sid, relay
 
@@ -656,6 +837,7 @@ class Gateway:
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, read=None),
                 headers=self.extra,
+                event_hooks={"request": [self.telemetry.upstream_hook], "response": [self._upstream_heard]},
                 limits=httpx.Limits(max_connections=4 * self.max_sessions, max_keepalive_connections=64),
             )
         return self._http
@@ -669,12 +851,18 @@ class Gateway:
             timeout=self.timeout,
             idle_timeout=self.idle_timeout,
             max_message_size=self.max_message_size,
+            on_transport_event=self.telemetry.transport_event,
             **options,
         )
 
     def _relay(self, record: SessionRecord) -> Relay:
         return Relay(
-            record, store=self.store, metrics=self.metrics, client=self._client, timeout=self.timeout
+            record,
+            store=self.store,
+            metrics=self.metrics,
+            client=self._client,
+            timeout=self.timeout,
+            tools=self.tools,
         )
 
     async def _expire(self) -> None:
@@ -734,7 +922,11 @@ class Gateway:
             headers=[("content-type", SSE), ("cache-control", "no-cache"), *headers],
         )
 
+        opened = False
+
         async def bounded(message: dict[str, Any]) -> None:
+            nonlocal opened
+            opened = opened or message["type"] == "http.response.start"
             try:
                 await asyncio.wait_for(send(message), self.write_timeout)
             except asyncio.TimeoutError:
@@ -746,11 +938,27 @@ class Gateway:
         self.metrics.gauges["streams_open"] += 1
         if relay is not None:
             relay.serving += 1
+        writer = asyncio.current_task()
+        assert writer is not None
+        self._writers.add(writer)
         try:
             await app(scope, receive, bounded)
         except ConnectionAbortedError:
             pass  # the connection is cut: the client resumes from the store when it reads again
+        except asyncio.CancelledError:
+            if writer not in self._cut:
+                raise
+            if sys.version_info >= (3, 11):
+                writer.uncancel()
+            # ended by `cut_streams`: the stream ends cleanly, and its client resumes it
+            with contextlib.suppress(Exception):
+                if opened:
+                    await asyncio.wait_for(send({"type": "http.response.body", "body": b""}), 1.0)
+                else:
+                    await plain(send, 503, "the gateway is stopping; resume at another replica")
         finally:
+            self._writers.discard(writer)
+            self._cut.discard(writer)
             self.metrics.gauges["streams_open"] -= 1
             if relay is not None:
                 relay.serving -= 1
@@ -785,6 +993,8 @@ class Gateway:
                 # cut, never a silent gap: the client resumes, and is served or refused explicitly
                 raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
             except Abandoned as abandoned:
+                if self.draining:  # this replica takes nothing up: the client resumes at another
+                    raise ConnectionAbortedError("this replica is stopping") from None
                 # shielded: a reader that leaves mid-adoption must not leave the stream adopted
                 # by no one (its lease renewed, never finished)
                 try:
@@ -809,6 +1019,11 @@ class Gateway:
             if relay is not None:
                 relay.take_over(stream, call, position)
                 self.metrics.add("takeovers_total")
+                self.telemetry.notice(
+                    "takeover",
+                    "a call of a stopped replica was taken over: its answer is resumed upstream",
+                    session=session_hash(sid, self.telemetry.key),
+                )
                 return
         if call is not None:
             self.metrics.add("calls_failed_total")
@@ -820,6 +1035,13 @@ class Gateway:
             await self.store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await self.store.finish(sid, stream)
+
+
+def _noted(**fields: Any) -> None:
+    """Note ``fields`` on the trace of the request being relayed (if any)."""
+    trace = current()
+    if trace is not None:
+        trace.note(**fields)
 
 
 def _version(headers: dict[str, str]) -> str:

@@ -74,28 +74,54 @@ class Metrics:
         return figures
 
     def render(self) -> bytes:
-        figures = self.snapshot()
-        lines: list[str] = []
-        for kind, table in (("counter", COUNTERS), ("gauge", GAUGES)):
-            for name, text in table.items():
-                lines += [f"# HELP {PREFIX}{name} {text}", f"# TYPE {PREFIX}{name} {kind}"]
-                lines.append(f"{PREFIX}{name} {figures.get(name, 0.0):g}")
-        name = f"{PREFIX}added_latency_seconds"
-        lines += [
-            f"# HELP {name} time from a message's arrival to its write downstream",
-            f"# TYPE {name} histogram",
-        ]
+        return render([("", self)])
+
+
+def render(routes: list[tuple[str, Metrics]]) -> bytes:
+    """The figures of several gateways in one exposition, each sample labelled with its
+    route (none for a route named ""): each family's HELP and TYPE once, as the format asks."""
+    figures = [(_labels(route), metrics, metrics.snapshot()) for route, metrics in routes]
+    lines: list[str] = []
+    for kind, table in (("counter", COUNTERS), ("gauge", GAUGES)):
+        for name, text in table.items():
+            lines += [f"# HELP {PREFIX}{name} {text}", f"# TYPE {PREFIX}{name} {kind}"]
+            for labels, _, snapshot in figures:
+                lines.append(f"{PREFIX}{name}{_braced(labels)} {snapshot.get(name, 0.0):g}")
+    name = f"{PREFIX}added_latency_seconds"
+    lines += [
+        f"# HELP {name} time from a message's arrival to its write downstream",
+        f"# TYPE {name} histogram",
+    ]
+    for labels, metrics, _ in figures:
         total = 0
-        for bound, count in zip((*BUCKETS, float("inf")), self.buckets, strict=True):
+        for bound, count in zip((*BUCKETS, float("inf")), metrics.buckets, strict=True):
             total += count
             label = "+Inf" if bound == float("inf") else f"{bound:g}"
-            lines.append(f'{name}_bucket{{le="{label}"}} {total}')
-        lines += [f"{name}_sum {self.latency_sum:.6f}", f"{name}_count {total}"]
-        name = f"{PREFIX}recent_latency_seconds"
-        lines += [f"# HELP {name} the newest {RECENT} added latencies", f"# TYPE {name} summary"]
-        ordered = sorted(self.recent)
+            bucket = _braced([*labels, 'le="' + label + '"'])
+            lines.append(f"{name}_bucket{bucket} {total}")
+        lines += [
+            f"{name}_sum{_braced(labels)} {metrics.latency_sum:.6f}",
+            f"{name}_count{_braced(labels)} {total}",
+        ]
+    name = f"{PREFIX}recent_latency_seconds"
+    lines += [f"# HELP {name} the newest {RECENT} added latencies", f"# TYPE {name} summary"]
+    for labels, metrics, _ in figures:
+        ordered = sorted(metrics.recent)
         for q in QUANTILES:
             value = ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-            lines.append(f'{name}{{quantile="{q:g}"}} {value:.6f}')
-        lines += [f"{name}_sum {sum(ordered):.6f}", f"{name}_count {len(ordered)}"]
-        return ("\n".join(lines) + "\n").encode()
+            quantile = _braced([*labels, 'quantile="' + f"{q:g}" + '"'])
+            lines.append(f"{name}{quantile} {value:.6f}")
+        lines += [
+            f"{name}_sum{_braced(labels)} {sum(ordered):.6f}",
+            f"{name}_count{_braced(labels)} {len(ordered)}",
+        ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _labels(route: str) -> list[str]:
+    # route names are the config's ([a-z0-9_-]): nothing in them needs escaping
+    return [f'route="{route}"'] if route else []
+
+
+def _braced(labels: list[str]) -> str:
+    return "{" + ",".join(labels) + "}" if labels else ""

@@ -49,6 +49,7 @@ from ..server.budget import ByteBudget, Reservation
 from ..transport.http import Answer, Broken, MessageTooLarge, send
 from .metrics import Metrics
 from .relay import gateway_error
+from .tools import LIST, ToolPolicy
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -100,10 +101,13 @@ class Passthrough:
         max_message_size: int | None,
         budget: ByteBudget,
         metrics: Metrics,
+        tools: ToolPolicy | None = None,
     ) -> None:
         self.upstream, self._http = upstream, http  # a callable returning the shared AsyncClient
         self.timeout, self.keepalive, self.limit = timeout, keepalive, max_message_size
         self.budget, self.metrics = budget, metrics
+        self.tools = tools  # the route's tool policy: its tools/list answers are filtered
+        self.in_flight = 0  # requests being relayed now (a drain waits for them)
 
     async def relay(
         self,
@@ -115,8 +119,12 @@ class Passthrough:
     ) -> None:
         """Send ``exchange`` up and its answer down; closing the downstream connection
         closes the upstream one."""
-        with contextlib.suppress(_Gone):
-            await self._relayed(scope, receive, send_down, upstream_headers(headers), exchange)
+        self.in_flight += 1
+        try:
+            with contextlib.suppress(_Gone):
+                await self._relayed(scope, receive, send_down, upstream_headers(headers), exchange)
+        finally:
+            self.in_flight -= 1
 
     async def _relayed(
         self, scope: dict[str, Any], receive: Any, send_down: Any, up: dict[str, str], exchange: Exchange
@@ -142,6 +150,8 @@ class Passthrough:
                 with self.budget.reserve(0) as held:  # held until the body is written down
                     body = await _unless_gone(receive, self._whole(answer, deadline, held))
                     await answer.aclose()
+                    if self.tools is not None and exchange.method == LIST:
+                        body = self.tools.filtered_message(body, exchange.ident)
                     await respond(send_down, answer.status, body, _returned(answer.headers))
                 self.metrics.add("downstream_bytes_total", len(body))
                 return
@@ -255,9 +265,12 @@ class Passthrough:
                 pieces: list[bytes] = []
                 for item in items:
                     if isinstance(item, Message):
+                        data = item.data
                         if item.kind.answers and item.id == exchange.ident:
                             answered = True
-                        pieces.append(_event("message", item.data))
+                            if self.tools is not None and exchange.method == LIST:
+                                data = self.tools.filtered_message(data, exchange.ident)
+                        pieces.append(_event("message", data))
                     elif isinstance(item, OtherEvent):
                         pieces.append(_event(item.event_type, item.data))
                     elif isinstance(item, InvalidMessage):

@@ -35,7 +35,9 @@ from ..protocol.wire import REPEATABLE
 from ..server.asgi import error_message
 from ..streams.guard import UnsafeResumption
 from .metrics import Metrics
+from .observe import current
 from .stores import CallRecord, Gap, Position, SessionRecord, Store, StreamGone, redacted
+from .tools import LIST, ToolPolicy
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -95,11 +97,14 @@ class Outbox:
         self.ended = False  # the task ended: what is put now goes nowhere
         self.sealed = False  # its last event is queued (an explicit error): nothing comes after it
         self.failed = False  # ended by the store's failure (with the explicit error)
+        self.handing: Position | None = None  # handed over (a replica draining): where the call stands
         self.task = asyncio.ensure_future(self._drain())
         _held_until_done(self.task, _DRAINING)
 
     def _position(self) -> Position | None:
         """Where the upstream answer stands, taken with the items it covers."""
+        if self.handing is not None:
+            return self.handing  # taken before the call was stopped (its books end with it)
         if self.client is None or self.upstream is None:
             return None
         return Position(self.upstream, self.client.position(self.upstream), self.progress)
@@ -144,6 +149,9 @@ class Outbox:
                 await self.wake.wait()
                 self.wake.clear()
                 items, self.items = self.items, []
+                if self.closing and self.handing is not None:
+                    await self._hand_over(items)
+                    return
                 final = self.closing  # nothing comes after these: they end the stream with them
                 if not await self._stored(items, final) or final:
                     return
@@ -151,10 +159,21 @@ class Outbox:
             self.ended = True
             self.items = []
 
-    async def _stored(self, items: list[tuple[bytes, float]], final: bool) -> bool:
+    async def _hand_over(self, items: list[tuple[bytes, float]]) -> None:
+        """The stream left unfinished for another replica: what is queued stored with the
+        call's position (even with nothing queued: the taker resumes from it), then the
+        lease let go, so a follower elsewhere adopts the call at once."""
+        if await self._stored(items, False, always=True):
+            try:
+                await asyncio.wait_for(self.store.release(self.session, self.stream), STORE_DEADLINE)
+            except Exception as failed:  # its lease then lapses: the call is adopted later, not lost
+                log.warning("releasing stream %s failed (%s)", self.stream, redacted(failed, self.session))
+
+    async def _stored(self, items: list[tuple[bytes, float]], final: bool, *, always: bool = False) -> bool:
         """Store one batch, tried again until `STORE_DEADLINE`; False when the stream ended
-        without it (failed: the explicit error; or no longer the store's)."""
-        if not items and not final:
+        without it (failed: the explicit error; or no longer the store's). ``always``: the
+        position is stored with no events too."""
+        if not items and not final and not always:
             return True
         position = self._position()  # taken once, with the items it covers
         deadline = time.monotonic() + STORE_DEADLINE
@@ -163,7 +182,7 @@ class Outbox:
             tries += 1
             try:
                 left = max(deadline - time.monotonic(), 0.01)
-                if items:
+                if items or always:
                     writing = self.store.append(self.session, self.stream, items, position, final=final)
                 else:
                     writing = self.store.finish(self.session, self.stream)
@@ -240,8 +259,10 @@ class Relay:
         metrics: Metrics,
         client: Callable[..., Client],
         timeout: float,
+        tools: ToolPolicy | None = None,
     ) -> None:
         self.record, self.store, self.metrics, self.timeout = record, store, metrics, timeout
+        self.tools = tools  # the route's tool policy: tools/list answers are filtered by it
         declared = record.capabilities if isinstance(record.capabilities, dict) else {}
         handlers = {
             method: self._asker(method)
@@ -307,6 +328,50 @@ class Relay:
                 outbox.wake.set()
             await asyncio.gather(*(outbox.close() for outbox in outboxes), return_exceptions=True)
         await self.client.close(end_session=end_upstream)  # without: another replica may still relay it
+
+    def unsettled(self) -> int:
+        """Calls with no upstream cursor yet (sent, no event id come back): a replica that
+        hands them over now leaves the taker nothing to resume from."""
+        return sum(
+            1
+            for outbox in self.outboxes.values()
+            if outbox.stream not in self.listeners
+            and outbox.caller is not None
+            and (outbox.upstream is None or self.client.position(outbox.upstream) is None)
+        )
+
+    async def hand_over(self, text: str) -> None:
+        """A replica draining: each call left to another replica, unfinished, with where its
+        upstream answer stands (a follower elsewhere adopts and resumes it: `Outbox`); a
+        call with no cursor yet ends with the explicit error ``text``; GET streams end;
+        the upstream session stays open for the taker."""
+        for outbox in self.outboxes.values():
+            if outbox.stream in self.listeners or outbox.call_id is None:
+                continue
+            position = outbox._position()  # taken before the call stops: its books end with it
+            if position is not None and position.cursor:
+                outbox.handing = position
+            else:
+                self._seal(outbox, "draining", text)
+        await self.close(end_upstream=False)
+
+    def end_calls(self, text: str) -> None:
+        """One process draining past its deadline: each call still relayed ends with the
+        explicit error ``text`` and is cancelled upstream."""
+        for outbox in list(self.outboxes.values()):
+            if outbox.stream in self.listeners or outbox.call_id is None:
+                continue
+            self._seal(outbox, "draining", text)
+            if outbox.upstream is not None:
+                self._tell_cancelled(outbox.upstream, "the gateway is stopping")
+        for task in list(self.calls.values()):
+            task.cancel()
+
+    @staticmethod
+    def _seal(outbox: Outbox, kind: str, text: str) -> None:
+        """``outbox``'s stream ends with the gateway's error ``kind``: nothing after it."""
+        outbox.put(gateway_error(outbox.call_id, kind, text))
+        outbox.sealed = True
 
     # -- streams -----------------------------------------------------------------------
 
@@ -470,6 +535,8 @@ class Relay:
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
             if "error" in reply:
                 answer["error"] = reply["error"]
+            elif self.tools is not None and method == LIST:
+                answer["result"] = self.tools.filtered(reply.get("result"))
             else:
                 answer["result"] = reply.get("result")
         except asyncio.CancelledError:
@@ -478,6 +545,10 @@ class Relay:
         except Exception as failed:  # every failure becomes this call's explicit error
             answer = self._failure(ident, method, failed)
         await self._note_session()
+        if "error" in answer:  # a call's POST is 200 whatever its answer: its trace is told here
+            trace = current()
+            if trace is not None:
+                trace.note(outcome="error")
         outbox.put(answer)
         reply = answer = {}  # its bytes are queued: a multi-MB result need not live while they are stored
         await self._finished(stream)

@@ -29,15 +29,23 @@ servers do not use it)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
+import socket
 import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger("ssewire.mcp.server")
 
 if TYPE_CHECKING:
     _Base = H11Protocol
@@ -304,3 +312,87 @@ def serve(app: Any, **options: Any) -> None:
         pass
     if not server.started:
         sys.exit(STARTUP_FAILURE)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is said or started: OSError (the port
+    in use, no permission) is the caller's to report in one line (uvicorn's own bind
+    logs it after the server said it serves, and exits with a code of its own)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Draining(uvicorn.Server):
+    """A uvicorn server whose first SIGTERM (or SIGINT) drains its app before it stops:
+    ``drain(seconds)`` runs while the server still listens (readiness fails meanwhile),
+    then the listener closes, ``cut()`` ends the streams still open, and what is left
+    gets the rest of the deadline. It exits normally (uvicorn would raise the signal
+    again after its shutdown: the process would end by it, not with 0). A second signal
+    stops it at once.
+
+    :param signals: whether this server takes the process's signals (one server in a
+        process does; one beside it, as the metrics port's, is stopped by its owner).
+    """
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        drain: Callable[[float], Awaitable[None]] | None = None,
+        seconds: float = 30.0,
+        cut: Callable[[], None] | None = None,
+        signals: bool = True,
+    ) -> None:
+        super().__init__(config)
+        self._drain, self.seconds, self._cut, self._signals = drain, seconds, cut, signals
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining: asyncio.Future[None] | None = None
+        self.deadline: float | None = None  # monotonic: when the drain must be over
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if not self._signals:
+            yield
+            return
+        with super().capture_signals():
+            yield
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining is not None or self.should_exit or self._loop is None or self._drain is None:
+            self.force_exit = self._draining is not None  # a second signal: at once
+            self.should_exit = True
+            return
+        self._loop.call_soon_threadsafe(self._begin)  # (a signal handler may not touch the loop)
+
+    def _begin(self) -> None:
+        if self._draining is None and self._drain is not None:
+            self.deadline = time.monotonic() + self.seconds
+            self._draining = asyncio.ensure_future(self._drained(self._drain))
+
+    async def _drained(self, drain: Callable[[float], Awaitable[None]]) -> None:
+        try:
+            await asyncio.wait_for(drain(self.seconds), self.seconds + 1.0)
+        except Exception as failed:  # the server stops all the same
+            log.warning("the drain failed (%s): stopping", type(failed).__name__)
+        finally:
+            self.should_exit = True
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()  # no new connection: then the streams still open are ended
+        if self._cut is not None:
+            self._cut()
+        left = self.deadline - time.monotonic() if self.deadline is not None else 5.0
+        self.config.timeout_graceful_shutdown = max(round(left), 1)
+        await super().shutdown(sockets)

@@ -253,4 +253,13 @@ class Store(Protocol):
 
     def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]: ...
 
+    async def release(self, session: str, stream: int) -> None:
+        """This process stops writing ``stream``, unfinished (a replica draining): its lease
+        goes at once, so a follower at another replica adopts it now, not when it lapses."""
+        ...
+
+    async def ping(self) -> None:
+        """Answer, or raise `StoreFailed` (readiness, and the check at start-up)."""
+        ...
+
     async def aclose(self) -> None: ...

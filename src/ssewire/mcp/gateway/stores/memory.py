@@ -169,5 +169,12 @@ class MemoryStore:
 
         return stop
 
+    async def release(self, session: str, stream: int) -> None:
+        """Nothing to let go: no other process follows a stream of this store."""
+        return None
+
+    async def ping(self) -> None:
+        return None
+
     async def aclose(self) -> None:
         return None

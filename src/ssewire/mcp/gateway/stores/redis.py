@@ -141,6 +141,13 @@ redis.call('pexpire', KEYS[2], left + 1000)
 return 1
 """
 
+# KEYS: the lease. ARGV: owner. The lease goes only while it is this owner's (a draining
+# replica lets its streams go; one adopted meanwhile stays its adopter's)
+RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
 # KEYS: the key set, then the session's fixed keys: every key it names and they go at once
 DROP = """
 local named = redis.call('smembers', KEYS[1])
@@ -191,6 +198,7 @@ class RedisStore:
         self._renew_script = redis.register_script(RENEW)
         self._answer = redis.register_script(ANSWER)
         self._drop = redis.register_script(DROP)
+        self._release = redis.register_script(RELEASE)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStore:
@@ -400,6 +408,21 @@ class RedisStore:
                 pause = min(pause * 2, 1.0)
         finally:
             self._stop_writing(session, stream)
+
+    async def release(self, session: str, stream: int) -> None:
+        """Stop writing ``stream`` here, unfinished, and let its lease go (`RELEASE`): a
+        follower at another replica finds it abandoned at its next look (`BLOCK_MS`)."""
+        if self._stop_writing(session, stream) is None:
+            return  # not written here (or no longer)
+        with _failing("releasing a stream", session):
+            await self._release(keys=[self._key("l", session, stream)], args=[self.owner])
+
+    async def ping(self) -> None:
+        try:
+            with _failing("pinging the store"):
+                await asyncio.wait_for(self.redis.ping(), SOCKET_TIMEOUT)
+        except asyncio.TimeoutError:  # (3.10: not an OSError)
+            raise StoreFailed(f"pinging the store: no answer in {SOCKET_TIMEOUT:g} s") from None
 
     async def adopt(self, session: str, stream: int) -> Lease | None:
         """Take up an abandoned stream: its lease, or None if another replica took it

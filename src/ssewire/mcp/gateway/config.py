@@ -1,0 +1,208 @@
+"""The routes file of ``ssewire gateway --config``: which upstreams the process relays.
+
+    [servers.search]                      # served at /servers/search/mcp
+    upstream = "http://127.0.0.1:9001/mcp"  # or upstream_env = "SEARCH_URL"
+    headers_env = ["SEARCH_AUTH"]          # each variable holds 'Name: value'
+    principals = ["alice"]
+    tools = { allow = ["echo"] }           # or { deny = [...] }
+    [servers.search.limits]
+    calls = 16
+
+Read with the standard library's ``tomllib`` and checked whole before anything starts: an
+error names its key (``servers.search.timeout: a number of seconds > 0``) and never echoes
+a value that may be a secret (an upstream URL, an environment variable's content). The file
+says what is relayed; how the process runs (address, store, authentication, drain) is the
+command line's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..._errors import InputError
+from ..._http import header_field
+from ..protocol.wire import caller_headers
+from ..server.quotas import Limits
+from .tools import ToolPolicy
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+ROUTE_KEYS = frozenset(
+    {
+        "upstream",
+        "upstream_env",
+        "revision",
+        "headers_env",
+        "timeout",
+        "keepalive",
+        "max_message_size",
+        "principals",
+        "tools",
+        "limits",
+    }
+)
+LIMIT_KEYS = ("sessions", "calls", "streams", "bytes")
+
+
+@dataclass
+class Route:
+    """One upstream and how it is relayed, as the file says."""
+
+    name: str
+    upstream: str
+    revision: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    keepalive: float | None = None
+    max_message_size: int | None = None
+    principals: list[str] | None = None
+    tools: ToolPolicy | None = None
+    limits: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return f"/servers/{self.name}/mcp"
+
+    def limits_over(self, defaults: Limits) -> Limits:
+        """The route's limits: its own where the file gives them, else ``defaults``."""
+        return Limits(**{key: self.limits.get(key, getattr(defaults, key)) for key in LIMIT_KEYS})
+
+
+def load(path: str | Path, environ: Mapping[str, str] | None = None) -> list[Route]:
+    """The routes of the file at ``path``, checked; `InputError` naming the key otherwise."""
+    environ = os.environ if environ is None else environ
+    try:
+        with open(path, "rb") as file:
+            raw = tomllib.load(file)
+    except OSError as failed:
+        raise InputError(
+            f"--config: cannot read the file ({failed.strerror or type(failed).__name__})"
+        ) from None
+    except tomllib.TOMLDecodeError as failed:
+        raise InputError(f"--config: not TOML ({failed})") from None
+    unknown = sorted(set(raw) - {"servers"})
+    if unknown:
+        raise InputError(f"{unknown[0]}: unknown key (the file holds [servers.<name>] tables)")
+    servers = raw.get("servers")
+    if not isinstance(servers, dict) or not servers:
+        raise InputError("servers: give at least one [servers.<name>] table")
+    return [_route(name, table, environ) for name, table in servers.items()]
+
+
+def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
+    where = f"servers.{name}"
+    if not NAME.fullmatch(name):
+        raise InputError(f"{where}: a route name is lower-case letters, digits, '-' and '_' (at most 63)")
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: a table")
+    unknown = sorted(set(table) - ROUTE_KEYS)
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key")
+    route = Route(name, _upstream(where, table, environ))
+    route.revision = _text(table, where, "revision")
+    route.headers = _headers(where, table, environ)
+    route.timeout = _seconds(table, where, "timeout")
+    route.keepalive = _seconds(table, where, "keepalive", zero=True)
+    route.max_message_size = _count(table, where, "max_message_size")
+    route.principals = _names(table, where, "principals")
+    route.tools = _tools(where, table)
+    if route.tools is not None and route.revision is not None:
+        raise InputError(f"{where}.tools: not with revision (the revision bridge applies no tool policy yet)")
+    limits = table.get("limits", {})
+    if not isinstance(limits, dict):
+        raise InputError(f"{where}.limits: a table of {', '.join(LIMIT_KEYS)}")
+    for key in limits:
+        if key not in LIMIT_KEYS:
+            raise InputError(f"{where}.limits.{key}: unknown key (one of {', '.join(LIMIT_KEYS)})")
+        route.limits[key] = _count(limits, f"{where}.limits", key)  # type: ignore[assignment]
+    return route
+
+
+def _upstream(where: str, table: dict[str, Any], environ: Mapping[str, str]) -> str:
+    if ("upstream" in table) == ("upstream_env" in table):
+        raise InputError(f"{where}: give upstream or upstream_env (one of them)")
+    if "upstream" in table:
+        url, key = table["upstream"], f"{where}.upstream"
+    else:
+        variable = _text(table, where, "upstream_env")
+        key = f"{where}.upstream_env"
+        url = environ.get(variable or "")
+        if url is None:
+            raise InputError(f"{key}: the environment variable {variable} is not set")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise InputError(f"{key}: an http(s) URL")  # never echoed: it may hold a secret
+    return url
+
+
+def _headers(where: str, table: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    fields: list[tuple[str, str]] = []
+    for variable in _names(table, where, "headers_env") or []:
+        value = environ.get(variable)
+        if value is None:
+            raise InputError(f"{where}.headers_env: the environment variable {variable} is not set")
+        try:
+            fields.append(header_field(value))
+        except ValueError as why:
+            raise InputError(f"{where}.headers_env: {variable}: {why}") from None
+    try:
+        return caller_headers(fields)  # pairs: a name given twice is refused there
+    except ValueError as why:
+        raise InputError(f"{where}.headers_env: {why}") from None
+
+
+def _tools(where: str, table: dict[str, Any]) -> ToolPolicy | None:
+    tools = table.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, dict) or set(tools) - {"allow", "deny"} or len(tools) != 1:
+        raise InputError(f"{where}.tools: {{ allow = [...] }} or {{ deny = [...] }}, one of them")
+    key = next(iter(tools))
+    names = _names(tools, f"{where}.tools", key)
+    return ToolPolicy(**{key: names})
+
+
+def _text(table: dict[str, Any], where: str, key: str) -> str | None:
+    value = table.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InputError(f"{where}.{key}: a string")
+    return value
+
+
+def _names(table: dict[str, Any], where: str, key: str) -> list[str] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise InputError(f"{where}.{key}: a list of strings")
+    return list(value)
+
+
+def _seconds(table: dict[str, Any], where: str, key: str, *, zero: bool = False) -> float | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{where}.{key}: a number of seconds")
+    if value < 0 or (value == 0 and not zero):
+        raise InputError(f"{where}.{key}: a number of seconds {'>= 0' if zero else '> 0'}")
+    return float(value)
+
+
+def _count(table: dict[str, Any], where: str, key: str) -> int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"{where}.{key}: a whole number > 0")
+    return value

@@ -1,0 +1,128 @@
+"""Several upstreams behind one process: a route each, at its own path.
+
+    router = Router({"search": Gateway(url_a, path="/servers/search/mcp", serve_health=False, serve_metrics=False),
+                     "files": Gateway(url_b, path="/servers/files/mcp", serve_health=False, serve_metrics=False)})
+
+Each route is a whole `Gateway` (or a `Bridged` one) with its own upstream connections,
+store, limits and sessions, so one upstream's failure reaches no other route's sessions.
+The router owns what the process answers once: ``/healthz``, ``/readyz`` (naming each route
+that is not ready as ``servers/<name>``), ``/metrics`` (every sample labelled with its
+route), the drain, and the lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from ..server.asgi import headers_of, lifespan, plain, respond
+from .app import Gateway
+from .health import HEALTH_PATHS, health
+from .metrics import render
+
+METRICS = "/metrics"
+
+
+def _gateway(app: Any) -> Gateway:
+    """The gateway of a route (a `Bridged` one keeps its own beside its bridge)."""
+    return app if isinstance(app, Gateway) else app.gateway
+
+
+class Router:
+    """An ASGI app: each request to the route whose gateway owns its path (its MCP path,
+    its protected resource metadata), 404 for the rest.
+
+    :param routes: the gateways by route name (``default`` names the one of the command
+        line's ``--upstream``, reported as ``upstream`` by ``/readyz``).
+    :param serve_metrics: answer ``/metrics`` here (behind the routes' authentication);
+        False when they are served on a loopback port of their own (`metrics_app`).
+    """
+
+    def __init__(self, routes: Mapping[str, Any], *, serve_metrics: bool = True) -> None:
+        if not routes:
+            raise ValueError("a router needs a route")
+        self.routes = dict(routes)
+        self.serve_metrics = serve_metrics
+        self._by_path: dict[str, Any] = {}
+        for name, app in self.routes.items():
+            gateway = _gateway(app)
+            for path in (gateway.path, *gateway.metadata_paths):
+                if path in self._by_path or path in HEALTH_PATHS or path == METRICS:
+                    raise ValueError(f"route {name!r}: its path {path} is taken")
+                self._by_path[path] = app
+
+    @property
+    def gateways(self) -> dict[str, Gateway]:
+        return {name: _gateway(app) for name, app in self.routes.items()}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send, self.aclose)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path in HEALTH_PATHS and scope["method"] == "GET":
+            await health(send, path, self.failing)
+            return
+        if path == METRICS and scope["method"] == "GET" and self.serve_metrics:
+            await self._metrics(scope, send)
+            return
+        app = self._by_path.get(path)
+        if app is None:
+            await plain(send, 404, "not found")
+            return
+        await app(scope, receive, send)
+
+    async def _metrics(self, scope: dict[str, Any], send: Any) -> None:
+        """The figures of every route, behind the first route's authentication (the routes
+        share the process's: the command line gives one)."""
+        first = next(iter(self.gateways.values()))
+        headers = headers_of(scope)
+        if not first.trusted(headers, scope):
+            await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
+        elif await first.admits(send, scope, headers):
+            await respond(send, 200, self.render(), [("content-type", "text/plain; version=0.0.4")])
+
+    def render(self) -> bytes:
+        return render([(name, gateway.metrics) for name, gateway in self.gateways.items()])
+
+    def metrics_app(self) -> Any:
+        """An ASGI app answering only ``GET /metrics``, for a loopback port of its own."""
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            if scope["path"] == METRICS and scope["method"] == "GET":
+                await respond(send, 200, self.render(), [("content-type", "text/plain; version=0.0.4")])
+            else:
+                await plain(send, 404, "not found")
+
+        return app
+
+    async def failing(self) -> list[str]:
+        """What keeps the process from being ready: ``draining``, ``store``, and each route
+        whose upstream does not answer (``servers/<name>``; ``upstream`` for ``default``)."""
+        names = list(self.gateways)
+        verdicts = await asyncio.gather(*(gateway.failing() for gateway in self.gateways.values()))
+        bad: list[str] = []
+        for name, failing in zip(names, verdicts, strict=True):
+            for kind in failing:
+                item = (
+                    kind if kind != "upstream" else ("upstream" if name == "default" else f"servers/{name}")
+                )
+                if item not in bad:
+                    bad.append(item)
+        return bad
+
+    async def drain(self, seconds: float) -> None:
+        await asyncio.gather(*(gateway.drain(seconds) for gateway in self.gateways.values()))
+
+    def cut_streams(self) -> None:
+        for gateway in self.gateways.values():
+            gateway.cut_streams()
+
+    async def aclose(self) -> None:
+        for app in self.routes.values():
+            await app.aclose()
