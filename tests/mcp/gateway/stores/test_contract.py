@@ -260,3 +260,48 @@ def test_a_cancellation_reaches_the_listeners_of_its_session_until_they_stop(sto
         stop_other()
 
     run(store_factory, scenario)
+
+
+def test_a_store_that_answers_pings(store_factory):
+    async def scenario(store: Store) -> None:
+        await asyncio.wait_for(store.ping(), WAIT)  # raises StoreFailed when it does not answer
+
+    run(store_factory, scenario)
+
+
+def test_a_released_stream_is_adopted_at_once_by_another_replica_where_it_stands(redis_url):
+    """A draining replica lets its stream go (`release`): a follower at another replica finds
+    it abandoned at its next look, long before the lease would lapse, adopts it where the
+    events and the position stand, and the releaser can no longer write it."""
+    from ssewire.mcp.gateway.stores import Abandoned
+    from ssewire.mcp.gateway.stores.redis import RedisStore
+
+    async def main() -> None:
+        prefix = f"test:{secrets.token_hex(4)}:"
+        stopping = RedisStore.from_url(redis_url, prefix=prefix, lease=60.0)
+        taker = RedisStore.from_url(redis_url, prefix=prefix, lease=60.0)
+        try:
+            stream = await stopping.open_stream("s", CallRecord("c", "tools/call", "tok"))
+            await stopping.append("s", stream, [(b"one", 0.0)], Position(7, "up-3", 1))
+            await stopping.append("s", stream, [], Position(7, "up-4", 1))  # the position alone
+            await stopping.release("s", stream)
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            seen: list[bytes] = []
+            with pytest.raises(Abandoned) as abandoned:
+                async for batch in taker.follow("s", stream, 0):
+                    seen += [event.data for event in batch]
+            assert loop.time() - began < 5.0  # its next look, not the 60 s lease
+            assert seen == [b"one"] and abandoned.value.call == CallRecord("c", "tools/call", "tok")
+            lease = await taker.adopt("s", stream)
+            assert lease is not None and lease.next_seq == 2
+            assert (await taker.state("s", stream)).position == Position(7, "up-4", 1)
+            with pytest.raises(Gap):  # the releaser writes it no more
+                await stopping.append("s", stream, [(b"late", 0.0)])
+            await taker.append("s", stream, [(b"two", 0.0)], final=True)
+            assert [data for _, data in await drained(taker, "s", stream)] == [b"one", b"two"]
+        finally:
+            await stopping.aclose()
+            await taker.aclose()
+
+    asyncio.run(main())
