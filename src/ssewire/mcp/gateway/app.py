@@ -210,8 +210,10 @@ class Gateway:
             tools=tools,
         )
         self.draining = False  # stopping: no new session, readiness fails
-        self._writers: set[asyncio.Task[Any]] = set()  # the tasks writing a stream of the store down
+        # the tasks writing a stream of the store down, and whether their client has an event id yet
+        self._writers: dict[asyncio.Task[Any], bool] = {}
         self._cut: set[asyncio.Task[Any]] = set()  # those of them ended by `cut_streams`
+        self._cut_after: set[asyncio.Task[Any]] = set()  # those to end once they wrote an id
         self._heard = -HEARD_WINDOW  # when the upstream last answered anything (monotonic)
         self._probe: tuple[float, asyncio.Future[bool]] | None = None  # the last probe: when, its verdict
         # sessions being taken up from the store: one lock each, and how many wait on it
@@ -384,7 +386,7 @@ class Gateway:
             await asyncio.gather(*(self._hand_over(relay) for relay in relays))
             self.cut_streams()
             self.telemetry.notice(
-                "drain", f"drained: {len(relays)} sessions' calls handed over to the other replicas"
+                "drained", f"drained: {len(relays)} sessions' calls handed over to the other replicas"
             )
             return
         while time.monotonic() < deadline and (
@@ -402,7 +404,7 @@ class Gateway:
         ):
             await asyncio.sleep(0.02)  # the ends of the calls' streams written down
         self.cut_streams()
-        self.telemetry.notice("drain", f"drained: {len(calls)} calls ended with an explicit error")
+        self.telemetry.notice("drained", f"drained: {len(calls)} calls ended with an explicit error")
 
     async def _hand_over(self, relay: Relay) -> None:
         for name, value in relay.figures().items():  # its figures outlive it
@@ -413,11 +415,18 @@ class Gateway:
             log.warning("handing a session's calls over failed (%s)", type(failed).__name__)
 
     def cut_streams(self) -> None:
-        """End every stream of the store being written down (cleanly: a client resumes it
-        with Last-Event-ID, at another replica when this one stops)."""
-        for task in self._writers - self._cut:
-            self._cut.add(task)
-            task.cancel()
+        """End every stream of the store being written down, cleanly, so its client resumes
+        it with Last-Event-ID (at another replica when this one stops); a stream that has
+        not yet written an event id (its priming event) ends right after one, since its
+        client could not resume without it."""
+        for task, spoken in self._writers.items():
+            if task in self._cut:
+                continue
+            if spoken:
+                self._cut.add(task)
+                task.cancel()
+            else:
+                self._cut_after.add(task)
 
     async def failing(self) -> list[str]:
         """What keeps this gateway from being ready: ``draining``, ``store`` (no answer to a
@@ -517,6 +526,9 @@ class Gateway:
         """A message of a session (2025 revisions): answered here, or a call whose stream
         the returned function writes."""
         sid, relay = session or await self._session(headers, principal)
+        if self.relays.get(sid) is not relay and self.draining and self.replica:
+            # handed over while its body was read: taken up again (and handed over as it ends)
+            sid, relay = await self._session(headers, principal)
         if self.relays.get(sid) is not relay:  # ended (DELETE) while its body was read
             raise refuse(404, SESSION_NOT_FOUND, "Session not found")
         method = message.get("method")
@@ -940,7 +952,7 @@ class Gateway:
             relay.serving += 1
         writer = asyncio.current_task()
         assert writer is not None
-        self._writers.add(writer)
+        self._writers[writer] = after > 0  # a client resuming has an id already
         try:
             await app(scope, receive, bounded)
         except ConnectionAbortedError:
@@ -957,8 +969,9 @@ class Gateway:
                 else:
                     await plain(send, 503, "the gateway is stopping; resume at another replica")
         finally:
-            self._writers.discard(writer)
+            self._writers.pop(writer, None)
             self._cut.discard(writer)
+            self._cut_after.discard(writer)
             self.metrics.gauges["streams_open"] -= 1
             if relay is not None:
                 relay.serving -= 1
@@ -967,6 +980,7 @@ class Gateway:
     async def _events(self, sid: str, stream: int, after: int) -> AsyncIterator[bytes]:
         retry = f"retry: {self.retry_ms}\n".encode()
         sent = after
+        writer = asyncio.current_task()
         while True:
             try:
                 async for batch in self.store.follow(sid, stream, sent):
@@ -988,13 +1002,17 @@ class Gateway:
                     else:
                         for piece in pieces:  # a large one: written as stored, never copied
                             yield piece
+                    if writer in self._writers:
+                        self._writers[writer] = True  # its client has an event id now
+                    if writer in self._cut_after:
+                        return  # `cut_streams` ends it, now that its client can resume it
                 return
             except (Gap, StoreFailed):
                 # cut, never a silent gap: the client resumes, and is served or refused explicitly
                 raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
             except Abandoned as abandoned:
-                if self.draining:  # this replica takes nothing up: the client resumes at another
-                    raise ConnectionAbortedError("this replica is stopping") from None
+                if self.draining:  # this replica takes nothing up: the stream ends, resumed at another
+                    return
                 # shielded: a reader that leaves mid-adoption must not leave the stream adopted
                 # by no one (its lease renewed, never finished)
                 try:

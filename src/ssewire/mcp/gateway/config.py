@@ -28,6 +28,7 @@ from typing import Any
 
 from ..._errors import InputError
 from ..._http import header_field
+from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS
 from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
 from .tools import ToolPolicy
@@ -110,7 +111,7 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     if unknown:
         raise InputError(f"{where}.{unknown[0]}: unknown key")
     route = Route(name, _upstream(where, table, environ))
-    route.revision = _text(table, where, "revision")
+    route.revision = _revision(table, where)
     route.headers = _headers(where, table, environ)
     route.timeout = _seconds(table, where, "timeout")
     route.keepalive = _seconds(table, where, "keepalive", zero=True)
@@ -127,6 +128,15 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
             raise InputError(f"{where}.limits.{key}: unknown key (one of {', '.join(LIMIT_KEYS)})")
         route.limits[key] = _count(limits, f"{where}.limits", key)  # type: ignore[assignment]
     return route
+
+
+def _revision(table: dict[str, Any], where: str) -> str | None:
+    """The one revision the upstream speaks: one the revision bridge maps onto the other."""
+    name = _text(table, where, "revision")
+    bridged = (NEWEST_WITH_SESSIONS.name, NEWEST.name)
+    if name is not None and name not in bridged:
+        raise InputError(f"{where}.revision: one of {', '.join(bridged)} (the revisions the bridge maps)")
+    return name
 
 
 def _upstream(where: str, table: dict[str, Any], environ: Mapping[str, str]) -> str:

@@ -115,8 +115,10 @@ class Outbox:
             self.progress = value if self.progress is None else max(self.progress, value)
 
     def put(self, message: dict[str, Any], arrived: float | None = None) -> None:
-        if self.ended or self.sealed:
-            return  # the stream ended (failed, or gone from the store): nothing more is written
+        if self.ended or self.sealed or self.handing is not None:
+            # the stream ended (failed, or gone from the store), or is handed over: what comes
+            # after the position taken is the taker's, replayed from upstream
+            return
         try:
             data = orjson.dumps(message)
         except orjson.JSONEncodeError as why:  # read by orjson, not writable by it (nested too deep)

@@ -37,7 +37,8 @@ def output_contract(ctx: Context) -> Generator[Step, Answer, None]:
         from jsonschema import validators
     except ImportError:  # pragma: no cover - jsonschema comes with the probe's extra
         ctx.not_checked(
-            "tool.output-contract-violation", "jsonschema is not installed (pip install 'ssewire[mcp]')"
+            "tool.output-contract-violation",
+            "jsonschema is not installed (it comes with ssewire's mcp extra)",
         )
         return
     broken, judged = [], 0
