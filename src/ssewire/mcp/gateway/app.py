@@ -92,7 +92,7 @@ STORE_RETRY_AFTER = 2  # seconds a client refused because the store failed waits
 HEARD_WINDOW = 10.0  # seconds an upstream that answered anything counts as reachable
 PROBE_TIMEOUT = 2.0  # seconds a readiness probe of the upstream (or a ping of the store) may take
 PROBE_KEPT = 1.0  # seconds a probe's verdict is reused: /readyz never floods the upstream
-SETTLE = 2.0  # seconds a draining replica gives calls just sent a cursor for their taker
+SETTLE = 2.0  # seconds a draining replica gives a call with no cursor to have one, or to end
 DRAINING = "the gateway is stopping (draining)"
 
 
@@ -377,13 +377,11 @@ class Gateway:
             "drain", f"draining: {busy} calls in flight, {seconds:g} s to finish or hand them over"
         )
         if self.replica:
-            settle = min(deadline, time.monotonic() + SETTLE)
-            while time.monotonic() < settle and any(relay.unsettled() for relay in self.relays.values()):
-                await asyncio.sleep(0.02)  # a call just sent has no cursor yet: its taker needs one
             relays = list(self.relays.values())
             for relay in relays:
                 self.relays.pop(relay.record.ident)
-            await asyncio.gather(*(self._hand_over(relay) for relay in relays))
+            settle = min(SETTLE, seconds / 2)
+            await asyncio.gather(*(self._hand_over(relay, settle) for relay in relays))
             self.cut_streams()
             self.telemetry.notice(
                 "drained", f"drained: {len(relays)} sessions' calls handed over to the other replicas"
@@ -406,11 +404,12 @@ class Gateway:
         self.cut_streams()
         self.telemetry.notice("drained", f"drained: {len(calls)} calls ended with an explicit error")
 
-    async def _hand_over(self, relay: Relay) -> None:
+    async def _hand_over(self, relay: Relay, settle: float = SETTLE) -> None:
         for name, value in relay.figures().items():  # its figures outlive it
             self._closed_figures[name] = self._closed_figures.get(name, 0.0) + value
         try:
-            await relay.hand_over(f"{DRAINING}: this call had no upstream cursor to be taken up from")
+            text = f"{DRAINING}: this call had no upstream cursor to be taken up from"
+            await relay.hand_over(text, settle)
         except Exception as failed:  # best effort: its leases lapse, and the calls are adopted later
             log.warning("handing a session's calls over failed (%s)", type(failed).__name__)
 

@@ -331,38 +331,49 @@ class Relay:
             await asyncio.gather(*(outbox.close() for outbox in outboxes), return_exceptions=True)
         await self.client.close(end_session=end_upstream)  # without: another replica may still relay it
 
-    def unsettled(self) -> int:
-        """Calls with no upstream cursor yet (sent, no event id come back): a replica that
-        hands them over now leaves the taker nothing to resume from."""
-        return sum(
-            1
-            for outbox in self.outboxes.values()
-            if outbox.stream not in self.listeners
-            and outbox.caller is not None
-            and (outbox.upstream is None or self.client.position(outbox.upstream) is None)
-        )
-
-    async def hand_over(self, text: str) -> None:
+    async def hand_over(self, text: str, settle: float = 2.0) -> None:
         """A replica draining: each call left to another replica, unfinished, with where its
-        upstream answer stands (a follower elsewhere adopts and resumes it: `Outbox`); a
-        call with no cursor yet ends with the explicit error ``text``; GET streams end;
-        the upstream session stays open for the taker."""
-        for outbox in self.outboxes.values():
-            if outbox.stream in self.listeners or outbox.call_id is None:
-                continue
+        upstream answer stands (a follower elsewhere adopts and resumes it: `Outbox`). A
+        call with no cursor (just sent, or answered and being stored) gets ``settle``
+        seconds to have one or to end here; one that has neither ends with the explicit
+        error ``text``. GET streams end; the upstream session stays open for the taker."""
+        waiting: list[Outbox] = []
+        for outbox in self._call_outboxes():
             position = outbox._position()  # taken before the call stops: its books end with it
             if position is not None and position.cursor:
                 outbox.handing = position
             else:
+                waiting.append(outbox)
+        deadline = time.monotonic() + settle
+        while time.monotonic() < deadline:
+            for outbox in waiting:
+                position = outbox._position()
+                if outbox.handing is None and position is not None and position.cursor:
+                    outbox.handing = position
+            callers = [
+                outbox.caller
+                for outbox in waiting
+                if outbox.handing is None and outbox.caller is not None and not outbox.caller.done()
+            ]
+            if not callers:
+                break
+            await asyncio.wait(callers, timeout=0.02)
+        for outbox in waiting:
+            if outbox.handing is None and outbox.stream in self.outboxes:
                 self._seal(outbox, "draining", text)
         await self.close(end_upstream=False)
+
+    def _call_outboxes(self) -> list[Outbox]:
+        return [
+            outbox
+            for outbox in self.outboxes.values()
+            if outbox.stream not in self.listeners and outbox.call_id is not None
+        ]
 
     def end_calls(self, text: str) -> None:
         """One process draining past its deadline: each call still relayed ends with the
         explicit error ``text`` and is cancelled upstream."""
-        for outbox in list(self.outboxes.values()):
-            if outbox.stream in self.listeners or outbox.call_id is None:
-                continue
+        for outbox in self._call_outboxes():
             self._seal(outbox, "draining", text)
             if outbox.upstream is not None:
                 self._tell_cancelled(outbox.upstream, "the gateway is stopping")

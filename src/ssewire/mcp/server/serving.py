@@ -54,6 +54,7 @@ else:
 
 STARTUP_FAILURE = 3  # uvicorn.run's exit status when the server did not start
 LINGER = 0.25  # seconds a refused connection waits for the client's end of file
+ACCEPTED_GRACE = 0.3  # seconds a stopping server gives connections just accepted to send their request
 HEAD_SIZE = 32 * 1024  # a request line and headers, at most (nginx's default total)
 
 _BUSY_TEXT = b"server busy: too many connections; retry later"
@@ -391,6 +392,9 @@ class Draining(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
             server.close()  # no new connection: then the streams still open are ended
+        # a connection accepted just before carries a request on its way: read it before
+        # uvicorn closes the idle ones (its client would get no answer, and not know why)
+        await asyncio.sleep(ACCEPTED_GRACE)
         if self._cut is not None:
             self._cut()
         left = self.deadline - time.monotonic() if self.deadline is not None else 5.0
