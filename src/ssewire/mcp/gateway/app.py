@@ -61,7 +61,7 @@ from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .health import HEALTH_PATHS, health
-from .metrics import Metrics
+from .metrics import Metrics, expose, metrics_app
 from .observe import Telemetry, current, session_hash
 from .passthrough import LISTEN, Exchange, Passthrough
 from .relay import Relay, gateway_error, unauthorized_error
@@ -243,7 +243,7 @@ class Gateway:
             return
         if path == "/metrics" and method == "GET" and self.serve_metrics:
             if await self._principal(send, scope, headers) is not _DENIED:
-                await self._metrics(send)
+                await expose(send, self.metrics.render())
             return
         if path != self.path:
             await plain(send, 404, "not found")
@@ -330,21 +330,9 @@ class Gateway:
         request of the process's own: ``/metrics``); when not, its 401 or 403 is sent."""
         return await self._principal(send, scope, headers) is not _DENIED
 
-    async def _metrics(self, send: Any) -> None:
-        await respond(send, 200, self.metrics.render(), [("content-type", "text/plain; version=0.0.4")])
-
     def metrics_app(self) -> Any:
         """An ASGI app answering only ``GET /metrics``, for a loopback port of its own."""
-
-        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                return
-            if scope["path"] == "/metrics" and scope["method"] == "GET":
-                await self._metrics(send)
-            else:
-                await plain(send, 404, "not found")
-
-        return app
+        return metrics_app(self.metrics.render)
 
     async def aclose(self) -> None:
         """Stop every relay (ending the upstream sessions; a replica hands its calls over to

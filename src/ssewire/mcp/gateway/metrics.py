@@ -6,6 +6,9 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..server.asgi import plain, respond
 
 # seconds a message spends in the gateway: from its arrival (complete, past the guard) to
 # its write downstream; the buckets straddle the 5 ms goal for small messages
@@ -125,3 +128,23 @@ def _labels(route: str) -> list[str]:
 
 def _braced(labels: list[str]) -> str:
     return "{" + ",".join(labels) + "}" if labels else ""
+
+
+async def expose(send: Any, exposition: bytes) -> None:
+    """Answer a scrape with ``exposition``."""
+    await respond(send, 200, exposition, [("content-type", "text/plain; version=0.0.4")])
+
+
+def metrics_app(exposition: Callable[[], bytes]) -> Any:
+    """An ASGI app answering only ``GET /metrics`` (with ``exposition()``), for a loopback
+    port of its own."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] == "/metrics" and scope["method"] == "GET":
+            await expose(send, exposition())
+        else:
+            await plain(send, 404, "not found")
+
+    return app

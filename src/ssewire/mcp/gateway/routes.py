@@ -16,10 +16,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..server.asgi import headers_of, lifespan, plain, respond
+from ..server.asgi import headers_of, lifespan, plain
 from .app import Gateway
 from .health import HEALTH_PATHS, health
-from .metrics import render
+from .metrics import expose, metrics_app, render
 
 METRICS = "/metrics"
 
@@ -83,23 +83,14 @@ class Router:
         if not first.trusted(headers, scope):
             await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
         elif await first.admits(send, scope, headers):
-            await respond(send, 200, self.render(), [("content-type", "text/plain; version=0.0.4")])
+            await expose(send, self.render())
 
     def render(self) -> bytes:
         return render([(name, gateway.metrics) for name, gateway in self.gateways.items()])
 
     def metrics_app(self) -> Any:
         """An ASGI app answering only ``GET /metrics``, for a loopback port of its own."""
-
-        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                return
-            if scope["path"] == METRICS and scope["method"] == "GET":
-                await respond(send, 200, self.render(), [("content-type", "text/plain; version=0.0.4")])
-            else:
-                await plain(send, 404, "not found")
-
-        return app
+        return metrics_app(self.render)
 
     async def failing(self) -> list[str]:
         """What keeps the process from being ready: ``draining``, ``store``, and each route
