@@ -27,6 +27,8 @@ def test_a_deny_list_refuses_its_tools_and_a_name_that_is_no_string():
     assert [tool["name"] for tool in policy.filtered(LISTED)["tools"]] == ["echo", "add"]
     assert policy.refused({"method": "tools/call", "params": {"name": "rm"}}) == "rm"
     assert policy.refused({"method": "tools/call", "params": {"name": 5}}) == "5"
+    assert policy.refused({"method": "tools/call", "params": ["rm"]}) == "None"  # no name: refused
+    assert policy.refused({"method": "tools/call", "params": {"name": None}}) == "None"
     with pytest.raises(ValueError):
         ToolPolicy(allow=["a"], deny=["b"])
 

@@ -524,15 +524,15 @@ class Gateway:
                 raise Refused(inbound.unasked_answer(None))
             await respond(send, 202, b"", [])
             return None
+        refused = self.tools.refused(message) if self.tools is not None else None
+        if refused is not None:  # never sent upstream (a notification of it neither: 400)
+            status = 200 if "id" in message else 400
+            body = orjson.dumps(tool_refused(message.get("id"), refused))
+            await respond(send, status, body, [("content-type", JSON)])
+            return None
         if "id" not in message:
             await self._notification(relay, message)
             await respond(send, 202, b"", [])
-            return None
-        refused = self.tools.refused(message) if self.tools is not None else None
-        if refused is not None:  # never sent upstream
-            await respond(
-                send, 200, orjson.dumps(tool_refused(message.get("id"), refused)), [("content-type", JSON)]
-            )
             return None
         self.quotas.take(principal, "calls")  # given back when the call ends, not the request
         stream = await relay.start_call(message, on_done=lambda: self.quotas.give(principal, "calls"))
@@ -914,7 +914,9 @@ class Gateway:
         """Write a stream of the store after ``after``; keep-alive comments while it is silent.
         ``relay``'s session is busy meanwhile (never expired, and working when the stream
         is not its GET stream)."""
-        source = self._events(sid, stream, after)
+        writer = asyncio.current_task()  # (the response reads the source in tasks of its own)
+        assert writer is not None
+        source = self._events(sid, stream, after, writer)
         app = EventStreamResponse(
             source,
             keepalive=self.keepalive,
@@ -937,8 +939,6 @@ class Gateway:
         self.metrics.gauges["streams_open"] += 1
         if relay is not None:
             relay.serving += 1
-        writer = asyncio.current_task()
-        assert writer is not None
         self._writers[writer] = after > 0  # a client resuming has an id already
         try:
             await app(scope, receive, bounded)
@@ -964,10 +964,11 @@ class Gateway:
                 relay.serving -= 1
                 self.relays.touch(relay.record.ident)  # idle from the end of its last stream
 
-    async def _events(self, sid: str, stream: int, after: int) -> AsyncIterator[bytes]:
+    async def _events(
+        self, sid: str, stream: int, after: int, writer: asyncio.Task[Any]
+    ) -> AsyncIterator[bytes]:
         retry = f"retry: {self.retry_ms}\n".encode()
         sent = after
-        writer = asyncio.current_task()
         while True:
             try:
                 async for batch in self.store.follow(sid, stream, sent):

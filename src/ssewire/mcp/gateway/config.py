@@ -118,8 +118,9 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     route.max_message_size = _count(table, where, "max_message_size")
     route.principals = _names(table, where, "principals")
     route.tools = _tools(where, table)
-    if route.tools is not None and route.revision is not None:
-        raise InputError(f"{where}.tools: not with revision (the revision bridge applies no tool policy yet)")
+    for key in ("tools", "principals"):  # what the revision bridge does not apply yet: never bypassed
+        if getattr(route, key) is not None and route.revision is not None:
+            raise InputError(f"{where}.{key}: not with revision (the revision bridge does not apply it yet)")
     limits = table.get("limits", {})
     if not isinstance(limits, dict):
         raise InputError(f"{where}.limits: a table of {', '.join(LIMIT_KEYS)}")

@@ -107,7 +107,7 @@ class Passthrough:
         self.timeout, self.keepalive, self.limit = timeout, keepalive, max_message_size
         self.budget, self.metrics = budget, metrics
         self.tools = tools  # the route's tool policy: its tools/list answers are filtered
-        self.in_flight = 0  # requests being relayed now (a drain waits for them)
+        self.in_flight = 0  # requests being relayed now, subscriptions aside (a drain waits for them)
 
     async def relay(
         self,
@@ -119,12 +119,13 @@ class Passthrough:
     ) -> None:
         """Send ``exchange`` up and its answer down; closing the downstream connection
         closes the upstream one."""
-        self.in_flight += 1
+        counted = int(exchange.method != LISTEN)  # a subscription lasts while both ends hold it
+        self.in_flight += counted
         try:
             with contextlib.suppress(_Gone):
                 await self._relayed(scope, receive, send_down, upstream_headers(headers), exchange)
         finally:
-            self.in_flight -= 1
+            self.in_flight -= counted
 
     async def _relayed(
         self, scope: dict[str, Any], receive: Any, send_down: Any, up: dict[str, str], exchange: Exchange

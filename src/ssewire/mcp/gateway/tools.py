@@ -29,13 +29,14 @@ class ToolPolicy:
         return name in self.allow if self.allow is not None else name not in self.deny
 
     def refused(self, message: dict[str, Any]) -> str | None:
-        """The tool a ``tools/call`` names when this route does not offer it, else None
-        (a call naming no tool is the upstream's to refuse)."""
+        """The tool a ``tools/call`` names when this route does not offer it, else None; a
+        call naming no tool by a string (params missing, a list, a null name) is refused
+        too, since an upstream might still find a tool in it."""
         if message.get("method") != CALL:
             return None
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
-        return None if name is None or self.permits(name) else str(name)[:128]
+        return None if isinstance(name, str) and self.permits(name) else str(name)[:128]
 
     def filtered(self, result: Any) -> Any:
         """A ``tools/list`` result with only the tools offered (its cursor kept)."""
