@@ -11,6 +11,11 @@ carries ``event_id``: the stream's last event ID when it was produced.
         for item in decoder.feed(chunk):
             if isinstance(item, Message): ...
     decoder.close()   # may return [TornTail(...)]
+
+A relay that writes large messages on as they came asks for ``raw_above``: past that size
+a message's ``params`` / ``result`` object stays a [`Body`][ssewire.jsonrpc.Body] (its bytes,
+checked as JSON but never built), read with `parsed` and written back by
+``orjson.dumps(..., default=written)``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
+from . import _envelope
+from ._envelope import Body, parsed, written
 from ._errors import EventTooLarge
 from ._events import RawEvent
 from ._secrets import mask_json_bytes
@@ -28,6 +35,7 @@ from ._shared import DEFAULT_MAX_EVENT_SIZE, DEFAULT_MAX_LINE_SIZE
 from ._strenum import StrEnum
 
 __all__ = [
+    "Body",
     "InvalidMessage",
     "Item",
     "Kind",
@@ -37,6 +45,8 @@ __all__ = [
     "Priming",
     "TornTail",
     "classify",
+    "parsed",
+    "written",
 ]
 
 
@@ -59,13 +69,13 @@ class Message(NamedTuple):
     """One valid JSON-RPC message (or batch) and the SSE event it came from."""
 
     kind: Kind
-    payload: Any  # what orjson.loads returned
+    payload: Any  # what orjson.loads returned (with raw_above, its large bodies as Body)
     id: str | int | None  # the JSON-RPC id (None for notifications and batches)
     method: str | None  # requests and notifications
     event_type: str
     event_id: str  # the SSE last event ID at dispatch
     size: int  # bytes of the event's data
-    data: bytes = b""  # the event's data as it came off the wire (what the resumption guard fingerprints)
+    data: bytes = b""  # the event's data as it came, only with keep_data (what the resumption guard digests)
 
 
 class InvalidMessage(NamedTuple):
@@ -244,10 +254,14 @@ class MessageDecoder:
 
     ``allow_batches`` admits JSON arrays of messages (MCP 2025-03-26 only). The size
     limits are the core's; an oversized event becomes an [`InvalidMessage`][ssewire.jsonrpc.InvalidMessage].
+    ``keep_data`` keeps each message's wire bytes in ``Message.data`` (else a message costs
+    its payload's memory only). ``raw_above``: a message of more bytes than this keeps its
+    object or array ``params`` / ``result`` as a [`Body`][ssewire.jsonrpc.Body] (needs
+    msgspec, in the ``mcp`` extra); what is refused, and why, is the same as without it.
     ``decoder`` picks the core twin (a ``RawDecoder`` class), for tests and benchmarks.
     """
 
-    __slots__ = ("_allow_batches", "_core")
+    __slots__ = ("_allow_batches", "_core", "_keep", "_raw_above")
 
     def __init__(
         self,
@@ -255,10 +269,18 @@ class MessageDecoder:
         allow_batches: bool = False,
         max_event_size: int | None = DEFAULT_MAX_EVENT_SIZE,
         max_line_size: int | None = DEFAULT_MAX_LINE_SIZE,
+        keep_data: bool = False,
+        raw_above: int | None = None,
         decoder: Callable[..., _RawCore] = RawDecoder,
     ) -> None:
+        if raw_above is not None and not _envelope.AVAILABLE:
+            raise ImportError(
+                "raw_above reads envelopes with msgspec: pip install 'ssewire[mcp]' (or msgspec)"
+            )
         self._core: _RawCore = decoder(max_event_size=max_event_size, max_line_size=max_line_size)
         self._allow_batches = allow_batches
+        self._keep = keep_data
+        self._raw_above = raw_above
 
     @property
     def last_event_id(self) -> str:
@@ -296,6 +318,18 @@ class MessageDecoder:
         data = event.data
         if not data:
             return Priming(event.id)
+        if self._raw_above is not None and len(data) > self._raw_above:
+            payload = _envelope.read(data)
+            if payload is not None:
+                try:
+                    kind, ident, method = classify(
+                        _envelope.shape(payload), allow_batches=self._allow_batches
+                    )
+                except ValueError as exc:
+                    return InvalidMessage(str(exc), event.id, len(data), excerpt(data))
+                kept = data if self._keep else b""
+                return _new(Message, (kind, payload, ident, method, event.type, event.id, len(data), kept))
+            # not an object, or not JSON: parsed whole below, so the verdict is orjson's
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -304,4 +338,5 @@ class MessageDecoder:
             kind, ident, method = classify(payload, allow_batches=self._allow_batches)
         except ValueError as exc:
             return InvalidMessage(str(exc), event.id, len(data), excerpt(data))
-        return _new(Message, (kind, payload, ident, method, event.type, event.id, len(data), data))
+        kept = data if self._keep else b""
+        return _new(Message, (kind, payload, ident, method, event.type, event.id, len(data), kept))

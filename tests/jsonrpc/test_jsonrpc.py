@@ -282,11 +282,15 @@ def test_the_quick_envelope_check_answers_as_the_rules_do(payload):
     assert outcome(lambda: classify(payload)) == outcome(lambda: _classify(payload, False))
 
 
-def test_a_message_keeps_the_bytes_it_came_in(messages):
-    """What the resumption guard fingerprints: the event's data exactly as it arrived."""
+def test_a_message_keeps_the_bytes_it_came_in_when_asked(messages):
+    """What the resumption guard digests: the event's data exactly as it arrived, kept only
+    with keep_data (else a message costs its payload's memory alone)."""
     data = b'{"jsonrpc":"2.0","id":7,  "result":{"b":1,"a":2}}'
-    (item,) = messages().feed(b"data: " + data + b"\n\n")
+    (item,) = messages(keep_data=True).feed(b"data: " + data + b"\n\n")
     assert isinstance(item, Message) and item.data == data and item.size == len(data)
+    (item,) = messages().feed(b"data: " + data + b"\n\n")
+    assert isinstance(item, Message) and item.data == b"" and item.size == len(data)
+    assert item.payload == {"jsonrpc": "2.0", "id": 7, "result": {"b": 1, "a": 2}}
 
 
 # -- any chunking of a valid message stream yields the same messages ----------------

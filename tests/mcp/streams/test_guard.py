@@ -51,7 +51,7 @@ MESSAGES = [m for _, m in ORIGINAL if m is not None]
 
 def read(guard: ResumptionGuard, stream: str, data: bytes, *, cut: int | None = None) -> list:
     """Feed ``data`` (only its first ``cut`` bytes: a reset) and return what is delivered."""
-    decoder = MessageDecoder(max_event_size=None)
+    decoder = MessageDecoder(max_event_size=None, keep_data=True)
     piece = data if cut is None else data[:cut]
     delivered = guard.feed(stream, decoder.feed(piece))
     if cut is not None:

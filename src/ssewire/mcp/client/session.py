@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
-from ...jsonrpc import InvalidMessage, Message, Priming
+from ...jsonrpc import Body, InvalidMessage, Message, Priming, parsed
 from ..protocol import params as mirrored
 from ..protocol import requests
 from ..protocol.bridging import (
@@ -282,6 +282,11 @@ class Client:
         id) or a ``"reinitialization"`` (a new session after a 404); details name the
         request id (``"request"``), the attempt or the stream (``"stream": "get"``), never a
         payload or a URL. What it raises is logged, never the client's failure.
+    :param raw_above: a relay's option (needs msgspec): an SSE message of more bytes than
+        this keeps its ``result`` / ``params`` object as a [`Body`][ssewire.jsonrpc.Body],
+        checked as JSON but never built, so `reply` and the handlers and callbacks hand it
+        on as its bytes (``orjson.dumps(..., default=ssewire.jsonrpc.written)`` writes them
+        verbatim). `request` and the calls built on it parse it for you.
     """
 
     def __init__(
@@ -306,6 +311,7 @@ class Client:
         max_input_rounds: int = 8,
         meta_client_info: bool = True,
         on_transport_event: Callable[[str, dict[str, Any]], None] | None = None,
+        raw_above: int | None = None,
     ) -> None:
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
@@ -324,6 +330,7 @@ class Client:
         )
         self.max_input_rounds, self.meta_client_info = max_input_rounds, meta_client_info
         self.on_transport_event = on_transport_event
+        self.raw_above = raw_above
         # what list_tools learnt: each tool's x-mcp-header parameters, and the tools set
         # aside for invalid annotations (name -> why)
         self.tool_headers: dict[str, tuple[mirrored.Binding, ...]] = {}
@@ -408,7 +415,7 @@ class Client:
                 if isinstance(failed, asyncio.TimeoutError) and not isinstance(failed, RequestTimeout):
                     raise RequestTimeout(out.name, deadline) from None
                 raise
-            came = Incoming(status, reply, self.session)
+            came = Incoming(status, _whole(reply), self.session)  # the handshake reads its results
         self.profile, self.session, self.server_info = agreement.profile, agreement.session, agreement.server
         if self.guard.profile != agreement.profile:
             self.guard = ResumptionGuard(agreement.profile, parse_id=self.parse_id)
@@ -553,7 +560,7 @@ class Client:
                 self._subscriptions.pop(ident, None)
         if "error" in reply:
             raise RPCError(reply["error"])
-        value = reply.get("result")
+        value = parsed(reply.get("result"))
         return value if isinstance(value, dict) else {}
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -589,7 +596,7 @@ class Client:
         for rounds in itertools.count():  # bounded: max_input_rounds
             if "error" in reply:
                 raise RPCError(reply["error"])
-            value = reply.get("result")
+            value = parsed(reply.get("result"))
             value = value if isinstance(value, dict) else {}
             if not self.modern or not is_input_required(value):
                 return value  # no resultType: complete
@@ -972,7 +979,7 @@ class Client:
         future, ident = (record.future, record.ident) if record is not None else (None, None)
         comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
         try:
-            async with aclosing(answer.events(idle=self.idle_timeout)) as batches:
+            async with aclosing(answer.events(idle=self.idle_timeout, raw_above=self.raw_above)) as batches:
                 async for items in batches:
                     if first and answer.first_byte is not None:
                         self.stats.first_byte(answer.first_byte)
@@ -1097,7 +1104,7 @@ class Client:
 
     def _subscription_of(self, message: dict[str, Any]) -> Callable[[dict[str, Any]], Any] | None:
         """The callback of the subscription a notification names in its ``_meta``, if any."""
-        params = message.get("params")
+        params = parsed(message.get("params"))
         meta = params.get("_meta") if isinstance(params, dict) else None
         ident = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         return self._subscriptions.get(ident) if isinstance(ident, (str, int)) else None
@@ -1278,3 +1285,9 @@ class Client:
             await _stop([self._listener])
             self._listener = None
         await self._open(self.profile or NEWEST_WITH_SESSIONS)
+
+
+def _whole(reply: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A reply with its result parsed, if it was kept as bytes (``raw_above``)."""
+    result = reply.get("result") if reply is not None else None
+    return {**reply, "result": parsed(result)} if reply is not None and isinstance(result, Body) else reply

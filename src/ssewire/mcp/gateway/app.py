@@ -81,7 +81,7 @@ from .tools import ToolPolicy, tool_refused
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
-LARGE = 64 * 1024  # bytes: an event's payload past this is written without a joining copy
+LARGE = 64 * 1024  # bytes: a message past this is read for its envelope only, written with no joining copy
 RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
 MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
@@ -851,6 +851,7 @@ class Gateway:
             idle_timeout=self.idle_timeout,
             max_message_size=self.max_message_size,
             on_transport_event=self.telemetry.transport_event,
+            raw_above=LARGE,  # a large answer is relayed as its bytes: its envelope is all the gateway reads
             **options,
         )
 

@@ -27,6 +27,7 @@ import httpx
 import orjson
 
 from ..._secrets import scrub_urls
+from ...jsonrpc import parsed, written
 from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, Unauthorized, delivering
 from ..protocol.codes import INTERNAL_ERROR
 from ..protocol.handshake import CAPABILITY_OF
@@ -120,7 +121,7 @@ class Outbox:
             # after the position taken is the taker's, replayed from upstream
             return
         try:
-            data = orjson.dumps(message)
+            data = orjson.dumps(message, default=written)  # a Body is written as the bytes it came in
         except orjson.JSONEncodeError as why:  # read by orjson, not writable by it (nested too deep)
             self._unencodable(message, why)
             return
@@ -549,7 +550,7 @@ class Relay:
             if "error" in reply:
                 answer["error"] = reply["error"]
             elif self.tools is not None and method == LIST:
-                answer["result"] = self.tools.filtered(reply.get("result"))
+                answer["result"] = self.tools.filtered(parsed(reply.get("result")))
             else:
                 answer["result"] = reply.get("result")
         except asyncio.CancelledError:

@@ -219,14 +219,26 @@ class Answer:
         return step.result()
 
     async def events(
-        self, *, idle: float | None = None, until: float | None = None, batches: bool = False, keep: int = 0
+        self,
+        *,
+        idle: float | None = None,
+        until: float | None = None,
+        batches: bool = False,
+        keep: int = 0,
+        raw_above: int | None = None,
     ) -> AsyncGenerator[list[Item], None]:
         """The SSE body's items, chunk by chunk (an empty list for a chunk that completed
         none: a keep-alive, say). At the body's end, a torn final event is one more list with
-        its ``TornTail``; after `Idle` or `Broken`, ask `tail` for it."""
+        its ``TornTail``; after `Idle` or `Broken`, ask `tail` for it. Each message keeps
+        its wire bytes (the resumption guard knows an event by them); ``raw_above`` is the
+        decoder's (bodies of larger messages kept as bytes)."""
         line = None if self.limit is None else self.limit + LINE_SLACK  # an endless line is bounded too
         decoder = self._decoder = MessageDecoder(
-            allow_batches=batches, max_event_size=self.limit, max_line_size=line
+            allow_batches=batches,
+            max_event_size=self.limit,
+            max_line_size=line,
+            keep_data=True,
+            raw_above=raw_above,
         )
         async with aclosing(self.chunks(idle=idle, until=until, keep=keep)) as chunks:
             async for chunk in chunks:

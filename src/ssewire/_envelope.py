@@ -1,0 +1,103 @@
+"""A JSON-RPC message's envelope, read without building its body.
+
+A relay needs of a multi-megabyte message only its envelope (``jsonrpc``, ``id``,
+``method``, ``error``) and the body's bytes, to write on. `read` checks the whole
+document as JSON (msgspec skips each member it is not asked to build; the bytes are
+checked as UTF-8, which msgspec does not do while skipping) and returns the top-level
+object with an object or array ``params`` / ``result`` as a `Body`: the bytes it came
+in, which ``orjson.dumps(..., default=written)`` writes back verbatim. Every other member
+is parsed by orjson, as the whole message would have been.
+
+None means "not read here": the data is not a JSON object (a batch, say), or is not
+valid JSON. The caller then parses it whole, so what is refused, and why, is orjson's
+verdict alone. One difference is left, on purpose: a number beyond the range of a float
+(``1e400``) inside a body is valid JSON (RFC 8259 section 6), which orjson refuses and
+this reader, which never reads the body's numbers, lets through. Nesting is judged alike
+as long as Python's recursion limit stays below orjson's depth limit (1024): msgspec stops
+at the first, so a deeper document is parsed whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - an extra: the caller says which
+    msgspec = None  # type: ignore[assignment]
+
+__all__ = ["AVAILABLE", "BODIES", "Body", "parsed", "read", "shape", "written"]
+
+AVAILABLE = msgspec is not None
+BODIES = ("params", "result")  # the members kept as bytes
+_PROGRESS = "notifications/progress"  # its params carry the progress token: always read
+_members: Any = msgspec.json.Decoder(dict[str, msgspec.Raw]) if msgspec is not None else None
+_Fragment = orjson.Fragment
+_loads = orjson.loads
+
+
+class Body:
+    """A JSON value (an object or an array) kept as the bytes it came in (``data``):
+    `parsed` reads it, ``orjson.dumps`` writes it back only with ``default=written``
+    (anything else that meets it refuses it as a type it cannot write: never a silent
+    change)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Body({len(self.data)} bytes)"
+
+
+_CONTAINERS = (ord("{"), ord("["))
+
+
+def read(data: bytes) -> dict[str, Any] | None:
+    """The top-level object of ``data``, its bodies left as bytes; None to parse it whole."""
+    try:
+        members = _members.decode(data)
+    except (msgspec.DecodeError, RecursionError):  # not an object, or not JSON
+        return None
+    if not data.isascii():  # msgspec does not check the strings it skips
+        try:
+            data.decode()
+        except UnicodeDecodeError:
+            return None
+    message: dict[str, Any] = {}
+    try:
+        progress = "method" in members and _loads(bytes(members["method"])) == _PROGRESS
+        for name, raw in members.items():
+            if name in BODIES and not (progress and name == "params"):
+                kept = bytes(raw)  # the value alone (msgspec leaves the space around it out)
+                message[name] = Body(kept) if kept[0] in _CONTAINERS else _loads(kept)
+            else:
+                message[name] = _loads(bytes(raw))
+    except orjson.JSONDecodeError:  # a member orjson refuses (a number past the float range)
+        return None
+    return message
+
+
+def shape(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with each body kept as bytes replaced by an empty value of its JSON type:
+    what a check of the envelope needs to see of it."""
+    kept = {name: value for name, value in message.items() if type(value) is Body}
+    if not kept:
+        return message
+    return {**message, **{name: {} if value.data[0] == 0x7B else [] for name, value in kept.items()}}
+
+
+def parsed(value: Any) -> Any:
+    """A member as a value: a body kept as bytes is parsed now (by orjson); anything else
+    is returned as it is."""
+    return _loads(value.data) if type(value) is Body else value
+
+
+def written(value: Any) -> Any:
+    """``orjson.dumps``'s ``default``: a `Body` is written as the bytes it came in."""
+    if type(value) is Body:
+        return _Fragment(value.data)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
