@@ -75,7 +75,8 @@ class Upstream:
             data = (
                 b'{"jsonrpc":"2.0", "result": ' + self.bodies[name] + b', "id": ' + orjson.dumps(ident) + b"}"
             )
-            await _respond(send, 200, b"data: " + data + b"\n\n", [(b"content-type", b"text/event-stream")])
+            event = b"".join(b"data: " + line + b"\n" for line in data.split(b"\n"))  # one line or several
+            await _respond(send, 200, event + b"\n", [(b"content-type", b"text/event-stream")])
 
 
 async def _respond(send: Any, status: int, body: bytes, head: list[tuple[bytes, bytes]]) -> None:
@@ -97,7 +98,12 @@ def members(data: bytes) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def upstream():
-    bodies = {"odd": odd_body(SIZE), "small": b'{ "content" : [] }', "tools/list": tools_body(600)}
+    bodies = {
+        "odd": odd_body(SIZE),
+        "small": b'{ "content" : [] }',
+        "tools/list": tools_body(600),
+        "lines": odd_body(SIZE).replace(b",\t", b",\n").replace(b"} ]", b"}\n]"),  # over several data lines
+    }
     with running(Upstream(bodies), lifespan="off") as root:
         yield root + "/mcp", bodies
 
@@ -131,3 +137,21 @@ def test_a_large_tools_list_is_parsed_to_be_filtered(upstream):
         headers = session(http, gw.url)
         data = answer_of(http, gw.url, headers, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         assert [tool["name"] for tool in orjson.loads(data)["result"]["tools"]] == ["tool-3", "tool-500"]
+
+
+def test_a_large_body_spread_over_data_lines_is_written_on_one(upstream):
+    """An event's data lines join with LF, which JSON reads as space: such a body is written
+    again (one data line, or the downstream's event would end early), its value unchanged."""
+    url, bodies = upstream
+    with gateway_over(url) as gw, httpx.Client(timeout=WAIT) as http:
+        headers = session(http, gw.url)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "lines", "arguments": {}},
+        }
+        reply = http.post(gw.url, json=call, headers=headers)
+        events = [event for event in Decoder().feed(reply.content) if event.data]
+        assert len(events) == 1 and "\n" not in events[0].data, events[0].data[:300]
+        assert orjson.loads(events[0].data)["result"] == orjson.loads(bodies["lines"])

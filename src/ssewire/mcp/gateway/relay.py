@@ -122,6 +122,8 @@ class Outbox:
             return
         try:
             data = orjson.dumps(message, default=written)  # a Body is written as the bytes it came in
+            if b"\n" in data or b"\r" in data:  # a body's whitespace, from a multi-line event:
+                data = orjson.dumps(orjson.loads(data))  # written again, so the event is one data line
         except orjson.JSONEncodeError as why:  # read by orjson, not writable by it (nested too deep)
             self._unencodable(message, why)
             return
