@@ -190,6 +190,53 @@ def parser_rows(records: Iterable[Record]) -> list[list[str]]:
     return rows
 
 
+def gateway_rows(records: Iterable[Record]) -> list[list[str]]:
+    """Each relay's time per unit against no relay (direct) and its process's CPU per
+    relayed message against nginx's, beside the CPU floors of the same message."""
+    rows = []
+    for workload, group in _by(records, "gateway").items():
+        direct = [r["min"] for r in group if r["contender"] == "direct"]
+        nginx = [r["cpu"] for r in group if r["contender"] == "nginx" and r["cpu"]]
+        floors = [
+            r["cpu"]
+            for r in group
+            if r["contender"].startswith("floor") and r["contender"].endswith("(msgspec)")
+        ]
+        for r in group:
+            timed = r["min"] is not None
+            rows.append(
+                [
+                    workload,
+                    r["contender"],
+                    f"{_per_unit(r['min'] / r['units'])} per {r['unit']}" if timed else "-",
+                    f"{r['min'] / direct[0]:.3f}x" if timed and direct else "-",
+                    _per_unit(r["cpu"]) if r["cpu"] is not None else "-",
+                    f"{r['cpu'] / nginx[0]:.2f}x" if r["cpu"] is not None and nginx else "-",
+                    f"{r['cpu'] / floors[0]:.2f}x" if r["cpu"] is not None and floors else "-",
+                    f"{r['peak'] / 2**20:,.0f}" if r.get("peak") else "-",
+                ]
+            )
+    return rows
+
+
+def gateway_load_rows(records: Iterable[Record]) -> list[list[str]]:
+    rows = []
+    for workload, group in _by(records, "gateway-load").items():
+        for r in group:
+            rows.append(
+                [
+                    workload,
+                    r["contender"],
+                    _per_unit(r["min"]),
+                    _per_unit(r["p99"]),
+                    "-" if r["contender"] == "direct" else f"{r['added_p99'] * 1e3:+,.1f} ms",
+                    _per_unit(r["cpu"]) if r["cpu"] is not None else "-",
+                    f"{r['peak'] / 2**20:,.0f}" if r.get("peak") else "-",
+                ]
+            )
+    return rows
+
+
 def _by_contender(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
     groups: dict[str, list[Record]] = defaultdict(list)
     for record in records:
@@ -242,6 +289,26 @@ TABLES = (
         "MCP clients end to end against the reference server in its own process (time = min over rounds)",
         ["workload", "client", "time", "time vs ssewire Client", "peak MiB (tracemalloc, one call)"],
         client_rows,
+    ),
+    (
+        "MCP relays, side by side (bench/test_gateway.py): the official SDK client and server, direct, "
+        "through nginx (a byte relay) and through the gateway, interleaved rounds, time = min over calls",
+        [
+            "workload",
+            "relay",
+            "time",
+            "x direct",
+            "relay CPU per unit",
+            "CPU x nginx's",
+            "CPU x copy + validation",
+            "relay peak RSS MiB",
+        ],
+        gateway_rows,
+    ),
+    (
+        "MCP relays under load: sessions calling at once (p99 added = this p99 - direct p99, same run)",
+        ["workload", "relay", "p50", "p99", "p99 added", "relay CPU per call", "relay peak RSS MiB"],
+        gateway_load_rows,
     ),
     (
         "Peak memory decoding one event (tracemalloc)",
