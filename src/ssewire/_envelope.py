@@ -4,9 +4,10 @@ A relay needs of a multi-megabyte message only its envelope (``jsonrpc``, ``id``
 ``method``, ``error``) and the body's bytes, to write on. `read` checks the whole
 document as JSON (msgspec skips each member it is not asked to build; the bytes are
 checked as UTF-8, which msgspec does not do while skipping) and returns the top-level
-object with an object or array ``params`` / ``result`` as a `Body`: the bytes it came
-in, which ``orjson.dumps(..., default=written)`` writes back verbatim. Every other member
-is parsed by orjson, as the whole message would have been.
+object with an object or array ``params`` / ``result`` as a `Body`: a view of the bytes it
+came in (no copy: it keeps the event's data alive, and nothing more), which `encoded`
+splices back verbatim (one copy) and ``orjson.dumps(..., default=written)`` writes too.
+Every other member is parsed by orjson, as the whole message would have been.
 
 None means "not read here": the data is not a JSON object (a batch, say), or is not
 valid JSON. The caller then parses it whole, so what is refused, and why, is orjson's
@@ -28,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover - an extra: the caller says which
     msgspec = None  # type: ignore[assignment]
 
-__all__ = ["AVAILABLE", "BODIES", "Body", "parsed", "read", "shape", "written"]
+__all__ = ["AVAILABLE", "BODIES", "Body", "encoded", "parsed", "read", "shape", "written"]
 
 AVAILABLE = msgspec is not None
 BODIES = ("params", "result")  # the members kept as bytes
@@ -39,14 +40,14 @@ _loads = orjson.loads
 
 
 class Body:
-    """A JSON value (an object or an array) kept as the bytes it came in (``data``):
-    `parsed` reads it, ``orjson.dumps`` writes it back only with ``default=written``
-    (anything else that meets it refuses it as a type it cannot write: never a silent
-    change)."""
+    """A JSON value (an object or an array) kept as the bytes it came in (``data``, a
+    read-only view): `parsed` reads it, `encoded` and ``orjson.dumps(..., default=written)``
+    write it back (anything else that meets it refuses it as a type it cannot write: never
+    a silent change)."""
 
     __slots__ = ("data",)
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | memoryview) -> None:
         self.data = data
 
     def __repr__(self) -> str:
@@ -72,7 +73,7 @@ def read(data: bytes) -> dict[str, Any] | None:
         progress = "method" in members and _loads(bytes(members["method"])) == _PROGRESS
         for name, raw in members.items():
             if name in BODIES and not (progress and name == "params"):
-                kept = bytes(raw)  # the value alone (msgspec leaves the space around it out)
+                kept = memoryview(raw)  # the value alone (msgspec leaves the space around it out)
                 message[name] = Body(kept) if kept[0] in _CONTAINERS else _loads(kept)
             else:
                 message[name] = _loads(bytes(raw))
@@ -99,5 +100,21 @@ def parsed(value: Any) -> Any:
 def written(value: Any) -> Any:
     """``orjson.dumps``'s ``default``: a `Body` is written as the bytes it came in."""
     if type(value) is Body:
-        return _Fragment(value.data)
+        return _Fragment(bytes(value.data))
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def encoded(message: dict[str, Any]) -> bytes:
+    """``message`` as JSON, each `Body` spliced in as it came (one copy of its bytes, where
+    ``orjson.dumps`` with a fragment takes two); the bodies are written last."""
+    bodies = [(name, value.data) for name, value in message.items() if type(value) is Body]
+    if not bodies:
+        return orjson.dumps(message)
+    head = orjson.dumps({name: value for name, value in message.items() if type(value) is not Body})
+    pieces: list[bytes | memoryview] = [head[:-1]]
+    comma = b"," if len(head) > 2 else b""
+    for name, data in bodies:
+        pieces += (comma, orjson.dumps(name), b":", data)
+        comma = b","
+    pieces.append(b"}")
+    return b"".join(pieces)

@@ -14,8 +14,8 @@ carries ``event_id``: the stream's last event ID when it was produced.
 
 A relay that writes large messages on as they came asks for ``raw_above``: past that size
 a message's ``params`` / ``result`` object stays a [`Body`][ssewire.jsonrpc.Body] (its bytes,
-checked as JSON but never built), read with `parsed` and written back by
-``orjson.dumps(..., default=written)``.
+checked as JSON but never built), read with `parsed` and written back by `encoded` (or
+``orjson.dumps(..., default=written)``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from . import _envelope
-from ._envelope import Body, parsed, written
+from ._envelope import Body, encoded, parsed, written
 from ._errors import EventTooLarge
 from ._events import RawEvent
 from ._secrets import mask_json_bytes
@@ -45,6 +45,7 @@ __all__ = [
     "Priming",
     "TornTail",
     "classify",
+    "encoded",
     "parsed",
     "written",
 ]

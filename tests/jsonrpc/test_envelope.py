@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssewire import _envelope
-from ssewire.jsonrpc import Body, InvalidMessage, Kind, Message, MessageDecoder, parsed, written
+from ssewire.jsonrpc import Body, InvalidMessage, Kind, Message, MessageDecoder, encoded, parsed, written
 
 
 def one(data: bytes, **options) -> object:
@@ -148,6 +148,8 @@ def test_a_body_is_kept_as_the_bytes_it_came_in_and_written_back_verbatim():
     assert parsed(item.payload["result"]) == orjson.loads(body)
     relayed = orjson.dumps({"jsonrpc": "2.0", "id": 7, "result": item.payload["result"]}, default=written)
     assert relayed == b'{"jsonrpc":"2.0","id":7,"result":' + body + b"}"
+    spliced = encoded({"jsonrpc": "2.0", "result": item.payload["result"], "id": 7})
+    assert spliced == b'{"jsonrpc":"2.0","id":7,"result":' + body + b"}"  # the body last, as it came
     with pytest.raises(TypeError, match="Body"):  # never written as something else by mistake
         orjson.dumps(item.payload)
 
@@ -206,3 +208,18 @@ def test_without_msgspec_raw_above_says_which_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"ssewire\[mcp\]"):
         MessageDecoder(raw_above=1024)
     MessageDecoder()  # the decoder itself needs nothing more
+
+
+@settings(max_examples=200, deadline=None)
+@given(MEMBERS)
+def test_an_encoded_message_reads_back_as_the_message(members):
+    data = orjson.dumps(members)
+    item = one(data, raw_above=0)
+    if isinstance(item, Message):
+        assert orjson.loads(encoded(item.payload)) == orjson.loads(data)
+
+
+def test_encoded_without_bodies_is_orjsons_and_with_only_bodies_is_an_object():
+    assert encoded({"jsonrpc": "2.0", "id": 1}) == orjson.dumps({"jsonrpc": "2.0", "id": 1})
+    assert encoded({"result": Body(b"[1, 2]")}) == b'{"result":[1, 2]}'
+    assert encoded({"params": Body(b"{}"), "result": Body(b"[]")}) == b'{"params":{},"result":[]}'

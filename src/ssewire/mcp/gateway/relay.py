@@ -27,7 +27,7 @@ import httpx
 import orjson
 
 from ..._secrets import scrub_urls
-from ...jsonrpc import parsed, written
+from ...jsonrpc import encoded, parsed
 from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, Unauthorized, delivering
 from ..protocol.codes import INTERNAL_ERROR
 from ..protocol.handshake import CAPABILITY_OF
@@ -121,7 +121,7 @@ class Outbox:
             # after the position taken is the taker's, replayed from upstream
             return
         try:
-            data = orjson.dumps(message, default=written)  # a Body is written as the bytes it came in
+            data = encoded(message)  # a Body is written as the bytes it came in
             if b"\n" in data or b"\r" in data:  # a body's whitespace, from a multi-line event:
                 data = orjson.dumps(orjson.loads(data))  # written again, so the event is one data line
         except orjson.JSONEncodeError as why:  # read by orjson, not writable by it (nested too deep)
