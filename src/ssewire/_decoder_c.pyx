@@ -30,8 +30,9 @@ cdef extern from *:
     /* Build an Event (a tuple subclass) from its four fields. Filling a freshly
        allocated tuple subclass is what CPython's own tuple_subtype_new does up to 3.13;
        from 3.14 on tuples cache their hash, so there we go through tp_new itself. */
-    static PyObject *ssewire_new_event(PyTypeObject *tp, PyObject *a, PyObject *b,
+    static PyObject *ssewire_new_event(PyObject *cls, PyObject *a, PyObject *b,
                                        PyObject *c, PyObject *d) {
+        PyTypeObject *tp = (PyTypeObject *)cls;
     #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION)
         PyObject *op;
         /* Its fields are str / int / None: it can never be part of a cycle, so the
@@ -65,7 +66,8 @@ cdef extern from *:
     #endif
     }
     """
-    object ssewire_new_event(type tp, object a, object b, object c, object d)
+    # Borrowed arguments: no reference churn around the call on the per-event path.
+    object ssewire_new_event(PyObject* tp, PyObject* a, PyObject* b, PyObject* c, PyObject* d)
 
 
 cdef extern from *:
@@ -152,6 +154,7 @@ cdef extern from "Python.h":
 
 cdef type _Event = Event
 cdef type _RawEvent = RawEvent
+cdef str _MESSAGE = "message"
 
 
 # A buffer larger than this is not kept for long: the data buffer is released after an
@@ -342,6 +345,7 @@ cdef class CDecoder:
     cdef object _event_retry
     cdef object _error
     cdef bint _raw            # CRawDecoder: leave the data as bytes
+    cdef type _event_type     # Event, or RawEvent for CRawDecoder
     # A whole `data:` line that began an event, not yet copied: if a blank line follows
     # in the same chunk (the usual one-line event), the event is built straight from the
     # chunk. Only valid inside _process: anything else first moves it to the buffer.
@@ -362,6 +366,7 @@ cdef class CDecoder:
         self._event_retry = None
         self._error = None
         self._data.handover = TEXT
+        self._event_type = _Event
 
     def __init__(
         self,
@@ -659,8 +664,11 @@ cdef class CDecoder:
         return PyBytes_FromStringAndSize(p, n) if self._raw else _decode(p, n)
 
     cdef int _dispatch(self, list events) except -1:
-        cdef object data = None
-        self._last_id = self._id_buf
+        cdef object data
+        # Each field is rewritten only when it changed: on a stream of plain events
+        # that skips six reference count updates an event.
+        if self._last_id is not self._id_buf:
+            self._last_id = self._id_buf
         self._block = 0
         if self._pending != NULL:  # a one-line event, still in the chunk
             data = self._copy_out(self._pending, self._pending_len)
@@ -674,11 +682,22 @@ cdef class CDecoder:
                 _release(&self._data)
             self._data.len = 0
             self._data.mixed = False
+        else:
+            data = None
         if data is not None:
-            event_type = _RawEvent if self._raw else _Event
-            events.append(ssewire_new_event(event_type, self._type, data, self._last_id, self._event_retry))
-        self._type = "message"
-        self._event_retry = None
+            events.append(
+                ssewire_new_event(
+                    <PyObject*>self._event_type,
+                    <PyObject*>self._type,
+                    <PyObject*>data,
+                    <PyObject*>self._last_id,
+                    <PyObject*>self._event_retry,
+                )
+            )
+        if self._type is not _MESSAGE:
+            self._type = _MESSAGE
+        if self._event_retry is not None:
+            self._event_retry = None
         return 0
 
     cdef int _fail(self, str limit, Py_ssize_t max_size, Py_ssize_t size) except -1:
@@ -701,6 +720,7 @@ cdef class CRawDecoder(CDecoder):
     def __cinit__(self, *args, **kwargs):
         self._raw = True
         self._data.handover = BYTES
+        self._event_type = _RawEvent
 
 
 def _object_floor(bytes window, bytes cuts, bint raw=False):
@@ -725,5 +745,7 @@ def _object_floor(bytes window, bytes cuts, bint raw=False):
         if start < 0 or n < 0 or start > size - n:
             raise ValueError("a cut outside the window")
         data = PyBytes_FromStringAndSize(base + start, n) if raw else _decode(base + start, n)
-        events.append(ssewire_new_event(event_type, message, data, no_id, None))
+        events.append(
+            ssewire_new_event(<PyObject*>event_type, <PyObject*>message, <PyObject*>data, <PyObject*>no_id, <PyObject*>None)
+        )
     return events

@@ -546,3 +546,32 @@ def test_each_delivered_message_is_complete_and_delivered_once(data, behaviour, 
     keys = [json.dumps(m, sort_keys=True) for m in delivered]
     assert len(keys) == len(set(keys)), "a message was delivered twice"
     assert delivered == MESSAGES[: len(delivered)], "a torn or foreign message was delivered"
+
+
+def test_the_answer_a_caller_waits_for_is_known_by_its_id_not_hashed(monkeypatch):
+    """answer_to: the answer to the caller's request is booked under its id, so a large
+    result is never digested; everything else on the stream still is."""
+    digested: list[int] = []
+    real = guard_module.wire_digest
+    monkeypatch.setattr(guard_module, "wire_digest", lambda data: digested.append(len(data)) or real(data))
+    guard = ResumptionGuard(V11)
+    guard.open("call", scope="s")
+    progress = (
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}'
+    )
+    answer = b'{"jsonrpc":"2.0","id":7,"result":{"text":"' + b"x" * 100_000 + b'"}}'
+    stream = b"id: 1\ndata: " + progress + b"\n\nid: 2\ndata: " + answer + b"\n\n"
+    decoder = MessageDecoder(max_event_size=None, keep_data=True)
+    delivered = guard.feed("call", decoder.feed(stream), answer_to=7)
+    assert [item.id for item in delivered] == [None, 7]
+    assert digested == [len(progress)]  # the progress notification only
+    replayed = MessageDecoder(max_event_size=None, keep_data=True).feed(b"id: 2\ndata: " + answer + b"\n\n")
+    guard.broken("call")
+    guard.resume("call", "call/1", scope="s")
+    assert guard.feed("call/1", replayed, answer_to=7) == []  # its replay: dropped, still unhashed
+    assert digested == [len(progress)] and guard.stats.duplicates == 1
+    again = MessageDecoder(max_event_size=None, keep_data=True)
+    guard.open("call-2", scope="s2")
+    response_to_another = b'{"jsonrpc":"2.0","id":8,"result":{}}'
+    assert len(guard.feed("call-2", again.feed(b"data: " + response_to_another + b"\n\n"), answer_to=7)) == 1
+    assert digested[-1] == len(response_to_another)  # not the answer waited for: digested as ever

@@ -986,7 +986,7 @@ class Client:
                         first = False
                     routing = _DELIVERING.set(ident)
                     try:
-                        for item in self.guard.feed(stream, items):
+                        for item in self.guard.feed(stream, items, answer_to=ident):
                             if item.__class__ is Message:
                                 delivered += 1
                                 self._deliver(item)

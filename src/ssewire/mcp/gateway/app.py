@@ -82,6 +82,7 @@ from .tools import ToolPolicy, tool_refused
 log = logging.getLogger("ssewire.mcp.gateway")
 
 LARGE = 64 * 1024  # bytes: a message past this is read for its envelope only, written with no joining copy
+SLICE = 256 * 1024  # bytes: a large event is written downstream in pieces of this size
 RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
 MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
@@ -989,8 +990,11 @@ class Gateway:
                     if max(map(len, pieces)) < LARGE:
                         yield b"".join(pieces)  # small events: one write
                     else:
-                        for piece in pieces:  # a large one: written as stored, never copied
-                            yield piece
+                        for piece in pieces:  # a large one: written as stored, in slices the
+                            # socket takes as it drains (one write of megabytes is copied whole
+                            # by h11 and again by the transport's buffer, into fresh memory)
+                            for at in range(0, len(piece), SLICE):
+                                yield piece[at : at + SLICE] if len(piece) > SLICE else piece
                     if writer in self._writers:
                         self._writers[writer] = True  # its client has an event id now
                     if writer in self._cut_after:

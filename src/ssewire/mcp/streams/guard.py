@@ -77,6 +77,8 @@ _WHAT_NOW = "what the request did is unknown: check its effects before sending i
 
 # bound once: an enum member read through its class costs a lookup in the enum's machinery
 _BATCH, _NEW, _REPLAY, _COPY = Kind.BATCH, EventVerdict.NEW, EventVerdict.REPLAY, EventVerdict.COPY
+_ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR})
+_ANSWER = object()  # an answer known by its id (`feed`'s answer_to): equal to no digest
 
 # what each unsafe verdict of the ledger tells the caller
 _UNSAFE_DETAIL = {
@@ -171,12 +173,19 @@ class ResumptionGuard:
         self.ledger.forget([broken])  # the chain keeps its cursor and ids: a long chain stays small
         return reopened
 
-    def feed(self, stream: str, items: Iterable[Item]) -> list[Item]:
+    def feed(self, stream: str, items: Iterable[Item], *, answer_to: Any = None) -> list[Item]:
         """The items safe to deliver, in order: messages (and other events) that complete
         an event never delivered before. Priming events only move the cursor.
 
         O(1) per event, a chunk's events booked in one call: a message is known by the
-        digest of the bytes it came in (`wire_digest`), never serialized again."""
+        digest of the bytes it came in (`wire_digest`), never serialized again.
+
+        ``answer_to``: the id of the request this stream answers, when the caller reads
+        nothing more of its chain once the answer came (a client's call). The answer is then
+        known by that id alone, never digested: a multi-megabyte result is not hashed for
+        books no one reads again. (A copy of it on another stream is then not known by its
+        bytes: it is delivered, and the caller, which routes an answer by its id, has no
+        call waiting for it.)"""
         facts = self.ledger.stream(stream)
         resumed = facts.resumes is not None
         events: list[Item] = []
@@ -185,7 +194,10 @@ class ResumptionGuard:
             kind = type(item)
             if kind is Message:
                 assert isinstance(item, Message)
-                content = wire_digest(item.data) if item.data else fingerprint(item.payload)
+                if answer_to is not None and item.id == answer_to and item.kind in _ANSWERS:
+                    content: Any = (_ANSWER, item.id)
+                else:
+                    content = wire_digest(item.data) if item.data else fingerprint(item.payload)
                 if item.kind is _BATCH:
                     members = messages_of(item)
                     keys = [member.fingerprint or fingerprint(member.payload) for member in members]
