@@ -473,7 +473,10 @@ cdef class CDecoder:
                 self._chunk_end()
                 return 0
             if eol == p:
-                self._line_end(events)
+                if self._line_len == 0 and not self._skipping:
+                    self._dispatch(events)  # _line_end's blank-line case, without the call
+                else:
+                    self._line_end(events)
             elif not self._whole_data_line(p, eol - p):
                 self._flush_pending()
                 self._segment(p, eol - p)

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import orjson
 
+from ..._envelope import AVAILABLE as ENVELOPES
 from ..._secrets import public_url, scrub_urls
 from ...asgi import EventStreamResponse
 from ..client import Client, RPCError, StreamBroken, Unauthorized
@@ -852,7 +853,9 @@ class Gateway:
             idle_timeout=self.idle_timeout,
             max_message_size=self.max_message_size,
             on_transport_event=self.telemetry.transport_event,
-            raw_above=LARGE,  # a large answer is relayed as its bytes: its envelope is all the gateway reads
+            raw_above=LARGE
+            if ENVELOPES
+            else None,  # a large answer relayed as its bytes (msgspec: the extras)
             **options,
         )
 
