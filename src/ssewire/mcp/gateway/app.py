@@ -853,9 +853,8 @@ class Gateway:
             idle_timeout=self.idle_timeout,
             max_message_size=self.max_message_size,
             on_transport_event=self.telemetry.transport_event,
-            raw_above=LARGE
-            if ENVELOPES
-            else None,  # a large answer relayed as its bytes (msgspec: the extras)
+            # a large answer is relayed as its bytes, its envelope read alone (with msgspec)
+            raw_above=LARGE if ENVELOPES else None,
             **options,
         )
 
