@@ -75,6 +75,9 @@ class Upstream:
             data = (
                 b'{"jsonrpc":"2.0", "result": ' + self.bodies[name] + b', "id": ' + orjson.dumps(ident) + b"}"
             )
+            if name.endswith("-json"):  # answered as one JSON body
+                await _respond(send, 200, data, [(b"content-type", b"application/json")])
+                return
             event = b"".join(b"data: " + line + b"\n" for line in data.split(b"\n"))  # one line or several
             await _respond(send, 200, event + b"\n", [(b"content-type", b"text/event-stream")])
 
@@ -100,6 +103,7 @@ def members(data: bytes) -> dict[str, bytes]:
 def upstream():
     bodies = {
         "odd": odd_body(SIZE),
+        "odd-json": odd_body(SIZE),
         "small": b'{ "content" : [] }',
         "tools/list": tools_body(600),
         "lines": odd_body(SIZE).replace(b",\t", b",\n").replace(b"} ]", b"}\n]"),  # over several data lines
@@ -122,6 +126,10 @@ def test_a_large_result_is_written_on_as_it_came_under_the_downstream_id(upstrea
         got = members(data)
         assert "result" in got, data[:400]
         assert got["result"] == bodies["odd"]  # verbatim: never parsed and written again
+        as_json = members(
+            answer_of(http, gw.url, headers, {**call, "params": {"name": "odd-json", "arguments": {}}})
+        )
+        assert as_json["result"] == bodies["odd-json"]  # a JSON answer upstream: the same
         assert orjson.loads(got["id"]) == "down-7" and orjson.loads(got["jsonrpc"]) == "2.0"
         small = answer_of(http, gw.url, headers, {**call, "params": {"name": "small", "arguments": {}}})
         assert orjson.loads(small)["result"] == {"content": []}  # a small one is read whole, as before

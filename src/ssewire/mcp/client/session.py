@@ -859,7 +859,7 @@ class Client:
     async def _answered_json(self, answer: Answer, record: _Pending, idempotent: bool) -> None:
         """A JSON answer (or an error status): read whole, under the message size limit."""
         try:
-            message = await answer.json(idle=self.idle_timeout)
+            message = await answer.json(idle=self.idle_timeout, raw_above=self.raw_above)
         except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: re-issue, or report
             self.stats.resets += 1
             self._told("reset", {"request": record.ident, "stage": "json"})

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
+from ..._envelope import read as read_envelope
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
 from ..protocol.wire import JSON, SSE
@@ -255,9 +256,13 @@ class Answer:
         """After a read that did not end by itself: the torn final event, if any."""
         return self._decoder.close() if self._decoder is not None else []
 
-    async def json(self, *, idle: float | None = None, until: float | None = None) -> Any:
+    async def json(
+        self, *, idle: float | None = None, until: float | None = None, raw_above: int | None = None
+    ) -> Any:
         """The whole body as one JSON value, under the size limit (`MessageTooLarge`); an empty
-        body is None; `NotJSON` when it does not parse."""
+        body is None; `NotJSON` when it does not parse. ``raw_above``: a larger body that is
+        one JSON object is read for its members alone, its ``params`` / ``result`` kept as a
+        ``Body`` (as the SSE decoder's option of that name)."""
         body = bytearray()
         async with aclosing(self.chunks(idle=idle, until=until)) as chunks:
             async for chunk in chunks:
@@ -266,6 +271,10 @@ class Answer:
                     raise MessageTooLarge(self.limit, len(body))
         if not body.strip():
             return None
+        if raw_above is not None and len(body) > raw_above:
+            message = read_envelope(bytes(body))
+            if message is not None:
+                return message  # else parsed whole: what is refused is orjson's verdict
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError as exc:
