@@ -107,6 +107,7 @@ def upstream():
         "small": b'{ "content" : [] }',
         "tools/list": tools_body(600),
         "lines": odd_body(SIZE).replace(b",\t", b",\n").replace(b"} ]", b"}\n]"),  # over several data lines
+        "lines-huge-number": odd_body(SIZE).replace(b"false ,\t", b"1e400 ,\n"),
     }
     with running(Upstream(bodies), lifespan="off") as root:
         yield root + "/mcp", bodies
@@ -163,3 +164,19 @@ def test_a_large_body_spread_over_data_lines_is_written_on_one(upstream):
         events = [event for event in Decoder().feed(reply.content) if event.data]
         assert len(events) == 1 and "\n" not in events[0].data, events[0].data[:300]
         assert orjson.loads(events[0].data)["result"] == orjson.loads(bodies["lines"])
+
+
+def test_a_body_that_cannot_be_written_again_ends_its_call_explicitly(upstream):
+    """Over several lines and holding a number past a float's range (valid JSON, which
+    orjson cannot read): it cannot be put on one line, so the call gets the explicit error."""
+    url, _ = upstream
+    with gateway_over(url) as gw, httpx.Client(timeout=WAIT) as http:
+        headers = session(http, gw.url)
+        name = "lines-huge-number"
+        call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+        error = orjson.loads(answer_of(http, gw.url, headers, call))["error"]
+        assert error["data"] == {"gateway": "unencodable"}
+        after = {**call, "id": 5, "params": {"name": "small", "arguments": {}}}
+        assert orjson.loads(answer_of(http, gw.url, headers, after))["result"] == {
+            "content": []
+        }  # it goes on

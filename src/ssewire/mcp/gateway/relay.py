@@ -124,7 +124,8 @@ class Outbox:
             data = encoded(message)  # a Body is written as the bytes it came in
             if b"\n" in data or b"\r" in data:  # a body's whitespace, from a multi-line event:
                 data = orjson.dumps(orjson.loads(data))  # written again, so the event is one data line
-        except orjson.JSONEncodeError as why:  # read by orjson, not writable by it (nested too deep)
+        except (orjson.JSONEncodeError, orjson.JSONDecodeError) as why:  # not writable by orjson:
+            # nested too deep, or a body kept as bytes it cannot read again (a number past a float)
             self._unencodable(message, why)
             return
         self.items.append((data, time.time() if arrived is None else arrived))
