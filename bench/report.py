@@ -219,6 +219,17 @@ def gateway_rows(records: Iterable[Record]) -> list[list[str]]:
     return rows
 
 
+def node_rows(records: Iterable[Record]) -> list[list[str]]:
+    """W1 through node's eventsource-parser beside our compiled twins, timed in one test:
+    each time over our best (above 1: ours is faster)."""
+    rows = []
+    for workload, group in _by(records, "node-peer").items():
+        best = min(r["min"] for r in group if r["ours"])
+        for r in sorted(group, key=lambda r: r["min"]):
+            rows.append([workload, r["contender"], f"{r['min'] * 1e3:,.1f} ms", f"{r['min'] / best:.2f}x"])
+    return rows
+
+
 def gateway_load_rows(records: Iterable[Record]) -> list[list[str]]:
     rows = []
     for workload, group in _by(records, "gateway-load").items():
@@ -270,6 +281,12 @@ TABLES = (
         "Growth: one event fed in 1 KiB chunks (linear = time grows like bytes)",
         ["decoder", "event", "ms", "growth", "x floor"],
         growth_rows,
+    ),
+    (
+        "W1 against node's eventsource-parser (node_peer/w1.mjs in its own process; bytes in: "
+        "TextDecoder then the parser, text in: the parser alone on decoded chunks)",
+        ["workload", "parser", "time (min of rounds)", "time / our best"],
+        node_rows,
     ),
     (
         "MCP clients against a server whose answers cost nothing (bench/cheap_server.py, its own process), "
