@@ -11,15 +11,17 @@ Every other member is parsed by orjson, as the whole message would have been.
 
 None means "not read here": the data is not a JSON object (a batch, say), or is not
 valid JSON. The caller then parses it whole, so what is refused, and why, is orjson's
-verdict alone. One difference is left, on purpose: a number beyond the range of a float
-(``1e400``) inside a body is valid JSON (RFC 8259 section 6), which orjson refuses and
-this reader, which never reads the body's numbers, lets through. Nesting is judged alike
-as long as Python's recursion limit stays below orjson's depth limit (1024): msgspec stops
-at the first, so a deeper document is parsed whole.
+verdict alone. Two differences are left, both valid JSON past orjson's own limits (RFC
+8259 section 9 lets a parser set them), which this reader, never reading a body, lets
+through as bytes: a number beyond the range of a float (``1e400``) inside a body, and a body
+nested deeper than orjson's 1024 levels where msgspec goes deeper (it stops at the
+interpreter's recursion limit: 1000 levels before Python 3.12, far more from 3.12). Such a
+body relayed as it came is the next reader's to judge; `parsed` refuses it as orjson does.
 """
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 import orjson
@@ -55,19 +57,18 @@ class Body:
 
 
 _CONTAINERS = (ord("{"), ord("["))
+_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
+_UTF8_SLICE = 1 << 20
 
 
-def read(data: bytes) -> dict[str, Any] | None:
+def read(data: bytes | bytearray) -> dict[str, Any] | None:
     """The top-level object of ``data``, its bodies left as bytes; None to parse it whole."""
     try:
         members = _members.decode(data)
     except (msgspec.DecodeError, RecursionError):  # not an object, or not JSON
         return None
-    if not data.isascii():  # msgspec does not check the strings it skips
-        try:
-            data.decode()
-        except UnicodeDecodeError:
-            return None
+    if not data.isascii() and not _utf8(data):  # msgspec does not check the strings it skips
+        return None
     message: dict[str, Any] = {}
     try:
         progress = "method" in members and _loads(bytes(members["method"])) == _PROGRESS
@@ -80,6 +81,19 @@ def read(data: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:  # a member orjson refuses (a number past the float range)
         return None
     return message
+
+
+def _utf8(data: bytes | bytearray) -> bool:
+    """Whether ``data`` is UTF-8, checked a slice at a time (no str of the whole body)."""
+    decoder = _Utf8Decoder()
+    view = memoryview(data)
+    try:
+        for at in range(0, len(view), _UTF8_SLICE):
+            decoder.decode(view[at : at + _UTF8_SLICE])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def shape(message: dict[str, Any]) -> dict[str, Any]:

@@ -258,7 +258,9 @@ class MessageDecoder:
     ``keep_data`` keeps each message's wire bytes in ``Message.data`` (else a message costs
     its payload's memory only). ``raw_above``: a message of more bytes than this keeps its
     object or array ``params`` / ``result`` as a [`Body`][ssewire.jsonrpc.Body] (needs
-    msgspec, in the ``mcp`` extra); what is refused, and why, is the same as without it.
+    msgspec, in the ``mcp`` extra); what is refused, and why, is the same as without it,
+    but for valid JSON past orjson's own limits inside a body (``ssewire._envelope`` says
+    which), kept as bytes, which `parsed` refuses.
     ``decoder`` picks the core twin (a ``RawDecoder`` class), for tests and benchmarks.
     """
 

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
+from ..._envelope import AVAILABLE as ENVELOPES
 from ...jsonrpc import Body, InvalidMessage, Message, Priming, parsed
 from ..protocol import params as mirrored
 from ..protocol import requests
@@ -45,7 +46,7 @@ from ..protocol.bridging import (
     REQUEST_STATE,
     is_input_required,
 )
-from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
+from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND, PARSE_ERROR
 from ..protocol.handshake import (
     HandshakeFailed,
     Incoming,
@@ -282,11 +283,12 @@ class Client:
         id) or a ``"reinitialization"`` (a new session after a 404); details name the
         request id (``"request"``), the attempt or the stream (``"stream": "get"``), never a
         payload or a URL. What it raises is logged, never the client's failure.
-    :param raw_above: a relay's option (needs msgspec): an SSE message of more bytes than
-        this keeps its ``result`` / ``params`` object as a [`Body`][ssewire.jsonrpc.Body],
-        checked as JSON but never built, so `reply` and the handlers and callbacks hand it
-        on as its bytes (``orjson.dumps(..., default=ssewire.jsonrpc.written)`` writes them
-        verbatim). `request` and the calls built on it parse it for you.
+    :param raw_above: a relay's option (needs msgspec): a message (an SSE event or a JSON
+        answer) of more bytes than this keeps its ``result`` / ``params`` object as a
+        [`Body`][ssewire.jsonrpc.Body], checked as JSON but never built, so `reply` and the
+        handlers and callbacks hand it on as its bytes (``ssewire.jsonrpc.encoded`` writes
+        them verbatim); a handler returns plain values. `request` and the calls built on it
+        parse it for you (valid JSON orjson cannot read is an `RPCError` -32700 there).
     """
 
     def __init__(
@@ -313,6 +315,10 @@ class Client:
         on_transport_event: Callable[[str, dict[str, Any]], None] | None = None,
         raw_above: int | None = None,
     ) -> None:
+        if raw_above is not None and not ENVELOPES:  # before any request goes out
+            raise ImportError(
+                "raw_above reads envelopes with msgspec: pip install 'ssewire[mcp]' (or msgspec)"
+            )
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
             raise ValueError("give headers and auth to your own httpx.AsyncClient, not beside it")
@@ -560,7 +566,7 @@ class Client:
                 self._subscriptions.pop(ident, None)
         if "error" in reply:
             raise RPCError(reply["error"])
-        value = parsed(reply.get("result"))
+        value = _parsed_result(reply)
         return value if isinstance(value, dict) else {}
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -596,7 +602,7 @@ class Client:
         for rounds in itertools.count():  # bounded: max_input_rounds
             if "error" in reply:
                 raise RPCError(reply["error"])
-            value = parsed(reply.get("result"))
+            value = _parsed_result(reply)
             value = value if isinstance(value, dict) else {}
             if not self.modern or not is_input_required(value):
                 return value  # no resultType: complete
@@ -1104,7 +1110,10 @@ class Client:
 
     def _subscription_of(self, message: dict[str, Any]) -> Callable[[dict[str, Any]], Any] | None:
         """The callback of the subscription a notification names in its ``_meta``, if any."""
-        params = parsed(message.get("params"))
+        try:
+            params = parsed(message.get("params"))
+        except orjson.JSONDecodeError:  # kept as bytes orjson cannot read: names no subscription
+            return None
         meta = params.get("_meta") if isinstance(params, dict) else None
         ident = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         return self._subscriptions.get(ident) if isinstance(ident, (str, int)) else None
@@ -1290,4 +1299,17 @@ class Client:
 def _whole(reply: dict[str, Any] | None) -> dict[str, Any] | None:
     """A reply with its result parsed, if it was kept as bytes (``raw_above``)."""
     result = reply.get("result") if reply is not None else None
-    return {**reply, "result": parsed(result)} if reply is not None and isinstance(result, Body) else reply
+    return (
+        {**reply, "result": _parsed_result(reply)}
+        if reply is not None and isinstance(result, Body)
+        else reply
+    )
+
+
+def _parsed_result(reply: dict[str, Any]) -> Any:
+    """A reply's result, parsed if it was kept as bytes; valid JSON orjson cannot read (a
+    number past a float's range, nesting past 1024) is a JSON-RPC parse error, raised."""
+    try:
+        return parsed(reply.get("result"))
+    except orjson.JSONDecodeError as exc:
+        raise RPCError({"code": PARSE_ERROR, "message": f"the result cannot be read: {exc}"}) from None

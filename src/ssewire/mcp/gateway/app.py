@@ -983,7 +983,8 @@ class Gateway:
                         if not stored.data:  # the priming event: an id to resume from, and when
                             pieces.append(head + retry + b"data: \n\n")
                             continue
-                        # orjson writes no CR or LF (it escapes them): the message is one data line
+                        # one data line: orjson writes no CR or LF, and the outbox writes again a
+                        # body kept as bytes that holds one (JSON whitespace of a multi-line event)
                         pieces += (head, b"event: message\ndata: ", stored.data, b"\n\n")
                     self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
                     self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))

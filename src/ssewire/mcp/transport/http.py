@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
+from ..._envelope import AVAILABLE as ENVELOPES
 from ..._envelope import read as read_envelope
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
@@ -271,8 +272,8 @@ class Answer:
                     raise MessageTooLarge(self.limit, len(body))
         if not body.strip():
             return None
-        if raw_above is not None and len(body) > raw_above:
-            message = read_envelope(bytes(body))
+        if raw_above is not None and ENVELOPES and len(body) > raw_above:
+            message = read_envelope(body)  # the body's bytearray, read in place (no copy)
             if message is not None:
                 return message  # else parsed whole: what is refused is orjson's verdict
         try:
