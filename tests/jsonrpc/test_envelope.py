@@ -134,8 +134,11 @@ def test_nesting_past_the_limit_is_refused_alike_or_kept_as_the_documented_diffe
             assert enveloped == reference
         else:
             assert isinstance(enveloped, Message) and bytes(enveloped.payload["result"].data) == body
-            with pytest.raises(orjson.JSONDecodeError, match="depth"):
-                parsed(enveloped.payload["result"])
+            if depth > 1024:
+                with pytest.raises(orjson.JSONDecodeError, match="depth"):
+                    parsed(enveloped.payload["result"])
+            else:  # the body alone is within orjson's limit; the message around it was not
+                assert parsed(enveloped.payload["result"]) is not None
         return
     # == on such nesting would pass the recursion limit itself: compared as bytes
     assert isinstance(enveloped, Message)
