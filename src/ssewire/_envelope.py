@@ -31,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - an extra: the caller says which
     msgspec = None  # type: ignore[assignment]
 
-__all__ = ["AVAILABLE", "BODIES", "Body", "encoded", "parsed", "read", "shape", "written"]
+__all__ = ["AVAILABLE", "BODIES", "Body", "encoded", "parsed", "read", "require", "shape", "written"]
 
 AVAILABLE = msgspec is not None
 BODIES = ("params", "result")  # the members kept as bytes
@@ -59,6 +59,13 @@ class Body:
 _CONTAINERS = (ord("{"), ord("["))
 _Utf8Decoder = codecs.getincrementaldecoder("utf-8")
 _UTF8_SLICE = 1 << 20
+
+
+def require() -> None:
+    """Raise ImportError, naming the extra, when msgspec is missing: for an option that
+    reads envelopes, before anything is sent or read."""
+    if not AVAILABLE:
+        raise ImportError("raw_above reads envelopes with msgspec: pip install 'ssewire[mcp]' (or msgspec)")
 
 
 def read(data: bytes | bytearray) -> dict[str, Any] | None:

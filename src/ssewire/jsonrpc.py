@@ -276,10 +276,8 @@ class MessageDecoder:
         raw_above: int | None = None,
         decoder: Callable[..., _RawCore] = RawDecoder,
     ) -> None:
-        if raw_above is not None and not _envelope.AVAILABLE:
-            raise ImportError(
-                "raw_above reads envelopes with msgspec: pip install 'ssewire[mcp]' (or msgspec)"
-            )
+        if raw_above is not None:
+            _envelope.require()
         self._core: _RawCore = decoder(max_event_size=max_event_size, max_line_size=max_line_size)
         self._allow_batches = allow_batches
         self._keep = keep_data
@@ -322,24 +320,18 @@ class MessageDecoder:
             return OtherEvent(event_type, data, event_id)
         if not data:
             return Priming(event_id)
+        payload = envelope = None
         if self._raw_above is not None and len(data) > self._raw_above:
+            # None: not an object, or not JSON, so parsed whole below and the verdict is orjson's
             payload = _envelope.read(data)
-            if payload is not None:
-                try:
-                    kind, ident, method = classify(
-                        _envelope.shape(payload), allow_batches=self._allow_batches
-                    )
-                except ValueError as exc:
-                    return InvalidMessage(str(exc), event_id, len(data), excerpt(data))
-                kept = data if self._keep else b""
-                return _new(Message, (kind, payload, ident, method, event_type, event_id, len(data), kept))
-            # not an object, or not JSON: parsed whole below, so the verdict is orjson's
+            envelope = None if payload is None else _envelope.shape(payload)
+        if envelope is None:
+            try:
+                payload = envelope = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                return InvalidMessage(f"invalid JSON: {exc}", event_id, len(data), excerpt(data))
         try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            return InvalidMessage(f"invalid JSON: {exc}", event_id, len(data), excerpt(data))
-        try:
-            kind, ident, method = classify(payload, allow_batches=self._allow_batches)
+            kind, ident, method = classify(envelope, allow_batches=self._allow_batches)
         except ValueError as exc:
             return InvalidMessage(str(exc), event_id, len(data), excerpt(data))
         kept = data if self._keep else b""

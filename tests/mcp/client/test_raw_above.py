@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ssewire import _envelope
 from ssewire.jsonrpc import Body
 from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.client import session as session_module
@@ -28,7 +29,7 @@ def test_a_notification_whose_params_cannot_be_read_names_no_subscription():
 
 
 def test_without_msgspec_raw_above_fails_before_any_request(monkeypatch):
-    monkeypatch.setattr(session_module, "ENVELOPES", False)
+    monkeypatch.setattr(_envelope, "AVAILABLE", False)
     with pytest.raises(ImportError, match=r"ssewire\[mcp\]"):
         Client("http://127.0.0.1:9/mcp", raw_above=1024)
     Client("http://127.0.0.1:9/mcp")  # without the option nothing more is needed

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
-from ..._envelope import AVAILABLE as ENVELOPES
+from ..._envelope import require as require_envelopes
 from ...jsonrpc import Body, InvalidMessage, Message, Priming, parsed
 from ..protocol import params as mirrored
 from ..protocol import requests
@@ -315,10 +315,8 @@ class Client:
         on_transport_event: Callable[[str, dict[str, Any]], None] | None = None,
         raw_above: int | None = None,
     ) -> None:
-        if raw_above is not None and not ENVELOPES:  # before any request goes out
-            raise ImportError(
-                "raw_above reads envelopes with msgspec: pip install 'ssewire[mcp]' (or msgspec)"
-            )
+        if raw_above is not None:
+            require_envelopes()  # before any request goes out
         extra = caller_headers(headers)  # ValueError for a header the transport sets itself
         if http is not None and (extra or auth is not None):
             raise ValueError("give headers and auth to your own httpx.AsyncClient, not beside it")

@@ -77,7 +77,6 @@ _WHAT_NOW = "what the request did is unknown: check its effects before sending i
 
 # bound once: an enum member read through its class costs a lookup in the enum's machinery
 _BATCH, _NEW, _REPLAY, _COPY = Kind.BATCH, EventVerdict.NEW, EventVerdict.REPLAY, EventVerdict.COPY
-_ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR})
 _ANSWER = object()  # an answer known by its id (`feed`'s answer_to): equal to no digest
 
 # what each unsafe verdict of the ledger tells the caller
@@ -194,7 +193,7 @@ class ResumptionGuard:
             kind = type(item)
             if kind is Message:
                 assert isinstance(item, Message)
-                if answer_to is not None and item.id == answer_to and item.kind in _ANSWERS:
+                if answer_to is not None and item.id == answer_to and item.kind.answers:
                     content: Any = (_ANSWER, item.id)
                 else:
                     content = wire_digest(item.data) if item.data else fingerprint(item.payload)

@@ -26,8 +26,8 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
-from ..._envelope import AVAILABLE as ENVELOPES
 from ..._envelope import read as read_envelope
+from ..._envelope import require as require_envelopes
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
 from ..protocol.wire import JSON, SSE
@@ -272,7 +272,8 @@ class Answer:
                     raise MessageTooLarge(self.limit, len(body))
         if not body.strip():
             return None
-        if raw_above is not None and ENVELOPES and len(body) > raw_above:
+        if raw_above is not None and len(body) > raw_above:
+            require_envelopes()
             message = read_envelope(body)  # the body's bytearray, read in place (no copy)
             if message is not None:
                 return message  # else parsed whole: what is refused is orjson's verdict
