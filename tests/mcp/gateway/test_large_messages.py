@@ -17,6 +17,7 @@ import pytest
 
 from ssewire import Decoder
 from ssewire.mcp.gateway.tools import ToolPolicy
+from ssewire.mcp.server.asgi import headers_of, read_body, respond
 from ssewire.mcp.transport.serving import running
 from tests.support.gateway_runs import gateway_over, session
 
@@ -48,14 +49,9 @@ class Upstream:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive, headers_of(scope), 1 << 20)
         if scope["method"] != "POST":
-            await _respond(send, 405 if scope["method"] == "GET" else 200, b"", [])
+            await respond(send, 405 if scope["method"] == "GET" else 200, b"", [])
             return
         request = orjson.loads(body)
         method, ident = request.get("method"), request.get("id")
@@ -66,25 +62,20 @@ class Upstream:
                 "serverInfo": {"name": "up", "version": "1"},
             }
             answer = orjson.dumps({"jsonrpc": "2.0", "id": ident, "result": result})
-            head = [(b"content-type", b"application/json"), (b"mcp-session-id", b"s-1")]
-            await _respond(send, 200, answer, head)
+            head = [("content-type", "application/json"), ("mcp-session-id", "s-1")]
+            await respond(send, 200, answer, head)
         elif ident is None:
-            await _respond(send, 202, b"", [])
+            await respond(send, 202, b"", [])
         else:
             name = request["params"]["name"] if method == "tools/call" else method
             data = (
                 b'{"jsonrpc":"2.0", "result": ' + self.bodies[name] + b', "id": ' + orjson.dumps(ident) + b"}"
             )
             if name.endswith("-json"):  # answered as one JSON body
-                await _respond(send, 200, data, [(b"content-type", b"application/json")])
+                await respond(send, 200, data, [("content-type", "application/json")])
                 return
             event = b"".join(b"data: " + line + b"\n" for line in data.split(b"\n"))  # one line or several
-            await _respond(send, 200, event + b"\n", [(b"content-type", b"text/event-stream")])
-
-
-async def _respond(send: Any, status: int, body: bytes, head: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": head})
-    await send({"type": "http.response.body", "body": body})
+            await respond(send, 200, event + b"\n", [("content-type", "text/event-stream")])
 
 
 def answer_of(http: httpx.Client, url: str, headers: dict[str, str], request: dict[str, Any]) -> bytes:
