@@ -53,7 +53,15 @@ def free_port() -> int:
 @contextlib.contextmanager
 def server(argv: list[str], port: int) -> Iterator[str]:
     """A server in a child process on 127.0.0.1:``port``, until the block ends; its URL."""
-    process = subprocess.Popen([sys.executable, *argv], stderr=subprocess.DEVNULL)
+    with started([sys.executable, *argv], port) as (_, url):
+        yield url
+
+
+@contextlib.contextmanager
+def started(argv: list[str], port: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The program ``argv`` in a child process, once it accepts connections on 127.0.0.1:``port``
+    (30 s at most), until the block ends: the process and its MCP URL."""
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -62,7 +70,7 @@ def server(argv: list[str], port: int) -> Iterator[str]:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError(f"{' '.join(argv)} did not start")
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield process, f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         try:

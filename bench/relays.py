@@ -17,9 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from clients import HERE, free_port
+from clients import HERE, free_port, started
 
 NGINX_SWITCH = "SSEWIRE_REQUIRE_NGINX"
 
@@ -98,8 +95,8 @@ class Relay:
 def upstream() -> Iterator[Relay]:
     """The SDK server (its own cost is ``cpu``); the client goes to it "direct"."""
     port = free_port()
-    with _process([str(HERE / "sdk_upstream.py"), str(port)]) as process:
-        yield Relay("upstream", _accepting(port, process), process.pid)
+    with started([sys.executable, str(HERE / "sdk_upstream.py"), str(port)], port) as (process, url):
+        yield Relay("upstream", url, process.pid)
 
 
 def nginx_binary() -> str:
@@ -120,48 +117,16 @@ def nginx(upstream_url: str) -> Iterator[Relay]:
         config = Path(tmp, "nginx.conf")
         config.write_text(NGINX_CONFIG.format(tmp=tmp, upstream=upstream_port, port=port))
         argv = [nginx_binary(), "-p", tmp, "-c", str(config), "-e", f"{tmp}/error.log"]
-        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            yield Relay("nginx", _accepting(port, process), _worker(process.pid))
-        finally:
-            _stop(process)
+        with started(argv, port) as (process, url):
+            yield Relay("nginx", url, _worker(process.pid))
 
 
 @contextlib.contextmanager
 def gateway(upstream_url: str) -> Iterator[Relay]:
     port = free_port()
-    argv = ["-m", "ssewire", "gateway", "--upstream", upstream_url, "--port", str(port), "--keepalive", "60"]
-    with _process(argv) as process:
-        yield Relay("gateway", _accepting(port, process), process.pid)
-
-
-@contextlib.contextmanager
-def _process(argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen([sys.executable, *argv], stderr=subprocess.DEVNULL)
-    try:
-        yield process
-    finally:
-        _stop(process)
-
-
-def _accepting(port: int, process: subprocess.Popen[bytes]) -> str:
-    """The MCP URL on ``port`` once it accepts connections (30 s at most)."""
-    deadline = time.monotonic() + 30
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return f"http://127.0.0.1:{port}/mcp"
-        if time.monotonic() > deadline or process.poll() is not None:
-            raise RuntimeError(f"{process.args} did not start on 127.0.0.1:{port}")
-        time.sleep(0.05)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
+    argv = [sys.executable, "-m", "ssewire", "gateway", "--upstream", upstream_url, "--port", str(port)]
+    with started([*argv, "--keepalive", "60"], port) as (process, url):
+        yield Relay("gateway", url, process.pid)
 
 
 def _worker(master: int) -> int:
