@@ -7,9 +7,9 @@ import argparse
 import errno
 import importlib.util
 import sys
-from typing import Any
+from typing import Any, Literal
 
-from ._common import EXIT_OK, InputError, header_options, positive_int
+from ._common import EXIT_OK, InputError, header_options, non_negative_int, positive_int
 
 NAME = "gateway"
 EXTRA = "mcp"
@@ -188,10 +188,10 @@ def add_parser(commands: Any) -> None:
     )
     limits.add_argument(
         "--max-connections-per-peer",
-        type=positive_int,
+        type=non_negative_int,
         metavar="N",
-        help="connections open at once from one address (set it when clients connect directly; "
-        "behind a balancer every client has its address)",
+        help="connections open at once from one address (default: a quarter of --max-connections; "
+        "0: no share, behind a balancer, where every client has its address)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -377,7 +377,7 @@ def _serve(router: Any, args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             **options,
-            max_connections_per_peer=args.max_connections_per_peer,
+            max_connections_per_peer=_peer_share(args),
             log_level="warning",
         ),
         drain=router.drain,
@@ -492,3 +492,11 @@ def _store(spec: str, prefix: str | None) -> tuple[Any, bool]:
 
         return RedisStore.from_url(spec, **({} if prefix is None else {"prefix": prefix})), True
     raise InputError("--store must be 'memory' or a redis:// URL")  # never echoed: a URL may hold a password
+
+
+def _peer_share(args: argparse.Namespace) -> int | Literal["share"] | None:
+    """--max-connections-per-peer as serving.config takes it: unset is the default share, 0 none."""
+    share: int | None = args.max_connections_per_peer
+    if share is None:
+        return "share"
+    return share or None

@@ -1,13 +1,14 @@
 """The global budget of bytes in flight: reservations, their growth and release, the
-figures, and the refusal a client sees (503, a server error, Retry-After)."""
+figures, and the refusals a client sees (503, a server error, Retry-After, for what does not
+fit now; 413 for what could never fit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ssewire.mcp.protocol.codes import SERVER_ERROR
+from ssewire.mcp.protocol.codes import INVALID_REQUEST, SERVER_ERROR
 from ssewire.mcp.server.asgi import Refused
-from ssewire.mcp.server.budget import BudgetFull, ByteBudget
+from ssewire.mcp.server.budget import BudgetFull, ByteBudget, NeverFits
 
 
 def test_a_reservation_holds_its_bytes_until_released_and_a_second_release_does_nothing():
@@ -58,11 +59,30 @@ def test_what_does_not_fit_is_refused_at_once_and_counted_and_nothing_is_held_fo
     assert budget.in_use == 0
 
 
-def test_a_reservation_larger_than_the_whole_budget_is_refused_even_when_it_is_empty():
+def test_a_reservation_larger_than_the_whole_budget_is_413_without_retry_after_even_when_it_is_empty():
     budget = ByteBudget(100)
-    with pytest.raises(BudgetFull):
+    with pytest.raises(NeverFits) as refused:
         budget.reserve(101)
     assert (budget.in_use, budget.peak, budget.refused) == (0, 0, 1)
+    refusal = refused.value.refusal
+    assert isinstance(refused.value, Refused) and not isinstance(refused.value, BudgetFull)
+    assert (refusal.status, refusal.code) == (413, INVALID_REQUEST)
+    assert not any(name == "retry-after" for name, _ in refusal.headers)
+    assert ("connection", "close") in refusal.headers
+    assert budget.try_reserve(101) is None and budget.refused == 2
+
+
+def test_a_growth_past_the_whole_budget_is_413_and_one_that_fits_once_others_leave_is_503():
+    budget = ByteBudget(100)
+    other = budget.reserve(50)
+    with budget.reserve(40) as held:
+        with pytest.raises(BudgetFull):
+            held.grow(20)  # 60 would fit an idle server: come back later
+        with pytest.raises(NeverFits) as never:
+            held.grow(61)  # 101 would not fit even alone
+        assert (never.value.size, never.value.max_bytes) == (101, 100)
+        assert (held.size, budget.in_use, budget.refused) == (40, 90, 2)
+    other.release()
 
 
 def test_a_growth_that_does_not_fit_is_refused_and_the_reservation_keeps_what_it_held():

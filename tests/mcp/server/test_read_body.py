@@ -22,7 +22,7 @@ from ssewire.mcp.server.asgi import (
     message_of,
     read_body,
 )
-from ssewire.mcp.server.budget import BudgetFull, ByteBudget
+from ssewire.mcp.server.budget import BudgetFull, ByteBudget, NeverFits
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -103,19 +103,24 @@ def test_the_reservation_grows_with_each_piece_before_it_is_kept():
 
 
 def test_a_body_over_the_budget_is_refused_before_it_is_all_read():
-    budget = ByteBudget(25)
+    budget = ByteBudget(45)
+    others = budget.reserve(20)
     calls: list[int] = []
     with pytest.raises(BudgetFull) as refused, budget.reserve(0) as held:
         run(read_body(feeder([b"x" * 10] * 10, calls=calls), {}, 1000, budget=held))
     assert len(calls) == 3  # the third piece does not fit: the other seven are never read
-    assert budget.in_use == 0 and budget.refused == 1
-    assert refused.value.refusal.status == 503
+    assert budget.in_use == 20 and budget.refused == 1
+    assert refused.value.refusal.status == 503  # it would fit once the others are done
+    others.release()
+    with pytest.raises(NeverFits) as never, budget.reserve(0) as held:
+        run(read_body(feeder([b"x" * 10] * 10, calls=calls), {}, 1000, budget=held))
+    assert never.value.refusal.status == 413  # more than the whole budget: never to be admitted
 
 
 def test_a_content_length_over_the_budget_is_refused_at_its_first_piece():
     budget = ByteBudget(1000)
     calls: list[int] = []
-    with pytest.raises(BudgetFull), budget.reserve(0) as held:
+    with pytest.raises(NeverFits), budget.reserve(0) as held:
         run(
             read_body(feeder([b"x" * 10] * 200, calls=calls), {"content-length": "2000"}, 10_000, budget=held)
         )

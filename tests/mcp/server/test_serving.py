@@ -1,7 +1,8 @@
 """serving: a real uvicorn on 127.0.0.1 with the bounds it lacks. Half-sent heads are
 closed by the head deadline while a normal client is served; connections past the cap are
 answered 503 at once while the first ones are held; an idle kept connection is closed; a
-request whose head is complete is never cut by the head timer, however long its answer."""
+request whose head is complete is never cut by the head timer, however long its answer; a
+refusal sent before the request's body is read reaches its client (a lingering close)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from importlib.util import find_spec
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -24,8 +26,14 @@ REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """200 "ok"; at /slow, a streamed answer of four pieces over two seconds."""
+    """200 "ok"; at /slow, a streamed answer of four pieces over two seconds; at /refuse, 415
+    from the head, the body left unread (as the servers refuse a POST they will not read)."""
     assert scope["type"] == "http"
+    if scope["path"] == "/refuse":
+        headers = [(b"content-length", b"7"), (b"connection", b"close")]
+        await send({"type": "http.response.start", "status": 415, "headers": headers})
+        await send({"type": "http.response.body", "body": b"refused"})
+        return
     slow = scope["path"] == "/slow"
     headers = [(b"content-type", b"text/plain")] + ([] if slow else [(b"content-length", b"2")])
     await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -140,7 +148,7 @@ def test_a_head_trickled_a_byte_at_a_time_is_closed_at_its_deadline():
 
 
 def test_connections_past_the_cap_are_answered_503_at_once_while_the_first_are_held():
-    with served(max_connections=5, head_timeout=5) as port:
+    with served(max_connections=5, max_connections_per_peer=None, head_timeout=5) as port:
         held = [connect(port) for _ in range(5)]
         try:
             time.sleep(0.2)  # all five accepted
@@ -223,3 +231,73 @@ def test_one_address_past_its_share_is_answered_503_while_another_address_is_ser
         finally:
             for sock in held:
                 sock.close()
+
+
+def test_by_default_one_address_holds_a_quarter_of_the_connections_and_none_turns_the_share_off():
+    assert serving.config(app, host="127.0.0.1", port=0).bounds.max_connections_per_peer == 250  # of 1000
+    assert (
+        serving.config(app, host="127.0.0.1", port=0, max_connections=3).bounds.max_connections_per_peer == 1
+    )
+    off = serving.config(app, host="127.0.0.1", port=0, max_connections_per_peer=None)
+    assert off.bounds.max_connections_per_peer is None
+    assert (
+        serving.config(app, host="127.0.0.1", port=0, max_connections=None).bounds.max_connections_per_peer
+        is None
+    )
+    with served(max_connections=8, head_timeout=5) as port:  # a share of 2, unasked
+        held = [
+            socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0)) for _ in range(2)
+        ]
+        try:
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0)) as extra:
+                extra.settimeout(2)
+                assert extra.recv(4096).startswith(b"HTTP/1.1 503 ")
+            with connect(port) as other:
+                assert answer(other).startswith(b"HTTP/1.1 200")
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_a_refusal_sent_before_the_body_is_read_leaves_the_connection_to_drain_not_reset():
+    """Closed at once, the connection would meet the rest of the body with a reset, which can
+    destroy the refusal before its client reads it (seen as a connection error under load).
+    Lingering, the server reads and drops the rest and ends with a clean end of file."""
+    with served() as port, connect(port) as sock:
+        sock.sendall(b"POST /refuse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n")
+        got = b""
+        while b"refused" not in got:
+            piece = sock.recv(65536)
+            assert piece, got
+            got += piece
+        assert got.startswith(b"HTTP/1.1 415"), got
+        for _ in range(10):  # the body the client was still sending: no reset meets it
+            sock.sendall(b"y" * 10_000)
+            time.sleep(0.02)
+        sock.shutdown(socket.SHUT_WR)
+        assert sock.recv(1024) == b""  # the server's end of file, not ECONNRESET
+
+
+def test_a_refusal_reaches_an_httpx_client_sending_a_body_larger_than_the_socket_buffers():
+    body = b"x" * (4 << 20)
+    with served() as port, httpx.Client(timeout=10) as client:
+        statuses = [client.post(f"http://127.0.0.1:{port}/refuse", content=body) for _ in range(4)]
+    assert [(got.status_code, got.content) for got in statuses] == [(415, b"refused")] * 4
+
+
+def test_a_lingering_connection_is_closed_by_the_deadline_when_its_client_keeps_sending():
+    with served() as port, connect(port) as sock:
+        sock.sendall(b"POST /refuse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n")
+        sock.settimeout(0.2)
+        got, start, ended = b"", time.monotonic(), None
+        while time.monotonic() - start < serving.LINGER_CLOSE + 3:
+            try:
+                sock.sendall(b"y" * 4096)  # a client that never stops sending
+            except OSError:
+                ended = time.monotonic() - start
+                break
+            with contextlib.suppress(TimeoutError, BlockingIOError):
+                got += sock.recv(65536)
+        assert got.startswith(b"HTTP/1.1 415"), got
+        assert ended is not None and serving.LINGER_CLOSE - 0.5 < ended < serving.LINGER_CLOSE + 2, ended

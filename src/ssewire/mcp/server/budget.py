@@ -1,6 +1,8 @@
 """One budget of bytes in flight for a whole server, with admission control: a request
 reserves the bytes it will hold (its body as it is read, what it buffers for an answer),
-and one that does not fit is refused at once with 503 and Retry-After (`BudgetFull`).
+and one that does not fit is refused at once with 503 and Retry-After (`BudgetFull`), and one
+that could never fit, however idle the server, with 413 (`NeverFits`): telling it to retry
+would have it retry for ever.
 
 There is no waiting queue, on purpose. A request that waited for room would still hold
 its connection, the part of its body already read and a task; under load the queue is
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from ..protocol.codes import SERVER_ERROR
+from ..protocol.codes import INVALID_REQUEST, SERVER_ERROR
 from ..protocol.inbound import Refusal
 from .asgi import Refused
 
@@ -30,6 +32,17 @@ class BudgetFull(Refused):
         self.in_use = in_use
         self.max_bytes = max_bytes
         self.retry_after = retry_after
+
+
+class NeverFits(Refused):
+    """A reservation larger than the whole budget: 413 and the connection closes (a body
+    refused as it is read is left unread). No Retry-After: an idle server refuses it too."""
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        text = f"request too large: it would hold {size} bytes, more than this server's budget of {max_bytes}"
+        super().__init__(Refusal(413, INVALID_REQUEST, text, None, (("connection", "close"),)))
+        self.size = size
+        self.max_bytes = max_bytes
 
 
 class ByteBudget:
@@ -49,23 +62,26 @@ class ByteBudget:
         self.refused = 0
 
     def reserve(self, size: int) -> Reservation:
-        """Reserve ``size`` bytes; `BudgetFull` when they do not fit (a size over the whole
-        budget never fits: refused, not waited for)."""
-        self._take(size)
+        """Reserve ``size`` bytes; `BudgetFull` when they do not fit now, `NeverFits` when
+        they are more than the whole budget (refused, not waited for)."""
+        self._take(size, size)
         return Reservation(self, size)
 
     def try_reserve(self, size: int) -> Reservation | None:
         """`reserve`, or None when the bytes do not fit (counted in ``refused`` too)."""
         try:
             return self.reserve(size)
-        except BudgetFull:
+        except (BudgetFull, NeverFits):
             return None
 
-    def _take(self, size: int) -> None:
+    def _take(self, size: int, held: int) -> None:
+        """Take ``size`` more bytes for a reservation that would then hold ``held``."""
         if size < 0:
             raise ValueError(f"a reservation is a number of bytes, not {size}")
         if self.max_bytes is not None and self.in_use + size > self.max_bytes:
             self.refused += 1
+            if held > self.max_bytes:
+                raise NeverFits(held, self.max_bytes)
             raise BudgetFull(self.in_use, self.max_bytes, self.retry_after)
         self.in_use += size
         self.peak = max(self.peak, self.in_use)
@@ -84,11 +100,11 @@ class Reservation:
         self.released = False
 
     def grow(self, n: int) -> None:
-        """Hold ``n`` more bytes; `BudgetFull` when they do not fit (the reservation then
-        keeps what it held)."""
+        """Hold ``n`` more bytes; `BudgetFull` or `NeverFits` (as `ByteBudget.reserve`) when
+        they do not fit (the reservation then keeps what it held)."""
         if self.released:
             raise RuntimeError("a released reservation cannot grow")
-        self.budget._take(n)
+        self.budget._take(n, self.size + n)
         self.size += n
 
     def shrink_to(self, n: int) -> None:

@@ -18,6 +18,13 @@ What uvicorn (read at 0.54; the same since 0.29) does and does not do, and what 
   connection is answered 503 (Retry-After: 1, connection: close) as it is accepted,
   before a byte of it is read, and closed at the client's end of file or a short linger
   later; it is not counted among the server's connections.
+- A response that closes its connection (``connection: close``) before the request's body
+  is all in (a POST refused from its head) is closed at once: the bytes the client still
+  sends then meet a closed socket, the kernel answers them with a reset, and a reset makes
+  the client's kernel drop the answer it had not read yet, so the client sees a connection
+  error instead of its 4xx. Added: a lingering close (nginx's): the answer is flushed, the
+  server's side shut (FIN), what the client still sends is read and dropped until it closes
+  its side or `LINGER_CLOSE` seconds have passed, then the connection is closed.
 - h11 bounds an incomplete head at 16 KiB by default (``h11_max_incomplete_event_size``,
   400 past it); httptools does not bound it. Both get ``max_head_size``: h11 through that
   setting, and bytes fed while a head is incomplete are counted for either (431 past it).
@@ -40,7 +47,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -54,8 +61,10 @@ else:
 
 STARTUP_FAILURE = 3  # uvicorn.run's exit status when the server did not start
 LINGER = 0.25  # seconds a refused connection waits for the client's end of file
+LINGER_CLOSE = 2.0  # seconds a connection closed with its request's body unread drains it (nginx: 30)
 ACCEPTED_GRACE = 0.3  # seconds a stopping server gives connections just accepted to send their request
 HEAD_SIZE = 32 * 1024  # a request line and headers, at most (nginx's default total)
+PEER_SHARE = 4  # by default one address holds at most a quarter of the connections
 
 _BUSY_TEXT = b"server busy: too many connections; retry later"
 _BUSY = (
@@ -99,6 +108,7 @@ class _Bounded(_Base):
     _head_bytes = 0
     _refused = False
     _upgraded = False
+    _lingering = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         config = self.config
@@ -143,9 +153,24 @@ class _Bounded(_Base):
         if self._waiting_for_head() and not self.transport.is_closing():
             self.transport.close()
 
+    def _linger(self, transport: asyncio.Transport) -> bool:
+        """Close ``transport`` by a lingering close if its request's body may still be on its
+        way (see the module's docstring); False when a plain close will do."""
+        if self._lingering:
+            return True
+        cycle = self.cycle
+        if cycle is None or not getattr(cycle, "more_body", False) or not transport.can_write_eof():
+            return False
+        self._lingering = True
+        self._cancel_head_timer()
+        transport.write_eof()  # after what is buffered: the answer reaches the client whole
+        transport.resume_reading()  # (flow control may have paused it for the unread body)
+        self._head_timer = self.loop.call_later(LINGER_CLOSE, transport.close)
+        return True  # the client's end of file closes it sooner (uvicorn's eof_received)
+
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return  # a refused connection's request is not read
+        if self._refused or self._lingering:
+            return  # a refused connection's request is not read; a closing one's is dropped
         # while a head is incomplete, the parser is fed no more than the bound: a head past
         # it is refused whether it came in pieces or in one read
         limit = self._bounds.max_head_size
@@ -216,7 +241,8 @@ class _CutIsAborted:
     """The connection's transport, but closing it while a response is incomplete (the app
     gave up on a client that does not read, or it left) aborts it: asyncio's ``close``
     waits until the write buffer drains, which for a client that never reads is never, so
-    the connection, its descriptor and its buffered bytes would stay as long as it liked."""
+    the connection, its descriptor and its buffered bytes would stay as long as it liked.
+    Closing it after a response, with the request's body not all in, lingers."""
 
     def __init__(self, transport: asyncio.Transport, protocol: _Bounded) -> None:
         self._transport, self._protocol = transport, protocol
@@ -225,8 +251,11 @@ class _CutIsAborted:
         cycle = self._protocol.cycle
         if cycle is not None and not cycle.response_complete:
             self._transport.abort()
-        else:
+        elif not self._protocol._linger(self._transport):
             self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._protocol._lingering or self._transport.is_closing()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
@@ -267,16 +296,19 @@ def config(
     max_connections: int | None = 1000,
     keepalive_timeout: float = 5.0,
     max_head_size: int = HEAD_SIZE,
-    max_connections_per_peer: int | None = None,
+    max_connections_per_peer: int | Literal["share"] | None = "share",
     **uvicorn_options: Any,
 ) -> uvicorn.Config:
     """A uvicorn Config for ``app`` with the bounds: ``head_timeout`` seconds for a request
     line and headers (from the connection, or from the previous answer on a kept one),
     ``max_connections`` at once (past it 503 at once), ``keepalive_timeout`` seconds idle
     between requests, ``max_head_size`` bytes of head, ``max_connections_per_peer`` from one
-    address (so one client cannot take every slot; leave None when a balancer is every
-    client's address). ``uvicorn_options`` go to
-    uvicorn.Config (``http``: "auto", "h11" or "httptools")."""
+    address (past it 503 at once), by default `peer_share` of ``max_connections``, so one
+    address cannot hold every slot with heads it never finishes; None turns it off, as
+    behind a balancer, whose address is every client's (and which finishes heads itself).
+    ``uvicorn_options`` go to uvicorn.Config (``http``: "auto", "h11" or "httptools")."""
+    if max_connections_per_peer == "share":
+        max_connections_per_peer = peer_share(max_connections)
     for name, seconds in (("head_timeout", head_timeout), ("keepalive_timeout", keepalive_timeout)):
         if not (isinstance(seconds, (int, float)) and seconds > 0 and math.isfinite(seconds)):
             raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")
@@ -300,6 +332,11 @@ def config(
     result = ServingConfig(app, **options)
     result.bounds = Bounds(head_timeout, max_connections, max_head_size, max_connections_per_peer)
     return result
+
+
+def peer_share(max_connections: int | None) -> int | None:
+    """The default share of one address: a `PEER_SHARE`th of the connections (at least one)."""
+    return None if max_connections is None else max(1, max_connections // PEER_SHARE)
 
 
 def serve(app: Any, **options: Any) -> None:
