@@ -1,11 +1,12 @@
 """A drop-in for the pluggable SSE decoder hook of the openai / anthropic Python SDKs.
 
-Those SDKs build their decoder in ``client._make_sse_decoder()`` and only need an object
+Those SDKs build their decoder in ``client._make_sse_decoder`` and only need an object
 with ``iter_bytes`` / ``aiter_bytes`` yielding events with ``.event``, ``.data``, ``.id``,
-``.retry`` and ``.json()``::
+``.retry`` and ``.json()``. anthropic passes the request's options, openai nothing, so
+one override with an optional ``options`` fits both::
 
-    class Client(openai.OpenAI):
-        def _make_sse_decoder(self):
+    class Client(anthropic.Anthropic):  # or openai.OpenAI
+        def _make_sse_decoder(self, options=None):
             return ssewire.SSEBytesDecoder()
 """
 

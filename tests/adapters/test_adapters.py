@@ -9,6 +9,7 @@ import threading
 import time
 
 import aiohttp
+import anthropic
 import httpx
 import httpx2
 import openai
@@ -64,6 +65,43 @@ OPENAI_STREAM = (
 )
 
 
+def _message_event(kind: str, fields: str) -> bytes:
+    return f'event: {kind}\ndata: {{"type":"{kind}"{fields}}}\n\n'.encode()
+
+
+# An Anthropic-style stream, valid SSE, with a leading BOM: the SDK's own decoder reads it
+# into the first field name ("\ufeffevent"), so that event has no type and is dropped.
+ANTHROPIC_STREAM = b"\xef\xbb\xbf" + b"".join(
+    _message_event(kind, fields)
+    for kind, fields in [
+        (
+            "message_start",
+            ',"message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],'
+            '"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}',
+        ),
+        ("content_block_start", ',"index":0,"content_block":{"type":"text","text":""}'),
+        ("content_block_delta", ',"index":0,"delta":{"type":"text_delta","text":"Hel"}'),
+        ("ping", ""),
+        ("content_block_delta", ',"index":0,"delta":{"type":"text_delta","text":"lo"}'),
+        ("content_block_stop", ',"index":0'),
+        (
+            "message_delta",
+            ',"delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}',
+        ),
+        ("message_stop", ""),
+    ]
+)
+ANTHROPIC_TYPES = [
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+]  # the SDK skips the ping
+
+
 async def _slow():
     await asyncio.sleep(0.75)
     yield Event("message", "late")
@@ -110,6 +148,9 @@ async def app(scope, receive, send):
     elif path == "/v1/chat/completions":
         await receive()  # the request body
         await EventStreamResponse([OPENAI_STREAM], keepalive=0)(scope, receive, send)
+    elif path == "/v1/messages":
+        await receive()
+        await EventStreamResponse([ANTHROPIC_STREAM], keepalive=0)(scope, receive, send)
     elif path == "/starlette":
         from sse_starlette.sse import EventSourceResponse
 
@@ -247,13 +288,34 @@ def _openai_text(client_cls, base_url) -> str:
 
 def test_openai_sdk_decoder_hook(base_url):
     class Client(openai.OpenAI):
-        def _make_sse_decoder(self):
+        def _make_sse_decoder(self, options=None):  # docs/quickstart.md's recipe; openai passes nothing
             return ssewire.SSEBytesDecoder()
 
     assert _openai_text(Client, base_url) == "Hello"
     # The SDK's own decoder mis-reads the same bytes (the point of the hook).
     with pytest.raises(ValueError):  # json.JSONDecodeError on the empty keep-alive "event"
         _openai_text(openai.OpenAI, base_url)
+
+
+def _anthropic_events(client_cls, base_url) -> tuple[list[str], str]:
+    """The types of the events the client yields, and the text of their deltas."""
+    client = client_cls(base_url=base_url, api_key="test-key-not-a-secret", max_retries=0)
+    stream = client.messages.create(
+        model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    events = list(stream)
+    text = "".join(event.delta.text for event in events if event.type == "content_block_delta")
+    return [event.type for event in events], text
+
+
+def test_anthropic_sdk_decoder_hook(base_url):
+    class Client(anthropic.Anthropic):
+        def _make_sse_decoder(self, options=None):  # anthropic passes the request's options
+            return ssewire.SSEBytesDecoder()
+
+    assert _anthropic_events(Client, base_url) == (ANTHROPIC_TYPES, "Hello")
+    # The SDK's own decoder silently loses the event that opens the message.
+    assert _anthropic_events(anthropic.Anthropic, base_url) == (ANTHROPIC_TYPES[1:], "Hello")
 
 
 def test_sse_bytes_decoder_events_have_the_sdk_shape():

@@ -4,6 +4,8 @@ Each line of a ``sh`` block is split at ``&&``; each part is either run here, in
 folder holding copies of the examples and the files the docs name (``session.json``,
 ``raw.json``, ``expected.json``), or listed in COVERED_ELSEWHERE with where it does run.
 A command the docs show that is in neither place fails the test, and so does a stale entry.
+The quick start's Python blocks run too, and the SDK decoder hook every page shows is the
+one the adapter tests stream through the real SDKs with.
 """
 
 from __future__ import annotations
@@ -122,3 +124,21 @@ QUICKSTART = [
 @pytest.mark.parametrize("block", QUICKSTART, ids=[f"block {i}" for i in range(len(QUICKSTART))])
 def test_the_quick_start_code_runs(block):
     exec(compile(block, "quickstart.md", "exec"), {})  # its asserts are the check
+
+
+SDK_HOOK = re.compile(r"def _make_sse_decoder\([^)]*\)")
+
+
+def test_the_sdk_hook_is_shown_as_the_adapter_tests_use_it():
+    """The quick start's block only defines the subclasses; the adapter tests stream through
+    both real SDKs with the override, so every page must show that same override."""
+    tested = set(
+        SDK_HOOK.findall((ROOT / "tests" / "adapters" / "test_adapters.py").read_text(encoding="utf-8"))
+    )
+    assert len(tested) == 1, tested
+    shown = {}
+    for path in [*PAGES, ROOT / "src" / "ssewire" / "_sdk.py"]:
+        if found := SDK_HOOK.findall(path.read_text(encoding="utf-8")):
+            shown[path.relative_to(ROOT).as_posix()] = set(found)
+    assert {"README.md", "docs/quickstart.md", "src/ssewire/_sdk.py"} <= set(shown), shown
+    assert all(found == tested for found in shown.values()), (tested, shown)
