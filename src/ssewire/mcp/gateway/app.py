@@ -20,7 +20,7 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -36,28 +36,17 @@ from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, PROFILES, named
 from ..protocol.wire import JSON, SSE, caller_headers
 from ..server.asgi import (
-    LOOPBACK,
     Refused,
     climb,
-    cors,
     error_message,
-    headers_of,
-    host_name,
-    lifespan,
-    loopback_origin,
-    message_of,
     not_allowed,
     plain,
-    preflight,
-    read_body,
     refuse,
-    refused,
-    repeated,
     respond,
-    with_headers,
 )
-from ..server.auth import Authenticator, AuthFailure, metadata_paths
+from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
+from ..server.front import Front, Request
 from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
@@ -172,8 +161,6 @@ class Gateway:
         self.store: Store = store or MemoryStore()
         self.max_message_size, self.keepalive = max_message_size, keepalive
         self.max_body = max_message_size or 1 << 30
-        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
-        self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
         self.timeout, self.idle_timeout, self.retry_ms = timeout, idle_timeout, retry_ms
         self.write_timeout = write_timeout
         self.max_sessions, self.session_ttl, self.replica = max_sessions, session_ttl, replica
@@ -181,16 +168,29 @@ class Gateway:
         if http is not None and self.extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self.auth, self.body_timeout, self.serve_metrics = auth, body_timeout, serve_metrics
-        self.serve_health, self.tools = serve_health, tools
-        self.principals = frozenset(principals) if principals is not None else None
-        if self.principals is not None and auth is None:
-            raise ValueError("principals are told apart by authentication: give auth with principals")
+        self.tools = tools
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(max_bytes_in_flight, retry_after=BUSY_RETRY_AFTER)
-        metadata = auth.metadata() if auth is not None else None
-        resource = metadata.get("resource") if metadata else None
-        self._metadata = orjson.dumps(metadata) if metadata else None
-        self._metadata_paths = frozenset(metadata_paths(resource) if isinstance(resource, str) else ())
+        self.front = Front(
+            path=path,
+            handlers={"POST": self._post, "GET": self._get, "DELETE": self._delete},
+            name="gateway",
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            auth=auth,
+            principals=principals,
+            quotas=self.quotas,
+            budget=self.budget,
+            max_body=self.max_body,
+            body_timeout=body_timeout,
+            shutdown=self.aclose,
+            open_paths=dict.fromkeys(HEALTH_PATHS, self._health) if serve_health else None,
+            guarded_paths={"/metrics": self._metrics} if serve_metrics else None,
+            failure=self._failure,
+            count=self._count,
+            trace=self._trace,
+            before=self._expire,
+        )
         self.upstream_label = public_url(upstream)  # what texts and logs name: never its query
         self.metrics = Metrics()
         self.metrics.collect.append(self._relay_figures)
@@ -222,115 +222,36 @@ class Gateway:
         self._attaching: dict[str, tuple[asyncio.Lock, int]] = {}
         self._touched = time.monotonic()  # when the busy sessions were last kept alive
 
-    # -- ASGI --------------------------------------------------------------------------
+    # -- ASGI: the server core's front, then the handlers below --------------------------
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send, self.aclose)
-            return
-        if scope["type"] != "http":
-            return
-        if self.serve_health and scope["path"] in HEALTH_PATHS and scope["method"] == "GET":
-            await health(send, scope["path"], self.failing)  # before Host and auth: it tells nothing
-            return
-        headers = headers_of(scope)
-        if not self.trusted(headers, scope):
-            self.metrics.add("refused_total")
-            await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
-            return
-        path, method = scope["path"], scope["method"]
-        if path in self._metadata_paths and method == "GET" and self._metadata is not None:
-            # RFC 9728: where a client learns which authorization server issues tokens for us
-            await respond(send, 200, self._metadata, [("content-type", JSON), *cors(headers.get("origin"))])
-            return
-        if path == "/metrics" and method == "GET" and self.serve_metrics:
-            if await self._principal(send, scope, headers) is not _DENIED:
-                await expose(send, self.metrics.render())
-            return
-        if path != self.path:
-            await plain(send, 404, "not found")
-            return
-        with self.telemetry.request(method, headers) as trace:
-            await self._route(scope, receive, trace.sending(send), headers)
-
-    async def _route(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
-        """A request on ``path``, past the Host and Origin checks (its trace open)."""
-        method = scope["method"]
-        send = with_headers(send, cors(headers.get("origin")))
-        handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
-        if method == "OPTIONS":  # a preflight carries no credentials: never behind auth
-            await preflight(send, [])
-            return
-        principal = await self._principal(send, scope, headers)
-        if principal is _DENIED:
-            return
-        assert principal is None or isinstance(principal, str)
-        if self.principals is not None and principal not in self.principals:
-            self.metrics.add("unauthenticated_total")
-            text = "this principal may not use this server"
-            body = orjson.dumps({"error": "forbidden", "error_description": text})
-            await respond(send, 403, body, [("content-type", JSON), *_closing(scope)])
-            return
-        started = False
-
-        async def sending(message: dict[str, Any]) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            if handler is None:
-                await not_allowed(sending, [])
-            else:
-                await self._expire()
-                await handler(scope, receive, sending, headers, principal)
-        except Refused as refusal:
-            self.metrics.add("refused_total")
-            _noted(outcome="refused")
-            if not started:
-                closing = [pair for pair in _closing(scope) if pair not in refusal.refusal.headers]
-                await refused(sending, refusal.refusal, closing)
-        except Exception as failed:  # never a traceback: a store's may name keys, which hold session ids
-            store = isinstance(failed, StoreFailed)
-            _noted(outcome="failed")
-            log.warning(
-                "a %s request failed: %s", method, redacted(failed) if store else type(failed).__name__
-            )
-            if not started:
-                failure = (
-                    _store_unavailable() if store else refuse(500, INTERNAL_ERROR, "gateway: internal error")
-                )
-                await refused(sending, failure.refusal)
-
-    async def _principal(
-        self, send: Any, scope: dict[str, Any], headers: dict[str, str]
-    ) -> str | object | None:
-        """Who sends this request (None with auth off); when they cannot say, the 401 or 403
-        with its challenge is sent and `_DENIED` returned."""
-        if self.auth is None:
-            return None
-        try:
-            if repeated(scope, b"authorization"):
-                raise AuthFailure(400, "invalid_request", "one Authorization header, not several")
-            return await self.auth.authenticate(headers.get("authorization"))
-        except AuthFailure as failure:
-            self.metrics.add("unauthenticated_total")
-            body = {"error_description": failure.description}  # RFC 6750's fields, as in its challenge
-            if failure.error is not None:  # none when no credentials came (RFC 6750 sec 3.1)
-                body = {"error": failure.error, **body}
-            answer = [("content-type", JSON), *self.auth.challenge(failure), *_closing(scope)]
-            await respond(send, failure.status, orjson.dumps(body), answer)
-            return _DENIED
+        await self.front(scope, receive, send)
 
     @property
     def metadata_paths(self) -> frozenset[str]:
         """Where its protected resource metadata is served (RFC 9728), beside ``path``."""
-        return self._metadata_paths
+        return self.front.metadata_paths
 
-    async def admits(self, send: Any, scope: dict[str, Any], headers: dict[str, str]) -> bool:
-        """Whether the request's credentials pass this gateway's authentication (a
-        request of the process's own: ``/metrics``); when not, its 401 or 403 is sent."""
-        return await self._principal(send, scope, headers) is not _DENIED
+    async def _health(self, scope: dict[str, Any], send: Any) -> None:
+        await health(send, scope["path"], self.failing)  # before Host and auth: it tells nothing
+
+    async def _metrics(self, scope: dict[str, Any], send: Any) -> None:
+        await expose(send, self.metrics.render())
+
+    def _trace(self, method: str, headers: dict[str, str]) -> contextlib.AbstractContextManager[Any]:
+        return _tracing(self.telemetry, method, headers)
+
+    def _count(self, kind: str) -> None:
+        self.metrics.add(f"{kind}_total")
+        if kind == "refused":
+            _noted(outcome="refused")
+
+    def _failure(self, failed: Exception) -> Refused:
+        """Never a traceback: a store's may name keys, which hold session ids."""
+        store = isinstance(failed, StoreFailed)
+        _noted(outcome="failed")
+        log.warning("a request failed: %s", redacted(failed) if store else type(failed).__name__)
+        return _store_unavailable() if store else refuse(500, INTERNAL_ERROR, "gateway: internal error")
 
     def metrics_app(self) -> Any:
         """An ASGI app answering only ``GET /metrics``, for a loopback port of its own."""
@@ -458,26 +379,15 @@ class Gateway:
     async def _upstream_heard(self, response: httpx.Response) -> None:
         self._heard = time.monotonic()
 
-    def trusted(self, headers: dict[str, str], scope: dict[str, Any]) -> bool:
-        """DNS rebinding protection: a Host this gateway answers to, and a loopback Host only
-        from a loopback peer (a remote client cannot pass as local by naming 127.0.0.1)."""
-        name = host_name(headers.get("host"))
-        if name is None:
-            return False
-        if name not in self.allowed_hosts and not (name in LOOPBACK and _loopback_peer(scope)):
-            return False
-        origin = headers.get("origin")
-        return origin is None or loopback_origin(origin) or origin.rstrip("/").lower() in self.allowed_origins
-
     # -- POST --------------------------------------------------------------------------
 
-    async def _post(
-        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
-    ) -> None:
+    async def _post(self, request: Request) -> None:
         """Climb the ladder: the headers, the session (both before a byte of the body is read,
         so no one unknown makes the gateway hold or parse anything), the body, the message;
         then dispatch it, the body's share and budget held until the message is handed on
         (a call's stream is written after they are given back)."""
+        scope, receive, send = request.scope, request.receive, request.send
+        headers, principal = request.headers, request.principal
         climb(inbound.POST_HEADERS, headers)
         version = _version(headers)
         sessionless = "mcp-session-id" not in headers
@@ -485,17 +395,14 @@ class Gateway:
         # (but an initialize, whose body says which revision it asks for)
         modern = version == NEWEST.name or (sessionless and bool(version) and version not in KNOWN_VERSIONS)
         session = None if modern or sessionless else await self._session(headers, principal)
-        async with self._reading(receive, headers, principal) as read:
-            message, body = read
-            scope[_BODY_READ] = True  # read whole: a refusal from here need not close the connection
+        async with request.reading() as (message, body):
             method = message.get("method")
             _noted(mcp_method=method if isinstance(method, str) else None)
             unknown = modern and version != NEWEST.name
             if (modern and not (unknown and method == "initialize")) or method == "server/discover":
                 await self._post_modern(scope, receive, send, headers, message, body, principal)
                 return
-            read.clear()  # the body goes no further: the message is re-sent by the client upstream
-            del body
+            del body  # the body goes no further: the message is re-sent by the client upstream
             if method == "initialize":
                 await self._initialize(send, message, principal)
                 return
@@ -543,20 +450,6 @@ class Gateway:
             await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)], relay=relay)
 
         return serve
-
-    @contextlib.asynccontextmanager
-    async def _reading(
-        self, receive: Any, headers: dict[str, str], principal: str | None
-    ) -> AsyncIterator[list[Any]]:
-        """The body's one message and the body itself, read under the deadline, the principal's share of bytes and
-        the global budget; its parse is charged at what it may cost in objects. All of it is
-        held while the message is (the block), and given back after."""
-        share = self.quotas.body_share(headers.get("content-length", ""), self.max_body)
-        with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
-            body = await read_body(receive, headers, self.max_body, deadline=self.body_timeout, budget=held)
-            held.grow(_parse_cost(body))
-            message = message_of(body)
-            yield [message, body]
 
     async def _initialize(self, send: Any, message: dict[str, Any], principal: str | None) -> None:
         if self.draining:  # its session would die with this process, or be handed over at once
@@ -688,9 +581,9 @@ class Gateway:
 
     # -- GET and DELETE ----------------------------------------------------------------
 
-    async def _get(
-        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
-    ) -> None:
+    async def _get(self, request: Request) -> None:
+        scope, receive, send, headers = request.scope, request.receive, request.send, request.headers
+        principal = request.principal
         if _version(headers) == NEWEST.name:
             await not_allowed(send, [], "POST")  # no GET stream in this revision
             return
@@ -723,9 +616,8 @@ class Gateway:
             scope, receive, send, sid, place[0], place[1], [("mcp-session-id", sid)], relay=relay
         )
 
-    async def _delete(
-        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
-    ) -> None:
+    async def _delete(self, request: Request) -> None:
+        send, headers, principal = request.send, request.headers, request.principal
         if _version(headers) == NEWEST.name:
             await not_allowed(send, [], "POST")  # no session to end in this revision
             return
@@ -1078,21 +970,6 @@ def _store_unavailable(ident: Any = None) -> Refused:
     return refuse(503, SERVER_ERROR, text, ident=ident, headers=[("retry-after", str(STORE_RETRY_AFTER))])
 
 
-def _closing(scope: dict[str, Any]) -> list[tuple[str, str]]:
-    """``connection: close`` for a refused request whose body is left unread (a POST refused
-    from its head): its bytes are never read, so the connection cannot carry another."""
-    return [("connection", "close")] if scope.get("method") == "POST" and not scope.get(_BODY_READ) else []
-
-
-def _parse_cost(body: bytes | bytearray) -> int:
-    """What parsing ``body`` may take beyond its bytes: its containers and elements as Python
-    objects (``[{},{},...]`` is 3 bytes an object of ~64), counted by C loops before the
-    parse, so a small body of many objects is charged what it costs, not what it weighs."""
-    return 64 * (body.count(b"{") + body.count(b"[")) + 32 * body.count(b",") + len(body)
-
-
-_DENIED = object()  # _principal's answer when it refused the request itself
-_BODY_READ = "ssewire.body_read"  # set in a POST's scope once its body may be read
 _Serving = Callable[[dict[str, Any], Any], Awaitable[None]]  # writes a call's stream (scope, receive)
 _ANYONE = object()  # the principal of the gateway's own lookups (a takeover): bound to none
 
@@ -1101,8 +978,7 @@ def _bound_to(record: SessionRecord, principal: str | object | None) -> bool:
     return principal is _ANYONE or record.principal == principal
 
 
-def _loopback_peer(scope: dict[str, Any]) -> bool:
-    """The connection comes from this machine (a server with no peer address is in-process)."""
-    client = scope.get("client")
-    peer = client[0] if client else None
-    return peer is None or peer == "::1" or peer.startswith(("127.", "::ffff:127."))
+@contextlib.contextmanager
+def _tracing(telemetry: Telemetry, method: str, headers: dict[str, str]) -> Iterator[Callable[[Any], Any]]:
+    with telemetry.request(method, headers) as trace:
+        yield trace.sending

@@ -80,9 +80,9 @@ class Router:
         share the process's: the command line gives one)."""
         first = next(iter(self.gateways.values()))
         headers = headers_of(scope)
-        if not first.trusted(headers, scope):
+        if not first.front.trusted(headers, scope):
             await plain(send, 403, "forbidden: Origin or Host is not one this gateway serves")
-        elif await first.admits(send, scope, headers):
+        elif await first.front.admits(send, scope, headers):
             await expose(send, self.render())
 
     def render(self) -> bytes:
