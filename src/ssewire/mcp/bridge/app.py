@@ -39,27 +39,14 @@ from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, resolve
 from ..protocol.wire import JSON, caller_headers
 from ..server.asgi import (
-    LOOPBACK,
     Refused,
     climb,
-    cors,
-    headers_of,
-    host_name,
-    lifespan,
-    loopback_origin,
-    message_of,
-    not_allowed,
-    plain,
-    preflight,
-    read_body,
     refuse,
-    refused,
-    repeated,
     respond,
-    with_headers,
 )
-from ..server.auth import Authenticator, AuthFailure
+from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
+from ..server.front import Front, Handler, Request
 from ..server.quotas import Limits, Quotas
 from .downstream import ClientGone, Reply, bridge_error, watched
 from .limits import Settings
@@ -123,14 +110,31 @@ class Bridge:
         )
         self.stateless_mode = None if self.profile.sessions else ToStateless(self.upstream, self.settings)
         self.max_body = self.settings.max_message_size or 1 << 30
-        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
-        self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
         self.auth = auth
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(self.settings.max_bytes_in_flight)
         self._janitor: asyncio.Task[None] | None = None
+        handlers: dict[str, Handler] = {"POST": self._post}
+        if self.stateless_mode is not None:  # its clients have sessions: their GET stream and DELETE
+            handlers.update(GET=self._get, DELETE=self._delete)
+        self.front = Front(
+            path=path,
+            handlers=handlers,
+            name="bridge",
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            auth=auth,
+            quotas=self.quotas,
+            budget=self.budget,
+            max_body=self.max_body,
+            body_timeout=self.settings.body_timeout,
+            shutdown=self.aclose,
+            failure=_failure,
+            quiet=(ClientGone,),
+            before=self._start_janitor,
+        )
 
-    def _start_janitor(self) -> None:
+    async def _start_janitor(self) -> None:
         """Idle sessions and parked calls past their lifetime are let go on a timer, not only
         when requests come (a parked call holds an upstream stream open)."""
         if self._janitor is None or self._janitor.done():
@@ -161,109 +165,20 @@ class Bridge:
             await self.http.aclose()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send, self.aclose)
-            return
-        if scope["type"] != "http":
-            return
-        headers = headers_of(scope)
-        if not self._trusted(headers, scope):
-            await plain(send, 403, "forbidden: Origin or Host is not one this bridge serves")
-            return
-        if scope["path"] != self.path:
-            await plain(send, 404, "not found")
-            return
-        send = with_headers(send, cors(headers.get("origin")))
-        method = scope["method"]
-        if method == "OPTIONS":
-            await preflight(send, [])
-            return
-        started = False
-
-        async def sending(message: dict[str, Any]) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            principal = await self._principal(scope, headers)
-            self._start_janitor()
-            if method == "POST":
-                await self._post(scope, receive, sending, headers, principal)
-            elif method in ("GET", "DELETE") and self.stateless_mode is not None:
-                await (self._get if method == "GET" else self._delete)(receive, sending, headers, principal)
-            else:
-                await not_allowed(
-                    sending, [], "POST" if self.sessions_mode is not None else "GET, POST, DELETE"
-                )
-        except _Denied as denied:
-            if not started:
-                await respond(sending, denied.status, denied.body, denied.headers)
-        except Refused as refusal:
-            if not started:
-                await refused(sending, refusal.refusal)
-        except Refusal as refusal:
-            if not started:
-                body = _json(refusal.error)
-                await respond(sending, refusal.status, body, [("content-type", JSON), *refusal.headers])
-        except ClientGone:
-            pass
-        except Exception as failed:  # never a traceback to the client
-            log.warning("a %s request failed: %s", method, type(failed).__name__)
-            if not started:
-                await refused(sending, refuse(500, SERVER_ERROR, "bridge: internal error").refusal)
-
-    # -- the checks every request passes -------------------------------------------------
-
-    def _trusted(self, headers: dict[str, str], scope: dict[str, Any]) -> bool:
-        name = host_name(headers.get("host"))
-        if name is None:
-            return False
-        client = scope.get("client")
-        peer = client[0] if client else None
-        local = peer is None or peer == "::1" or peer.startswith(("127.", "::ffff:127."))
-        if name not in self.allowed_hosts and not (name in LOOPBACK and local):
-            return False
-        origin = headers.get("origin")
-        return origin is None or loopback_origin(origin) or origin.rstrip("/").lower() in self.allowed_origins
-
-    async def _principal(self, scope: dict[str, Any], headers: dict[str, str]) -> str | None:
-        if self.auth is None:
-            return None
-        try:
-            if repeated(scope, b"authorization"):
-                raise AuthFailure(400, "invalid_request", "one Authorization header, not several")
-            return await self.auth.authenticate(headers.get("authorization"))
-        except AuthFailure as failure:
-            body: dict[str, Any] = {"error_description": failure.description}
-            if failure.error is not None:
-                body = {"error": failure.error, **body}
-            raise _Denied(
-                failure.status,
-                _json(body),
-                [("content-type", JSON), *self.auth.challenge(failure)],
-            ) from None
-
-    async def _message(self, receive: Any, headers: dict[str, str], principal: str | None) -> dict[str, Any]:
-        share = self.quotas.body_share(headers.get("content-length", ""), self.max_body)
-        with self.quotas.hold(principal, "bytes", share), self.budget.reserve(0) as held:
-            body = await read_body(
-                receive, headers, self.max_body, deadline=self.settings.body_timeout, budget=held
-            )
-            return message_of(body)
+        await self.front(scope, receive, send)
 
     # -- POST ------------------------------------------------------------------------------
 
-    async def _post(
-        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str], principal: str | None
-    ) -> None:
+    async def _post(self, request: Request) -> None:
+        receive, send, headers, principal = request.receive, request.send, request.headers, request.principal
         climb(inbound.POST_HEADERS, headers)
         if self.stateless_mode is not None and "mcp-session-id" in headers:
             climb(inbound.SESSION_HEADERS, headers)
             self.stateless_mode.session(
                 headers.get("mcp-session-id"), principal
             )  # 404 before the body is read
-        message = await self._message(receive, headers, principal)
+        async with request.reading() as (message, _):
+            pass  # held while read and parsed; what a mode keeps of it, its own bounds hold
         if self.sessions_mode is not None:
             await self._post_stateless_client(receive, send, headers, message, principal)
         else:
@@ -351,7 +266,8 @@ class Bridge:
 
     # -- GET and DELETE (clients with sessions) ----------------------------------------
 
-    async def _get(self, receive: Any, send: Any, headers: dict[str, str], principal: str | None) -> None:
+    async def _get(self, request: Request) -> None:
+        receive, send, headers, principal = request.receive, request.send, request.headers, request.principal
         mode = self.stateless_mode
         assert mode is not None
         climb(inbound.GET_HEADERS, headers)
@@ -369,7 +285,8 @@ class Bridge:
         with self.quotas.hold(principal, "streams"):
             await watched(receive, mode.stream(session, reply))
 
-    async def _delete(self, receive: Any, send: Any, headers: dict[str, str], principal: str | None) -> None:
+    async def _delete(self, request: Request) -> None:
+        send, headers, principal = request.send, request.headers, request.principal
         mode = self.stateless_mode
         assert mode is not None
         climb(inbound.SESSION_HEADERS, headers)
@@ -377,10 +294,22 @@ class Bridge:
         await respond(send, 200, b"", [])
 
 
-class _Denied(Exception):
-    def __init__(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
-        super().__init__(status)
-        self.status, self.body, self.headers = status, body, headers
+def _failure(failed: Exception) -> Refused:
+    """A bridge's own refusal (a JSON-RPC error it built, ``data.bridge`` naming its kind) as
+    the front answers refusals; any other failure a 500, never a traceback."""
+    if isinstance(failed, Refusal):
+        error = failed.error["error"]
+        refusal = inbound.Refusal(
+            failed.status,
+            error["code"],
+            error["message"],
+            failed.error.get("id"),
+            failed.headers,
+            error.get("data"),
+        )
+        return Refused(refusal)
+    log.warning("a request failed: %s", type(failed).__name__)
+    return refuse(500, SERVER_ERROR, "bridge: internal error")
 
 
 def _json(value: Any) -> bytes:

@@ -37,13 +37,15 @@ EXACT_FLOAT = 2**53
 @dataclass(frozen=True)
 class Refusal:
     """A request refused before dispatch: the HTTP status, the JSON-RPC error (``ident`` is
-    the request's id when it could be read, else None) and headers of the answer's own."""
+    the request's id when it could be read, else None; ``data`` its error's data, if any) and
+    headers of the answer's own."""
 
     status: int
     code: int
     text: str
     ident: Any = None
     headers: tuple[tuple[str, str], ...] = ()
+    data: Any = None
 
 
 HeaderRule = Callable[[Headers], "Refusal | None"]

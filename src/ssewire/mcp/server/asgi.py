@@ -189,15 +189,23 @@ def error_message(ident: Any, code: int, text: str, data: Any = None) -> dict[st
 
 
 async def error(
-    send: Any, status: int, ident: Any, code: int, text: str, headers: list[tuple[str, str]]
+    send: Any, status: int, ident: Any, code: int, text: str, headers: list[tuple[str, str]], data: Any = None
 ) -> None:
-    body = json.dumps(error_message(ident, code, text)).encode()
+    body = json.dumps(error_message(ident, code, text, data)).encode()
     await respond(send, status, body, [("content-type", JSON), *headers])
 
 
 async def refused(send: Any, refusal: Refusal, headers: Iterable[tuple[str, str]] = ()) -> None:
     """Answer a refusal: its status, a JSON-RPC error, ``headers`` (CORS) and its own."""
-    await error(send, refusal.status, refusal.ident, refusal.code, refusal.text, [*headers, *refusal.headers])
+    await error(
+        send,
+        refusal.status,
+        refusal.ident,
+        refusal.code,
+        refusal.text,
+        [*headers, *refusal.headers],
+        refusal.data,
+    )
 
 
 def headers_of(scope: dict[str, Any]) -> dict[str, str]:
