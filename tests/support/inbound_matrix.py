@@ -1,9 +1,13 @@
 """One matrix of bad (and a few good) raw HTTP requests, and what an MCP server answers.
 
-The reference server and the gateway climb one inbound ladder (``ssewire.mcp.protocol.inbound``)
-and keep sessions in one table: sent these requests (Accept, Content-Type, the body limit,
-the JSON, the JSON-RPC envelope and ids, the session, MCP-Protocol-Version, Last-Event-ID,
-other methods, Host and Origin), both give the status and JSON-RPC code of `EXPECTED`.
+The reference server, the gateway and the revision bridge enter through one front
+(``ssewire.mcp.server.front``) and climb one inbound ladder (``ssewire.mcp.protocol.inbound``):
+sent these requests (Accept, Content-Type, the body limit, the JSON, the JSON-RPC envelope
+and ids, the session, MCP-Protocol-Version, Last-Event-ID, other methods, Host and Origin),
+each gives the status and JSON-RPC code of `EXPECTED` (`BY_SERVER` names the few answers
+that are a server's own, with why). The front's cases (`FRONT`) are sent again as a
+2026-07-28 client sends them (no session, its revision named), to the gateway's passthrough
+and to the bridge's stateless side: the same answers.
 `run_all` records, per case, the HTTP status, the media type, the JSON-RPC error code and id
 (from a JSON body, or the first JSON ``data:`` line of an SSE body) and the error text (kept
 apart: wording may differ). ``test_inbound_matrix.py`` holds both servers to it;
@@ -23,6 +27,7 @@ import httpx
 
 FORMAT = "ssewire-inbound-matrix/1"
 VERSION = "2025-11-25"
+MODERN = "2026-07-28"
 LIMIT = 64 * 1024  # the body limit both servers are given: the over-limit case stays cheap
 SESSIONS = 256  # room for every case's own session (no eviction mid-run)
 TIMEOUT = httpx.Timeout(5.0)
@@ -190,12 +195,15 @@ def open_session(client: httpx.Client, url: str) -> str:
     return sid
 
 
-def run_case(client: httpx.Client, base: str, case: Case) -> dict[str, Any]:
-    """Send one case (after its session's initialize); what came back."""
+def run_case(client: httpx.Client, base: str, case: Case, modern: bool = False) -> dict[str, Any]:
+    """Send one case (after its session's initialize; ``modern``: as a 2026-07-28 client,
+    with no session and its revision named); what came back."""
     url = base + case.path
     headers: dict[str, Any] = dict(DEFAULTS.get(case.method, {}))  # str or raw bytes values
     try:
-        if case.needs_session:
+        if modern:
+            headers["mcp-protocol-version"] = MODERN
+        elif case.needs_session:
             sid = open_session(client, base + "/mcp")
             headers.update({"mcp-session-id": sid, "mcp-protocol-version": VERSION})
             if case.needs_session == "deleted":
@@ -263,27 +271,52 @@ def _short(ident: Any) -> Any:
     return f"<string of {len(ident)} chars>" if isinstance(ident, str) and len(ident) > 80 else ident
 
 
-def run_all(base: str) -> dict[str, dict[str, Any]]:
+def run_all(base: str, *, modern: bool = False) -> dict[str, dict[str, Any]]:
+    """Every case (``modern``: the `FRONT` ones, as a 2026-07-28 client sends them)."""
+    cases = [case for case in CASES if case.name in FRONT] if modern else CASES
     with httpx.Client(timeout=TIMEOUT) as client:
         del client.headers["accept"]  # httpx sends Accept: */* unless told not to
-        return {case.name: run_case(client, base, case) for case in CASES}
+        return {case.name: run_case(client, base, case, modern) for case in cases}
 
 
 @contextlib.contextmanager
 def serve_both() -> Iterator[tuple[str, str]]:
     """The base URLs of the reference server and of a gateway in front of another one, each
     given the matrix's limits, while the generator is suspended."""
+    with serve_all() as bases:
+        yield bases["reference"], bases["gateway"]
+
+
+@contextlib.contextmanager
+def serve_all() -> Iterator[dict[str, str]]:
+    """The base URLs of the reference server, a gateway in front of another one, and the
+    bridge both ways (``bridge``: to clients with sessions, a stateless upstream;
+    ``bridge-stateless``: to stateless clients, an upstream with sessions), each given the
+    matrix's limits, while the generator is suspended."""
+    from ssewire.mcp.bridge import Bridge
+    from ssewire.mcp.bridge.limits import Settings
     from ssewire.mcp.gateway import Gateway
     from ssewire.mcp.reference import ReferenceServer
     from ssewire.mcp.transport.serving import running
 
-    with running(ReferenceServer(max_body=LIMIT, max_sessions=SESSIONS)) as reference:
-        # the gateway's upstream keeps its default limit: the gateway relays a message with an id
-        # of its own (longer), so one at LIMIT would be refused upstream and hide the gateway's answer
-        with running(ReferenceServer(max_sessions=SESSIONS)) as upstream:
-            gateway = Gateway(upstream + "/mcp", max_message_size=LIMIT, max_sessions=SESSIONS, timeout=10.0)
-            with running(gateway) as front:
-                yield reference, front
+    settings = Settings(max_message_size=LIMIT, max_sessions=SESSIONS, max_sessions_per_principal=None)
+    with contextlib.ExitStack() as stack:
+        reference = stack.enter_context(running(ReferenceServer(max_body=LIMIT, max_sessions=SESSIONS)))
+        # the upstreams keep their default limit: a relay sends a message with an id of its own
+        # (longer), so one at LIMIT would be refused upstream and hide the relay's own answer
+        upstream = stack.enter_context(running(ReferenceServer(max_sessions=SESSIONS))) + "/mcp"
+        stateless = stack.enter_context(running(ReferenceServer(profile=MODERN))) + "/mcp"
+        gateway = Gateway(upstream, max_message_size=LIMIT, max_sessions=SESSIONS, timeout=10.0)
+        yield {
+            "reference": reference,
+            "gateway": stack.enter_context(running(gateway)),
+            "bridge": stack.enter_context(
+                running(Bridge(stateless, upstream_revision=MODERN, settings=settings))
+            ),
+            "bridge-stateless": stack.enter_context(
+                running(Bridge(upstream, upstream_revision=VERSION, settings=settings))
+            ),
+        }
 
 
 # (status, JSON-RPC code) both servers answer each case with
@@ -373,9 +406,45 @@ EXPECTED: dict[str, tuple[int | None, int | None]] = {
     "loopback_origin": (200, None),
 }
 
+# The answers the front gives before any revision's rules: the same to a 2026-07-28 client.
+FRONT = frozenset(
+    {
+        *(name for name in EXPECTED if name.startswith(("post_accept_sse", "body_", "batch_", "json_"))),
+        *(name for name in EXPECTED if name.startswith(("jsonrpc_", "method_not", "method_missing"))),
+        "post_no_accept",
+        "post_accept_json_only",
+        "post_content_type_text",
+        "post_no_content_type",
+        "id_huge_integer",
+        "id_float",
+        "id_null",
+        "id_true",
+        "id_object",
+        "id_array",
+        "put",
+        "patch",
+        "head",
+        "options_preflight",
+        "wrong_path",
+        "foreign_host",
+        "foreign_origin",
+    }
+    - {"body_at_limit"}
+)
+
+# A server's own answer to a case, where it differs from `EXPECTED`, and why.
+BY_SERVER: dict[str, dict[str, tuple[int | None, int | None]]] = {
+    # the bridge says why it will not: the method is the stateless revision's (-32601, not -32600)
+    "server_discover_no_session": {"bridge": (400, -32601)},
+}
+
 # The gateway speaks 2026-07-28 too, the reference server (2025-11-25 here) does not: a
 # request that names that revision is the newer revision's to judge at the gateway (its
 # headers disagree with the body: -32020), a request of the older one at the reference.
 BY_PROFILE: dict[str, dict[str, tuple[int | None, int | None]]] = {
-    "tools_list_protocol_version_2026": {"reference": (200, None), "gateway": (400, -32020)},
+    "tools_list_protocol_version_2026": {
+        "reference": (200, None),
+        "gateway": (400, -32020),
+        "bridge": (200, None),
+    },
 }

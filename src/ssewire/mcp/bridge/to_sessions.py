@@ -837,12 +837,14 @@ def _complete(message: dict[str, Any], ident: Any, session: UpSession, method: s
     return answer
 
 
-def _passed_on(ident: Any, failed: UpstreamFailed) -> Refusal:
+def _passed_on(ident: Any, failed: UpstreamFailed, error_status: int | None = None) -> Refusal:
     """The upstream's refusal of a call: its JSON-RPC error as it came (with the client's
-    id), else an error naming its status."""
+    id; under its status, or ``error_status`` when the client's revision puts errors under
+    another), else an error naming its status."""
     body = failed.body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return Refusal({"jsonrpc": "2.0", "id": ident, "error": body["error"]}, failed.status or 200)
+        status = error_status if error_status is not None else failed.status or 200
+        return Refusal({"jsonrpc": "2.0", "id": ident, "error": body["error"]}, status)
     return Refusal(
         bridge_error(
             ident, failed.kind, str(failed), INVALID_REQUEST if failed.status == 400 else INTERNAL_ERROR

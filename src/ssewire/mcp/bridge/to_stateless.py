@@ -59,6 +59,10 @@ from .limits import Settings
 from .to_sessions import Refusal, _passed_on, _room_for
 from .upstream import Upstream, UpstreamFailed, batches, refuse_status
 
+# a client with sessions reads a JSON-RPC error under 200, as any answer: a 404 would tell it
+# its session is gone (it must then initialize again), which the stateless upstream never meant
+SESSION_ERROR_STATUS = 200
+
 
 @dataclass(eq=False)
 class DownSession:
@@ -161,7 +165,7 @@ class ToStateless:
         try:
             response = await self.upstream.exchange(headers, body, until=until)
         except UpstreamFailed as failed:
-            raise _passed_on(message.get("id"), failed) from None
+            raise _passed_on(message.get("id"), failed, SESSION_ERROR_STATUS) from None
         result = response.get("result") if isinstance(response, dict) else None
         if not isinstance(result, dict):
             error = response.get("error") if isinstance(response, dict) else None
@@ -288,7 +292,7 @@ class ToStateless:
                 try:
                     await refuse_status(answer, deadline)
                 except UpstreamFailed as failed:
-                    raise _passed_on(ident, failed) from None
+                    raise _passed_on(ident, failed, SESSION_ERROR_STATUS) from None
                 result = await self._read(answer, body["id"], ident, reply, deadline)
             finally:
                 await answer.aclose()
