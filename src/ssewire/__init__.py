@@ -8,7 +8,7 @@ not disabled, else the pure-Python ``PyDecoder``. Both behave identically.
 from __future__ import annotations
 
 from ._decoder_py import PyDecoder, PyRawDecoder
-from ._encoder import encode_comment, encode_event
+from ._encoder import encode_comment, encode_event, encode_raw_event
 from ._errors import EventTooLarge, SSEError, UnexpectedContentType
 from ._events import Event, RawEvent
 from ._sdk import SDKEvent, SSEBytesDecoder
@@ -31,5 +31,6 @@ __all__ = [
     "UnexpectedContentType",
     "encode_comment",
     "encode_event",
+    "encode_raw_event",
 ]
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from ..._encoder import encode_comment, encode_raw_event
 from ..protocol.codes import SERVER_ERROR
 from ..protocol.wire import JSON, SSE
 from ..server.asgi import error_message
@@ -24,6 +25,9 @@ def bridge_error(ident: Any, kind: str, text: str, code: int = BRIDGE_ERROR) -> 
     """A JSON-RPC error of the bridge's: ``kind`` (in ``data.bridge``) names what could not
     be done or mapped."""
     return error_message(ident, code, f"bridge: {text}", {"bridge": kind})
+
+
+KEEPALIVE = encode_comment("keep-alive") + b"\n"  # a comment line, then a blank one (no event)
 
 
 class ClientGone(Exception):
@@ -69,12 +73,11 @@ class Reply:
     async def event(self, message: dict[str, Any]) -> None:
         """One message as an event of the stream (opened if it is not yet)."""
         await self.open_stream()
-        # orjson writes no CR or LF (it escapes them): one data line
-        await self._chunk(b"event: message\ndata: " + orjson.dumps(message) + b"\n\n")
+        await self._chunk(encode_raw_event(orjson.dumps(message), event="message"))
 
     async def comment(self) -> None:
         await self.open_stream()
-        await self._chunk(b": keep-alive\n\n")
+        await self._chunk(KEEPALIVE)
 
     async def _chunk(self, data: bytes) -> None:
         await self._write({"type": "http.response.body", "body": data, "more_body": True})

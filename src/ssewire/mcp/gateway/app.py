@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import orjson
 
+from ..._encoder import raw_event_pieces
 from ..._envelope import AVAILABLE as ENVELOPES
 from ..._secrets import public_url, scrub_urls
 from ...asgi import EventStreamResponse
@@ -863,7 +864,6 @@ class Gateway:
     async def _events(
         self, sid: str, stream: int, after: int, writer: asyncio.Task[Any]
     ) -> AsyncIterator[bytes]:
-        retry = f"retry: {self.retry_ms}\n".encode()
         sent = after
         while True:
             try:
@@ -871,13 +871,10 @@ class Gateway:
                     now = time.time()
                     pieces: list[bytes] = []
                     for stored in batch:
-                        head = b"id: " + stored.event_id.encode() + b"\n"
                         if not stored.data:  # the priming event: an id to resume from, and when
-                            pieces.append(head + retry + b"data: \n\n")
-                            continue
-                        # one data line: orjson writes no CR or LF, and the outbox writes again a
-                        # body kept as bytes that holds one (JSON whitespace of a multi-line event)
-                        pieces += (head, b"event: message\ndata: ", stored.data, b"\n\n")
+                            pieces += raw_event_pieces(b"", id=stored.event_id, retry=self.retry_ms)
+                        else:
+                            pieces += raw_event_pieces(stored.data, event="message", id=stored.event_id)
                     self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
                     self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
                     self.metrics.add("downstream_bytes_total", sum(map(len, pieces)))

@@ -121,11 +121,10 @@ class Outbox:
             # after the position taken is the taker's, replayed from upstream
             return
         try:
-            data = encoded(message)  # a Body is written as the bytes it came in
-            if b"\n" in data or b"\r" in data:  # a body's whitespace, from a multi-line event:
-                data = orjson.dumps(orjson.loads(data))  # written again, so the event is one data line
-        except (orjson.JSONEncodeError, orjson.JSONDecodeError) as why:  # not writable by orjson:
-            # nested too deep, or a body kept as bytes it cannot read again (a number past a float)
+            # a Body is written as the bytes it came in (over several data lines if it came so:
+            # the writer frames each line, and JSON reads the LF they are joined by as a space)
+            data = encoded(message)
+        except orjson.JSONEncodeError as why:  # not writable by orjson: nested too deep
             self._unencodable(message, why)
             return
         self.items.append((data, time.time() if arrived is None else arrived))
