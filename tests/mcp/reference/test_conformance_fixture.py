@@ -22,7 +22,7 @@ from ssewire.mcp.protocol.codes import INVALID_PARAMS
 from ssewire.mcp.protocol.profiles import NEWEST
 from ssewire.mcp.protocol.requests import post_headers, request
 from ssewire.mcp.reference import ReferenceServer
-from ssewire.mcp.reference.fixture import CallError, StateSigner
+from ssewire.mcp.reference.fixture import SCHEMA_2020_12, CallError, StateSigner
 from ssewire.mcp.transport.serving import running
 
 DEADLINE = 10.0  # seconds any one exchange may take here
@@ -124,6 +124,18 @@ def test_a_header_disagreeing_with_the_body_is_32020(url: str) -> None:
         url, json=body, headers=post_headers(NEWEST, None, "server/discover"), timeout=DEADLINE
     )
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32020)
+
+
+def test_a_2020_12_input_schema_is_listed_as_written(url: str, session: Session) -> None:
+    """SEP-1613 / SEP-2106: no keyword dropped, in either revision's tools/list."""
+    modern_tools = result_of(modern(url, "tools/list"))["tools"]
+    session_tools = session.call("tools/list")["result"]["tools"]
+    for tools in (modern_tools, session_tools):
+        listed = {tool["name"]: tool for tool in tools}["json_schema_2020_12_tool"]
+        assert listed["inputSchema"] == SCHEMA_2020_12
+        assert {"$schema", "$defs", "allOf", "if", "then", "else", "additionalProperties"} <= set(
+            listed["inputSchema"]
+        )
 
 
 def test_an_answer_nobody_asked_for_is_refused_and_a_notification_accepted(url: str) -> None:

@@ -160,11 +160,46 @@ STATIC_TOOLS: dict[str, dict[str, Any]] = {  # name -> its result, in both revis
         "content": [_text("This tool intentionally returns an error for testing")],
         "isError": True,
     },
+    "json_schema_2020_12_tool": {"content": [_text("A tool whose inputSchema uses JSON Schema 2020-12")]},
 }
+# SEP-1613 and SEP-2106: a 2020-12 inputSchema listed exactly as written, $schema, $defs
+# with an $anchor, a $ref, composition (allOf / anyOf), a conditional and additionalProperties
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+INPUT_SCHEMAS = {"json_schema_2020_12_tool": SCHEMA_2020_12}  # static tools listed with a schema of their own
 _STRING = {"type": "string"}
 
+
+def _static_tool(name: str) -> dict[str, Any]:
+    tool = _tool(name, f"Conformance: {name.removeprefix('test_').replace('_', ' ')}")
+    if name in INPUT_SCHEMAS:
+        tool["inputSchema"] = INPUT_SCHEMAS[name]
+    return tool
+
+
 BOTH_TOOLS = [
-    *(_tool(name, f"Conformance: {name.removeprefix('test_').replace('_', ' ')}") for name in STATIC_TOOLS),
+    *(_static_tool(name) for name in STATIC_TOOLS),
     _tool("test_tool_with_progress", "Conformance: progress 0, 50, 100 of 100 when asked for progress"),
 ]
 SESSION_TOOLS = [  # 2025-11-25: the server asks the client on the call's stream
