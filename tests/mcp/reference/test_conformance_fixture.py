@@ -126,6 +126,30 @@ def test_a_header_disagreeing_with_the_body_is_32020(url: str) -> None:
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32020)
 
 
+@pytest.mark.parametrize(
+    ("sent", "served"),
+    [
+        ("eu-west", True),
+        ("=?base64?ZXUtd2VzdA==?=", True),  # the Base64 form of eu-west, decoded before comparing
+        ("=?base64?ZXUtd2VzdA?=", False),  # its padding missing: it does not decode
+        ("us-east", False),
+        (None, False),  # the argument has a value: its header is due
+    ],
+)
+def test_an_x_mcp_header_argument_must_come_as_its_header_too(
+    url: str, sent: str | None, served: bool
+) -> None:
+    headers = {} if sent is None else {"Mcp-Param-Region": sent}
+    answer = modern(
+        url, "tools/call", {"name": "test_header_param", "arguments": {"region": "eu-west"}}, headers=headers
+    )
+    if served:
+        assert result_of(answer)["content"][0]["text"] == "region=eu-west"
+    else:
+        assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32020), answer.text
+        assert "Mcp-Param-Region" in answer.json()["error"]["message"]
+
+
 def test_a_2020_12_input_schema_is_listed_as_written(url: str, session: Session) -> None:
     """SEP-1613 / SEP-2106: no keyword dropped, in either revision's tools/list."""
     modern_tools = result_of(modern(url, "tools/list"))["tools"]

@@ -56,6 +56,7 @@ from ..protocol.bridging import (
     STATELESS_ERROR_STATUS,
 )
 from ..protocol.codes import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -65,6 +66,7 @@ from ..protocol.codes import (
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.headers import ModernHeaders
 from ..protocol.inbound import missing_meta, unasked_answer, valid_request_id
+from ..protocol.params import ANNOTATION, bindings, mismatch
 from ..protocol.profiles import NEWEST, PROFILES
 from ..protocol.requests import notification
 from ..protocol.wire import JSON, META_CAPABILITIES, SSE
@@ -231,7 +233,14 @@ MODERN_TOOLS = [  # 2026-07-28: input-required results instead of requests on th
     _tool("test_logging_tool", "Conformance: logs only when the request's _meta asks for a level"),
     _tool("test_trigger_tool_change", "Conformance: announce a tools list change to listen streams"),
     _tool("test_trigger_prompt_change", "Conformance: announce a prompts list change to listen streams"),
+    _tool(
+        "test_header_param",
+        "Conformance: its region travels as Mcp-Param-Region too (SEP-2243)",
+        region={**_STRING, ANNOTATION: "Region"},
+    ),
 ]
+# the tools whose arguments travel as Mcp-Param-* headers too, checked before each call
+PARAM_BINDINGS = {tool["name"]: bound for tool in MODERN_TOOLS if (bound := bindings(tool["inputSchema"]))}
 
 PROMPTS = [
     {"name": "test_simple_prompt", "description": "A prompt without arguments"},
@@ -441,6 +450,14 @@ async def logging_tool(params: dict[str, Any], channel: Channel, *, modern: bool
             message = {"level": "info", "logger": "conformance", "data": text}
             await channel.notify(notification("notifications/message", message))
     return text_result("Logging tool completed")
+
+
+def header_param(params: dict[str, Any]) -> dict[str, Any]:
+    """test_header_param: the region it was called with (its header was checked before)."""
+    region = as_object(params.get("arguments")).get("region")
+    if not isinstance(region, str):
+        raise CallError(INVALID_PARAMS, "Invalid params: region (a string) is required")
+    return text_result(f"region={region[:256]}")
 
 
 def _require(channel: Channel, capability: str) -> None:
@@ -875,8 +892,15 @@ class Modern:
         return prompts_get(params)
 
     async def _call(self, http: Any, ident: Any, params: dict[str, Any]) -> None:
-        """A tool call: JSON for an immediate answer; SSE when it notifies along the way."""
+        """A tool call: JSON for an immediate answer; SSE when it notifies along the way. A
+        tool with ``x-mcp-header`` arguments has its Mcp-Param-* headers checked first (400 /
+        -32020, the protocol layer's rule)."""
         name = params.get("name")
+        bound = PARAM_BINDINGS.get(name, ()) if isinstance(name, str) else ()
+        problem = mismatch(bound, params.get("arguments"), http.headers)
+        if problem is not None:
+            await self._error(http, ident, CallError(HEADER_MISMATCH, problem))
+            return
         if name in STATIC_TOOLS:
             await self._json(http, 200, _result(ident, STATIC_TOOLS[name]))
         elif name in ("test_tool_with_progress", "test_logging_tool", "test_streaming_elicitation"):
@@ -900,6 +924,8 @@ class Modern:
     def _instant(self, name: Any, params: dict[str, Any]) -> dict[str, Any]:
         if isinstance(name, str) and name in INPUT_TOOLS:
             return INPUT_TOOLS[name](Turn.of(name, params, self._channel(params, _ignore), self.signer))
+        if name == "test_header_param":
+            return header_param(params)
         if name in ("test_trigger_tool_change", "test_trigger_prompt_change"):
             kind = "tools" if name == "test_trigger_tool_change" else "prompts"
             sent = self.announce(f"notifications/{kind}/list_changed")
