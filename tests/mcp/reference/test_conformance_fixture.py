@@ -446,6 +446,28 @@ def test_a_session_tool_asks_the_client_on_its_stream_and_uses_the_answer(url: s
     assert asyncio.run(asyncio.wait_for(run(), DEADLINE)) == "LLM response: hi!"
 
 
+def _event_ids(response: httpx.Response) -> list[str]:
+    return [line[3:].strip() for line in response.text.splitlines() if line.startswith("id:")]
+
+
+def test_a_tool_closing_its_connection_leaves_a_stream_to_resume(session: Session) -> None:
+    """2025-11-25 polling (SEP-1699): test_reconnection's connection ends after an event with
+    an id and a retry field, no result yet; a GET with that Last-Event-ID carries the result."""
+    body = session._body("tools/call", {"name": "test_reconnection", "arguments": {}})
+    closed = session.client.post(session.url, json=body, headers=session.headers)
+    assert closed.status_code == 200 and _messages(closed) == []  # primed, then closed: nothing else
+    assert "retry:" in closed.text
+    ids = _event_ids(closed)
+    assert len(ids) == 2  # the priming event, and the one the connection was closed after
+    resumed = session.client.get(
+        session.url, headers={**session.headers, "Accept": "text/event-stream", "Last-Event-ID": ids[-1]}
+    )
+    assert resumed.status_code == 200, resumed.text
+    (answer,) = _messages(resumed)
+    assert answer["id"] == body["id"]
+    assert answer["result"]["content"][0]["text"] == "Reconnection test completed successfully"
+
+
 def test_a_session_request_stays_a_session_request(session: Session) -> None:
     """initialize without the 2026 header started a session; its requests are not stateless."""
     listed = session.call("tools/list")["result"]

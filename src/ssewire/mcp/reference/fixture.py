@@ -211,6 +211,7 @@ SESSION_TOOLS = [  # 2025-11-25: the server asks the client on the call's stream
     _tool("test_elicitation", "Conformance: ask the user", message=_STRING),
     _tool("test_elicitation_sep1034_defaults", "Conformance: elicitation with defaults (SEP-1034)"),
     _tool("test_elicitation_sep1330_enums", "Conformance: elicitation with enums (SEP-1330)"),
+    _tool("test_reconnection", "Conformance: closes its connection mid-call; resume the stream (SEP-1699)"),
 ]
 INPUT_KINDS = (
     "elicitation",
@@ -418,12 +419,14 @@ def logs_at(level: str | None, wanted: str = "info") -> bool:
 @dataclass
 class Channel:
     """What a tool may do beyond returning: notify its call's stream, and under 2025-11-25
-    ask the client (``ask`` None under 2026-07-28, which asks by input-required results)."""
+    ask the client (``ask`` None under 2026-07-28, which asks by input-required results) and
+    close the call's connection while its stream goes on (``close``; None where nothing resumes)."""
 
     notify: Callable[[dict[str, Any]], Awaitable[None]]
     ask: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None
     client_capabilities: dict[str, Any]
     log_level: str | None  # the session's (setLevel) or the request's _meta (None: not asked, 2026)
+    close: Callable[[], None] | None = None
 
 
 async def progress(params: dict[str, Any], channel: Channel) -> dict[str, Any]:
@@ -450,6 +453,18 @@ async def logging_tool(params: dict[str, Any], channel: Channel, *, modern: bool
             message = {"level": "info", "logger": "conformance", "data": text}
             await channel.notify(notification("notifications/message", message))
     return text_result("Logging tool completed")
+
+
+async def reconnection(channel: Channel) -> dict[str, Any]:
+    """test_reconnection (2025-11-25 polling, SEP-1699): the call's connection is closed
+    mid-call, its stream not ended; the result comes after, to the client that resumes it
+    with Last-Event-ID."""
+    if channel.close is None:
+        raise CallError(INTERNAL_ERROR, "this call's stream cannot be resumed")
+    await asyncio.sleep(STEP_DELAY)
+    channel.close()
+    await asyncio.sleep(STEP_DELAY)
+    return text_result("Reconnection test completed successfully")
 
 
 def header_param(params: dict[str, Any]) -> dict[str, Any]:
