@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from tests.support.conformance import Scenario, _results, failing, tally
+from tests.support.conformance import Scenario, _results, failing, tally, unscored_in
 
 
 def _write(folder: pathlib.Path, where: str, checks: list[dict[str, str]]) -> None:
@@ -38,3 +38,27 @@ def test_a_scenario_passes_only_with_checks_and_none_failed() -> None:
     verdicts = {s.name: s for s in (warned, failed, empty)}
     assert tally(verdicts) == "1/3"
     assert failing(verdicts) == {"f": ["z: no"], "e": ["no check ran"]}
+
+
+LISTING = """Required for 2026-07-28 (69 scenarios, frozen; run at the 2026-07-28 wire):
+
+Server scenarios (test against a server):
+  - server-stateless
+
+Run and reported, but never scored:
+  extension (2):
+    - auth/dpop [client]
+    - tasks-lifecycle [server]
+  added-after-release (1):
+    - json-schema-2020-12-preservation [client]
+  pending (2):
+    - json-schema-2020-12 [server]
+    - http-header-validation [server]
+"""
+
+
+def test_the_unscored_scenarios_are_read_by_group_and_kind() -> None:
+    groups = ("pending", "added-after-release")
+    assert unscored_in(LISTING, "server", groups) == ["json-schema-2020-12", "http-header-validation"]
+    assert unscored_in(LISTING, "client", groups) == ["json-schema-2020-12-preservation"]
+    assert unscored_in(LISTING, "server", ("extension",)) == ["tasks-lifecycle"]  # scored ones never

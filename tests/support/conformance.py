@@ -109,6 +109,35 @@ def required(kind: str, revision: str) -> list[str]:
     return names
 
 
+def unscored(
+    kind: str, revision: str, groups: tuple[str, ...] = ("pending", "added-after-release")
+) -> list[str]:
+    """The scenarios of ``kind`` the suite runs for ``revision`` but does not score, from the
+    ``groups`` of its listing (extensions, optional features, are left out by default)."""
+    listing = subprocess.run(
+        _command("list", "--requirements", revision), capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    return unscored_in(listing, kind, groups)
+
+
+def unscored_in(listing: str, kind: str, groups: tuple[str, ...]) -> list[str]:
+    """``unscored`` read from a listing: its "Run and reported, but never scored" part, a
+    heading per group ("  pending (2):") and a line per scenario ("    - name [server]")."""
+    names: list[str] = []
+    inside, group, tag = False, "", f" [{kind}]"
+    for line in listing.splitlines():
+        if line.strip() == "Run and reported, but never scored:":
+            inside = True
+        elif inside and not line.strip():
+            inside = False
+        elif inside and line.startswith("    - "):
+            if group in groups and line.endswith(tag):
+                names.append(line[6 : -len(tag)].strip())
+        elif inside and line.startswith("  "):
+            group = line.strip().split(" (")[0]
+    return names
+
+
 def _results(folder: pathlib.Path, kind: str) -> dict[str, Scenario]:
     found: dict[str, Scenario] = {}
     for checks in sorted(folder.glob("**/checks.json")):  # auth/x lands in a folder auth, file x

@@ -492,7 +492,7 @@ def test_a_tool_call_without_its_param_headers_is_refused_400(to_2025: str) -> N
             for sent, served in (
                 ("eu-west", True),
                 ("=?base64?ZXUtd2VzdA==?=", True),  # "eu-west", Base64
-                ("=?base64?ZXUtd2VzdA=?=", False),  # bad padding: taken literally, so it disagrees
+                ("=?base64?ZXUtd2VzdA=?=", False),  # bad padding: it does not decode (malformed)
                 ("us-east", False),
                 (None, False),
             ):

@@ -21,7 +21,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             continue
         write("")
         write(
-            f"official MCP conformance suite, {kind} scenarios passed (scored ones; --requirements REVISION)"
+            f"official MCP conformance suite, {kind} scenarios passed (scored ones; --requirements REVISION;"
+            " the rows marked unscored: those the suite runs but does not score)"
         )
         write("| target | " + " | ".join(REVISIONS) + " |")
         write("|---|" + "---|" * len(REVISIONS))

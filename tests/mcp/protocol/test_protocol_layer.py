@@ -10,11 +10,12 @@ import time
 import pytest
 
 import ssewire
-from ssewire.mcp.protocol import requests
+from ssewire.mcp.protocol import params, requests
 from ssewire.mcp.protocol.handshake import Agreement, HandshakeFailed, Incoming, handshake
 from ssewire.mcp.protocol.headers import HEADER_MISMATCH, UNSUPPORTED_VERSION, ModernHeaders
 from ssewire.mcp.protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, PROFILES, named
 from ssewire.mcp.protocol.retry import retry_after
+from ssewire.mcp.protocol.wire import decode_name, decode_value
 
 SRC = pathlib.Path(ssewire.__file__).parent
 HOMES = {"_http.py", "mcp/protocol/profiles.py", "mcp/protocol/wire.py"}  # where the facts are written
@@ -247,6 +248,49 @@ def test_the_2026_header_rules():
     # the validator's view: a missing header is not a mismatch the server had to reject
     missing = _modern({"mcp-method": "tools/call", "mcp-name": "x"}, params=params)
     assert not missing.problem and missing.version is None
+
+
+# 2026-07-28 Value Encoding and Server Behavior for Custom Headers, with the SEP-2243 cases
+# the conformance suite sends: (the argument, the header as sent, the header accepted)
+PARAM_CASES = [
+    ("Hello", "=?base64?SGVsbG8=?=", True),  # decoded, then compared
+    ("Hello", "=?base64?SGVsbG8?=", False),  # the Base64 lacks its padding: it does not decode
+    ("Hello", "=?base64?SGVs!!!bG8=?=", False),  # a character outside the Base64 alphabet
+    ("SGVsbG8=", "SGVsbG8=", True),  # no wrapper: the value as it is
+    ("=?base64?SGVsbG8=", "=?base64?SGVsbG8=", True),  # no closing ?=: no wrapper either
+    ("us-west1", "  us-west1 ", True),  # the whitespace HTTP does not count
+    ("us-west1", "eu-west1", False),
+    ("\u00e9t\u00e9", "\u00e9t\u00e9", False),  # not ASCII: only the Base64 form may carry it
+    ("\u00e9t\u00e9", params.encode("\u00e9t\u00e9"), True),
+    ("Hello", "=?base64?/w==?=", False),  # Base64 of a byte that is no UTF-8
+]
+
+
+@pytest.mark.parametrize(("argument", "sent", "accepted"), PARAM_CASES)
+def test_a_servers_param_header_rule(argument: str, sent: str, accepted: bool) -> None:
+    bound = params.bindings(
+        {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+    )
+    problem = params.mismatch(bound, {"region": argument}, {"mcp-param-region": sent})
+    assert (problem is None) is accepted, problem
+
+
+def test_a_param_header_is_due_exactly_when_its_argument_has_a_value() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}
+    bound = params.bindings(schema)
+    assert "missing" in str(params.mismatch(bound, {"n": 3}, {}))
+    assert params.mismatch(bound, {"n": None}, {}) is None and params.mismatch(bound, {}, {}) is None
+    # an integer is compared as a number (the spec's SHOULD: 42.0 and 42 agree), never as text alone
+    assert params.mismatch(bound, {"n": 42}, {"mcp-param-n": "42.0"}) is None
+    assert params.mismatch(bound, {"n": 42.0}, {"mcp-param-n": "42"}) is None
+    assert "disagrees" in str(params.mismatch(bound, {"n": 42}, {"mcp-param-n": "43"}))
+    text = {"type": "object", "properties": {"s": {"type": "string", "x-mcp-header": "S"}}}
+    assert params.mismatch(params.bindings(text), {"s": "42"}, {"mcp-param-s": "42.0"}) is not None
+
+
+def test_mcp_name_keeps_an_undecodable_wrapper_as_it_came() -> None:
+    assert decode_name("=?base64?eA==?=") == "x" and decode_name(" =?base64?eA?= ") == "=?base64?eA?="
+    assert decode_value("=?base64?eA?=") is None and decode_value("plain") == "plain"
 
 
 def test_every_entry_point_resolves_aliases_and_refuses_unknown_revisions():

@@ -22,7 +22,7 @@ from ssewire.mcp.protocol.codes import INVALID_PARAMS
 from ssewire.mcp.protocol.profiles import NEWEST
 from ssewire.mcp.protocol.requests import post_headers, request
 from ssewire.mcp.reference import ReferenceServer
-from ssewire.mcp.reference.fixture import CallError, StateSigner
+from ssewire.mcp.reference.fixture import SCHEMA_2020_12, CallError, StateSigner
 from ssewire.mcp.transport.serving import running
 
 DEADLINE = 10.0  # seconds any one exchange may take here
@@ -124,6 +124,42 @@ def test_a_header_disagreeing_with_the_body_is_32020(url: str) -> None:
         url, json=body, headers=post_headers(NEWEST, None, "server/discover"), timeout=DEADLINE
     )
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32020)
+
+
+@pytest.mark.parametrize(
+    ("sent", "served"),
+    [
+        ("eu-west", True),
+        ("=?base64?ZXUtd2VzdA==?=", True),  # the Base64 form of eu-west, decoded before comparing
+        ("=?base64?ZXUtd2VzdA?=", False),  # its padding missing: it does not decode
+        ("us-east", False),
+        (None, False),  # the argument has a value: its header is due
+    ],
+)
+def test_an_x_mcp_header_argument_must_come_as_its_header_too(
+    url: str, sent: str | None, served: bool
+) -> None:
+    headers = {} if sent is None else {"Mcp-Param-Region": sent}
+    answer = modern(
+        url, "tools/call", {"name": "test_header_param", "arguments": {"region": "eu-west"}}, headers=headers
+    )
+    if served:
+        assert result_of(answer)["content"][0]["text"] == "region=eu-west"
+    else:
+        assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32020), answer.text
+        assert "Mcp-Param-Region" in answer.json()["error"]["message"]
+
+
+def test_a_2020_12_input_schema_is_listed_as_written(url: str, session: Session) -> None:
+    """SEP-1613 / SEP-2106: no keyword dropped, in either revision's tools/list."""
+    modern_tools = result_of(modern(url, "tools/list"))["tools"]
+    session_tools = session.call("tools/list")["result"]["tools"]
+    for tools in (modern_tools, session_tools):
+        listed = {tool["name"]: tool for tool in tools}["json_schema_2020_12_tool"]
+        assert listed["inputSchema"] == SCHEMA_2020_12
+        assert {"$schema", "$defs", "allOf", "if", "then", "else", "additionalProperties"} <= set(
+            listed["inputSchema"]
+        )
 
 
 def test_an_answer_nobody_asked_for_is_refused_and_a_notification_accepted(url: str) -> None:
@@ -408,6 +444,28 @@ def test_a_session_tool_asks_the_client_on_its_stream_and_uses_the_answer(url: s
         raise AssertionError("the stream ended without the tool's result")
 
     assert asyncio.run(asyncio.wait_for(run(), DEADLINE)) == "LLM response: hi!"
+
+
+def _event_ids(response: httpx.Response) -> list[str]:
+    return [line[3:].strip() for line in response.text.splitlines() if line.startswith("id:")]
+
+
+def test_a_tool_closing_its_connection_leaves_a_stream_to_resume(session: Session) -> None:
+    """2025-11-25 polling (SEP-1699): test_reconnection's connection ends after an event with
+    an id and a retry field, no result yet; a GET with that Last-Event-ID carries the result."""
+    body = session._body("tools/call", {"name": "test_reconnection", "arguments": {}})
+    closed = session.client.post(session.url, json=body, headers=session.headers)
+    assert closed.status_code == 200 and _messages(closed) == []  # primed, then closed: nothing else
+    assert "retry:" in closed.text
+    ids = _event_ids(closed)
+    assert len(ids) == 2  # the priming event, and the one the connection was closed after
+    resumed = session.client.get(
+        session.url, headers={**session.headers, "Accept": "text/event-stream", "Last-Event-ID": ids[-1]}
+    )
+    assert resumed.status_code == 200, resumed.text
+    (answer,) = _messages(resumed)
+    assert answer["id"] == body["id"]
+    assert answer["result"]["content"][0]["text"] == "Reconnection test completed successfully"
 
 
 def test_a_session_request_stays_a_session_request(session: Session) -> None:

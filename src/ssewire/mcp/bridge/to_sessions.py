@@ -69,11 +69,10 @@ from ..protocol.codes import (
     METHOD_NOT_FOUND,
 )
 from ..protocol.handshake import DISCOVER, HandshakeFailed, Incoming, handshake
-from ..protocol.params import PREFIX as PARAM_PREFIX
-from ..protocol.params import Binding, InvalidAnnotation, bindings, value_text
+from ..protocol.params import Binding, InvalidAnnotation, bindings, mismatch
 from ..protocol.profiles import NEWEST, Profile
 from ..protocol.requests import delete_headers, get_headers, name_of, notification, post_headers
-from ..protocol.wire import META_CAPABILITIES, decode_name
+from ..protocol.wire import META_CAPABILITIES
 from ..server.asgi import error_message
 from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
@@ -386,10 +385,10 @@ class ToSessions:
     async def _check_param_headers(
         self, session: UpSession, ident: Any, params: dict[str, Any], headers: Mapping[str, str]
     ) -> None:
-        """2026-07-28 custom headers: each argument the tool marks with ``x-mcp-header`` must
-        come as its ``Mcp-Param-{Name}`` too (decoded from ``=?base64?...?=``), equal to the
-        body's value, else 400 / -32020. A server with sessions checks none of it, so the
-        bridge does, from the upstream's tools/list."""
+        """2026-07-28 custom headers, by the protocol layer's rule (`params.mismatch`): each
+        argument the tool marks with ``x-mcp-header`` must come as its ``Mcp-Param-{Name}``
+        too, decodable and equal to the body's value, else 400 / -32020. A server with
+        sessions checks none of it, so the bridge does, from the upstream's tools/list."""
         name = params.get("name")
         if not isinstance(name, str):
             return
@@ -399,19 +398,9 @@ class ToSessions:
         ):  # an unknown name: at most so often
             session.tools = await self._list_bindings(session)
             session.tools_listed = time.monotonic()
-        arguments = params.get("arguments")
-        for binding in session.tools.get(name, ()):
-            value: Any = arguments
-            for key in binding.path:
-                value = value.get(key) if isinstance(value, dict) else None
-            expected = value_text(value)
-            if expected is None:
-                continue
-            header = PARAM_PREFIX + binding.header
-            sent = headers.get(header.lower())
-            if sent is None or decode_name(sent) != expected:
-                text = f"{header} is missing or disagrees with the argument {'.'.join(binding.path)}"
-                raise Refusal(bridge_error(ident, "headers", text, HEADER_MISMATCH), 400)
+        problem = mismatch(session.tools.get(name, ()), params.get("arguments"), headers)
+        if problem is not None:
+            raise Refusal(bridge_error(ident, "headers", problem, HEADER_MISMATCH), 400)
 
     async def _list_bindings(self, session: UpSession) -> dict[str, tuple[Binding, ...]]:
         """The upstream's tools and their annotated arguments (at most ``max_tool_pages``

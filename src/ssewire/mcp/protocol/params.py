@@ -10,7 +10,9 @@ and a client calling that tool over Streamable HTTP then sends the argument's va
 - a client sets aside a tool whose annotations break these rules;
 - a null or absent argument sends no header; a value that cannot travel as a plain field
   value (non-ASCII, control characters, surrounding whitespace, or one that looks like the
-  wrapper) goes as ``=?base64?{UTF-8 in Base64}?=``, the form `wire.decode_name` reads.
+  wrapper) goes as ``=?base64?{UTF-8 in Base64}?=``, the form `wire.decode_value` reads;
+- a server that reads the body refuses a call (400 / -32020) whose header is missing while
+  its argument has a value, cannot be decoded, or disagrees with the argument (`mismatch`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import base64
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
+
+from .wire import decode_value
 
 ANNOTATION = "x-mcp-header"
 PREFIX = "Mcp-Param-"
@@ -27,6 +32,7 @@ ANNOTATED_TYPES = frozenset({"string", "integer", "boolean"})
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PLAIN = re.compile(r"[\x20-\x7e]*")
 _WRAPPED = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
+_NUMBER = re.compile(r"-?[0-9]{1,32}(\.[0-9]{1,32})?([eE][+-]?[0-9]{1,3})?")  # a header compared as a number
 MAX_NODES = 10_000  # schema nodes walked: a hostile schema costs no more
 MAX_DEPTH = 64
 
@@ -133,14 +139,49 @@ def _text(value: Any) -> str | None:
     return None if text is None else encode(text)
 
 
+def _argument(arguments: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in the call's arguments (None when any step is missing)."""
+    value = arguments
+    for name in path:
+        value = value.get(name) if isinstance(value, Mapping) else None
+    return value
+
+
 def headers(bound: tuple[Binding, ...], arguments: Mapping[str, Any] | None) -> dict[str, str]:
     """The ``Mcp-Param-*`` headers of one call: one per annotated argument present and not null."""
     out: dict[str, str] = {}
     for binding in bound:
-        value: Any = arguments
-        for name in binding.path:
-            value = value.get(name) if isinstance(value, Mapping) else None
-        text = _text(value)
+        text = _text(_argument(arguments, binding.path))
         if text is not None:
             out[PREFIX + binding.header] = text
     return out
+
+
+def mismatch(bound: tuple[Binding, ...], arguments: Any, sent: Mapping[str, str]) -> str | None:
+    """Why a server that reads the body must refuse this call (2026-07-28 Server Behavior for
+    Custom Headers: 400 / -32020), or None. ``sent``: the request's headers by lower-case
+    name. Each annotated argument with a value must come as its header, decodable and equal
+    to it (an integer compared as a number: ``42.0`` is 42); a null or absent one expects none."""
+    for binding in bound:
+        value = _argument(arguments, binding.path)
+        expected = value_text(value)
+        if expected is None:
+            continue
+        header, where = PREFIX + binding.header, ".".join(binding.path)
+        field = sent.get(header.lower())
+        if field is None:
+            return f"{header} is missing, but the argument {where} has a value"
+        got = decode_value(field)
+        if got is None:
+            return f"{header} is malformed: invalid characters, or a =?base64?...?= form that does not decode"
+        if got != expected and not _same_number(got, value):
+            return f"{header} disagrees with the argument {where}"
+    return None
+
+
+def _same_number(text: str, value: Any) -> bool:
+    """``text`` is the number ``value`` (an integer argument: the spec asks for a numeric
+    comparison, so ``42.0`` and ``42`` agree); never for a string or a boolean argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _NUMBER.fullmatch(text):
+        return False
+    return Decimal(text) == Decimal(value)

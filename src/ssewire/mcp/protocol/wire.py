@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterable, Mapping
 
 from ..._http import EVENT_STREAM, check_field
@@ -23,6 +24,7 @@ NAME = "Mcp-Name"  # 2026-07-28
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28 _meta keys
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+_FIELD_TEXT = re.compile(r"[\t\x20-\x7e]*")  # what a plain Mcp-Name or Mcp-Param-* value may hold
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 # Requests that list or read and change nothing on the server: sent twice, they do no harm,
 # so a relay may re-issue one whose answer broke (2026-07-28 has no resumption). A tool call,
@@ -80,14 +82,27 @@ def caller_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None
     return checked
 
 
-def decode_name(value: str | None) -> str | None:
-    """Mcp-Name, with the ``=?base64?...?=`` form 2026-07-28 uses for unsafe values decoded."""
-    if value is None:
-        return None
+def decode_value(value: str) -> str | None:
+    """An ``Mcp-Name`` or ``Mcp-Param-*`` field as the body would say it: without the
+    whitespace HTTP does not count, the ``=?base64?...?=`` form decoded. None when it cannot
+    stand for any value (2026-07-28 Server Validation: malformed): a character outside
+    visible ASCII, space and tab, or a wrapper whose Base64 (padded, standard alphabet) or
+    UTF-8 does not decode. A value without the whole wrapper is taken as it is."""
     value = value.strip(" \t")
+    if not _FIELD_TEXT.fullmatch(value):
+        return None
     if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
-            return value
+            return None
     return value
+
+
+def decode_name(value: str | None) -> str | None:
+    """Mcp-Name, with the ``=?base64?...?=`` form 2026-07-28 uses for unsafe values decoded;
+    one that does not decode is kept as it came (it then matches no body value)."""
+    if value is None:
+        return None
+    decoded = decode_value(value)
+    return value.strip(" \t") if decoded is None else decoded

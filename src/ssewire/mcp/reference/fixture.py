@@ -56,6 +56,7 @@ from ..protocol.bridging import (
     STATELESS_ERROR_STATUS,
 )
 from ..protocol.codes import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -65,6 +66,7 @@ from ..protocol.codes import (
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.headers import ModernHeaders
 from ..protocol.inbound import missing_meta, unasked_answer, valid_request_id
+from ..protocol.params import ANNOTATION, bindings, mismatch
 from ..protocol.profiles import NEWEST, PROFILES
 from ..protocol.requests import notification
 from ..protocol.wire import JSON, META_CAPABILITIES, SSE
@@ -160,11 +162,46 @@ STATIC_TOOLS: dict[str, dict[str, Any]] = {  # name -> its result, in both revis
         "content": [_text("This tool intentionally returns an error for testing")],
         "isError": True,
     },
+    "json_schema_2020_12_tool": {"content": [_text("A tool whose inputSchema uses JSON Schema 2020-12")]},
 }
+# SEP-1613 and SEP-2106: a 2020-12 inputSchema listed exactly as written, $schema, $defs
+# with an $anchor, a $ref, composition (allOf / anyOf), a conditional and additionalProperties
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+INPUT_SCHEMAS = {"json_schema_2020_12_tool": SCHEMA_2020_12}  # static tools listed with a schema of their own
 _STRING = {"type": "string"}
 
+
+def _static_tool(name: str) -> dict[str, Any]:
+    tool = _tool(name, f"Conformance: {name.removeprefix('test_').replace('_', ' ')}")
+    if name in INPUT_SCHEMAS:
+        tool["inputSchema"] = INPUT_SCHEMAS[name]
+    return tool
+
+
 BOTH_TOOLS = [
-    *(_tool(name, f"Conformance: {name.removeprefix('test_').replace('_', ' ')}") for name in STATIC_TOOLS),
+    *(_static_tool(name) for name in STATIC_TOOLS),
     _tool("test_tool_with_progress", "Conformance: progress 0, 50, 100 of 100 when asked for progress"),
 ]
 SESSION_TOOLS = [  # 2025-11-25: the server asks the client on the call's stream
@@ -174,6 +211,7 @@ SESSION_TOOLS = [  # 2025-11-25: the server asks the client on the call's stream
     _tool("test_elicitation", "Conformance: ask the user", message=_STRING),
     _tool("test_elicitation_sep1034_defaults", "Conformance: elicitation with defaults (SEP-1034)"),
     _tool("test_elicitation_sep1330_enums", "Conformance: elicitation with enums (SEP-1330)"),
+    _tool("test_reconnection", "Conformance: closes its connection mid-call; resume the stream (SEP-1699)"),
 ]
 INPUT_KINDS = (
     "elicitation",
@@ -196,7 +234,14 @@ MODERN_TOOLS = [  # 2026-07-28: input-required results instead of requests on th
     _tool("test_logging_tool", "Conformance: logs only when the request's _meta asks for a level"),
     _tool("test_trigger_tool_change", "Conformance: announce a tools list change to listen streams"),
     _tool("test_trigger_prompt_change", "Conformance: announce a prompts list change to listen streams"),
+    _tool(
+        "test_header_param",
+        "Conformance: its region travels as Mcp-Param-Region too (SEP-2243)",
+        region={**_STRING, ANNOTATION: "Region"},
+    ),
 ]
+# the tools whose arguments travel as Mcp-Param-* headers too, checked before each call
+PARAM_BINDINGS = {tool["name"]: bound for tool in MODERN_TOOLS if (bound := bindings(tool["inputSchema"]))}
 
 PROMPTS = [
     {"name": "test_simple_prompt", "description": "A prompt without arguments"},
@@ -374,12 +419,14 @@ def logs_at(level: str | None, wanted: str = "info") -> bool:
 @dataclass
 class Channel:
     """What a tool may do beyond returning: notify its call's stream, and under 2025-11-25
-    ask the client (``ask`` None under 2026-07-28, which asks by input-required results)."""
+    ask the client (``ask`` None under 2026-07-28, which asks by input-required results) and
+    close the call's connection while its stream goes on (``close``; None where nothing resumes)."""
 
     notify: Callable[[dict[str, Any]], Awaitable[None]]
     ask: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None
     client_capabilities: dict[str, Any]
     log_level: str | None  # the session's (setLevel) or the request's _meta (None: not asked, 2026)
+    close: Callable[[], None] | None = None
 
 
 async def progress(params: dict[str, Any], channel: Channel) -> dict[str, Any]:
@@ -406,6 +453,26 @@ async def logging_tool(params: dict[str, Any], channel: Channel, *, modern: bool
             message = {"level": "info", "logger": "conformance", "data": text}
             await channel.notify(notification("notifications/message", message))
     return text_result("Logging tool completed")
+
+
+async def reconnection(channel: Channel) -> dict[str, Any]:
+    """test_reconnection (2025-11-25 polling, SEP-1699): the call's connection is closed
+    mid-call, its stream not ended; the result comes after, to the client that resumes it
+    with Last-Event-ID."""
+    if channel.close is None:
+        raise CallError(INTERNAL_ERROR, "this call's stream cannot be resumed")
+    await asyncio.sleep(STEP_DELAY)
+    channel.close()
+    await asyncio.sleep(STEP_DELAY)
+    return text_result("Reconnection test completed successfully")
+
+
+def header_param(params: dict[str, Any]) -> dict[str, Any]:
+    """test_header_param: the region it was called with (its header was checked before)."""
+    region = as_object(params.get("arguments")).get("region")
+    if not isinstance(region, str):
+        raise CallError(INVALID_PARAMS, "Invalid params: region (a string) is required")
+    return text_result(f"region={region[:256]}")
 
 
 def _require(channel: Channel, capability: str) -> None:
@@ -840,8 +907,15 @@ class Modern:
         return prompts_get(params)
 
     async def _call(self, http: Any, ident: Any, params: dict[str, Any]) -> None:
-        """A tool call: JSON for an immediate answer; SSE when it notifies along the way."""
+        """A tool call: JSON for an immediate answer; SSE when it notifies along the way. A
+        tool with ``x-mcp-header`` arguments has its Mcp-Param-* headers checked first (400 /
+        -32020, the protocol layer's rule)."""
         name = params.get("name")
+        bound = PARAM_BINDINGS.get(name, ()) if isinstance(name, str) else ()
+        problem = mismatch(bound, params.get("arguments"), http.headers)
+        if problem is not None:
+            await self._error(http, ident, CallError(HEADER_MISMATCH, problem))
+            return
         if name in STATIC_TOOLS:
             await self._json(http, 200, _result(ident, STATIC_TOOLS[name]))
         elif name in ("test_tool_with_progress", "test_logging_tool", "test_streaming_elicitation"):
@@ -865,6 +939,8 @@ class Modern:
     def _instant(self, name: Any, params: dict[str, Any]) -> dict[str, Any]:
         if isinstance(name, str) and name in INPUT_TOOLS:
             return INPUT_TOOLS[name](Turn.of(name, params, self._channel(params, _ignore), self.signer))
+        if name == "test_header_param":
+            return header_param(params)
         if name in ("test_trigger_tool_change", "test_trigger_prompt_change"):
             kind = "tools" if name == "test_trigger_tool_change" else "prompts"
             sent = self.announce(f"notifications/{kind}/list_changed")

@@ -42,6 +42,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -175,6 +176,14 @@ class _Call:
     def headers(self) -> list[tuple[str, str]]:
         """The headers of its answer: CORS, and the session id when there is one."""
         return [*self.http.cors, *self.session_header]
+
+
+@dataclass
+class _Cut:
+    """Where a call's own response ends before its stream does (2025-11-25 polling): the
+    event the tool closed the connection after; None while the connection stays."""
+
+    at: int | None = None
 
 
 _Handler = Callable[[_Call], Awaitable[None]]
@@ -626,18 +635,22 @@ class ReferenceServer:
     # -- producers: background work that fills a stream ---------------------------------
 
     async def _streamed(
-        self, call: _Call, produce: Callable[[Stream], Coroutine[Any, Any, dict[str, Any]]]
+        self,
+        call: _Call,
+        produce: Callable[[Stream], Coroutine[Any, Any, dict[str, Any]]],
+        cut: _Cut | None = None,
     ) -> None:
         """Answer on a stream that a task of the server's fills: the task goes on whether or
-        not anyone reads, so a cut client resumes from the store. At ``max_tasks`` running,
-        the call is refused (-32000) rather than start one more."""
+        not anyone reads, so a cut client resumes from the store (as one whose connection the
+        tool closed at ``cut`` does). At ``max_tasks`` running, the call is refused (-32000)
+        rather than start one more."""
         if len(self.tasks) >= self.max_tasks:
             text = f"Server busy: {self.max_tasks} tool calls are running; retry later"
             await call.http.error(200, call.ident, SERVER_ERROR, text, call.session_header)
             return
         stream = self._open_stream(call.session)
         self._spawn(self._produce(call.session, stream, call.ident, produce(stream)), call.session)
-        await self._serve_stream(call.http, call.session, stream, 0, call.headers)
+        await self._serve_stream(call.http, call.session, stream, 0, call.headers, cut=cut)
 
     async def _produce(
         self, session: _Session, stream: Stream, ident: Any, work: Awaitable[dict[str, Any]]
@@ -736,10 +749,15 @@ class ReferenceServer:
     async def _fixture_tool(self, call: _Call, arguments: dict[str, Any]) -> None:
         """A tool of the conformance surface, run as a producer of the call's stream."""
         name, params, session = call.params["name"], call.params, call.session
+        cut = _Cut()
 
         async def produce(stream: Stream) -> dict[str, Any]:
             async def notify(note: dict[str, Any]) -> None:
                 self._emit(session, stream, note)
+
+            def close() -> None:
+                # an id and a retry field, then the connection ends: the client resumes after it
+                cut.at = self._emit(session, stream, None)
 
             async def ask(method: str, request: dict[str, Any]) -> dict[str, Any]:
                 try:
@@ -749,9 +767,11 @@ class ReferenceServer:
                         INTERNAL_ERROR, f"the client did not answer {method} in time"
                     ) from None
 
-            channel = fixture.Channel(notify, ask, session.capabilities, session.log_level)
+            channel = fixture.Channel(notify, ask, session.capabilities, session.log_level, close)
             if name in fixture.STATIC_TOOLS:
                 return fixture.STATIC_TOOLS[name]
+            if name == "test_reconnection":
+                return await fixture.reconnection(channel)
             if name == "test_tool_with_progress":
                 return await fixture.progress(params, channel)
             if name == "test_tool_with_logging":
@@ -760,7 +780,7 @@ class ReferenceServer:
                 return await fixture.sampling_tool(params, channel)
             return await fixture.elicitation_tool(name, params, channel)
 
-        await self._streamed(call, produce)
+        await self._streamed(call, produce, cut)
 
     # -- answers and streams -----------------------------------------------------------
 
@@ -803,9 +823,9 @@ class ReferenceServer:
         if session.streams.get(number) is stream:
             del session.streams[number]
 
-    def _emit(self, session: _Session, stream: Stream, message: dict[str, Any] | None) -> None:
-        """Store one event (``None``: the priming event, an id and empty data). A stream no
-        longer kept takes nothing: its reader was cut already."""
+    def _emit(self, session: _Session, stream: Stream, message: dict[str, Any] | None) -> int:
+        """Store one event (``None``: the priming event, an id and empty data), and say its
+        number in the stream. A stream no longer kept takes nothing: its reader was cut already."""
         seq = stream.next_seq
         ident = None
         if self.profile.resumability:
@@ -827,6 +847,7 @@ class ReferenceServer:
             self.log.append(stream, [(encoded, kept)])
         except Gap:
             pass
+        return seq
 
     @property
     def _sse_type(self) -> str:
@@ -841,10 +862,12 @@ class ReferenceServer:
         headers: list[tuple[str, str]],
         *,
         standalone: bool = False,
+        cut: _Cut | None = None,
     ) -> None:
-        """Write ``stream`` after ``after`` to the client; the session is busy meanwhile.
-        The standalone GET stream has keep-alive comments; a call's stream has none."""
-        source = self._follow(stream, after)
+        """Write ``stream`` after ``after`` to the client (up to ``cut``, when the tool closes
+        the connection); the session is busy meanwhile. The standalone GET stream has
+        keep-alive comments; a call's stream has none."""
+        source = self._follow(stream, after, cut)
         keepalive = 0.0
         if standalone:
             keepalive = 0.0 if Fault.NO_KEEPALIVES in self.faults else self.keepalive
@@ -865,14 +888,18 @@ class ReferenceServer:
             session.open_streams -= 1  # first: not idle for a moment with a stale time)
 
     @staticmethod
-    async def _follow(stream: Stream, after: int) -> AsyncIterator[bytes]:
-        """The stream's events after ``after``, as they are stored. A follower the log
+    async def _follow(stream: Stream, after: int, cut: _Cut | None = None) -> AsyncIterator[bytes]:
+        """The stream's events after ``after``, as they are stored, ending after the event
+        ``cut`` names (the stream goes on, for a resumption to read). A follower the log
         outran ends with a cut connection, so its client sees a broken stream, never a
         silent gap."""
         try:
-            async for batch in follow(stream, after):
-                for entry in batch:
-                    yield entry.data
+            async with aclosing(follow(stream, after)) as batches:
+                async for batch in batches:
+                    for entry in batch:
+                        yield entry.data
+                        if cut is not None and cut.at is not None and entry.seq >= cut.at:
+                            return
         except Gap:
             raise ConnectionAbortedError("the event log outran this stream's reader") from None
 

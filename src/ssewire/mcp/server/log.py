@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable
+from collections.abc import AsyncGenerator, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -156,7 +156,7 @@ class EventLog:
             self.stored -= running._drop_oldest()
 
 
-async def follow(stream: Stream, after: int) -> AsyncIterator[list[Entry]]:
+async def follow(stream: Stream, after: int) -> AsyncGenerator[list[Entry], None]:
     """The one follower: the events of ``stream`` numbered above ``after``, in batches of all
     that came since the last, as they are stored, until it is finished. `Gap` when one it
     needed was evicted or the stream is no longer kept."""
