@@ -31,7 +31,7 @@ def require_node() -> None:
 
 @contextlib.contextmanager
 def ts_server(*flags: str, port: int = 0) -> Iterator[str]:
-    """Start the server with ``flags`` (--stateless, --json, --store); yield its MCP URL."""
+    """Start the server with ``flags`` (--stateless, --json, --store, --json-listen); yield its MCP URL."""
     require_node()
     assert NODE is not None
     process = subprocess.Popen(

@@ -1,9 +1,14 @@
 // The official MCP TypeScript SDK's Streamable HTTP server, as its documentation sets it up,
-// for tests/mcp/test_probe_ts.py and test_client_sdk.py. Binds 127.0.0.1 on a free port (or
+// for the probe's, the client's and the gateway's tests. Binds 127.0.0.1 on a free port (or
 // --port N), prints {"port": N} on stdout, and exits when stdin closes (the test's process
 // ends it either way).
 //
-//   node server.mjs [--stateless] [--json] [--store] [--port N]
+// --json-listen: 2026-07-28 requests are answered by hand, as the conformance suite's own
+// TypeScript fixture answers them on this SDK (which has no such revision): server/discover,
+// the tool test_trigger_tool_change, and subscriptions/listen as an application/json body
+// held open, one JSON-RPC message a line (no event stream), which the suite reads.
+//
+//   node server.mjs [--stateless] [--json] [--store] [--json-listen] [--port N]
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -20,6 +25,7 @@ const port = argv.includes("--port") ? Number(argv[argv.indexOf("--port") + 1]) 
 const stateless = args.has("--stateless");
 const json = args.has("--json");
 const withStore = args.has("--store");
+const jsonListen = args.has("--json-listen");
 
 // The SDK ships the EventStore interface; resumption needs one. Bounded: 10,000 events.
 class MemoryEventStore {
@@ -108,10 +114,52 @@ function refuse(res, status, message) {
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
 }
 
+const MODERN = "2026-07-28";
+const SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId";
+const listens = new Set(); // the open subscriptions/listen answers: { tools, line }
+
+function answer(res, status, message) {
+  res.writeHead(status, { "Content-Type": "application/json" });
+  res.end(JSON.stringify(message));
+}
+
+// --json-listen: one 2026-07-28 request, answered without the SDK
+function modern(res, { id = null, method, params = {} } = {}) {
+  const result = (body) => answer(res, 200, { jsonrpc: "2.0", id, result: { resultType: "complete", ...body } });
+  if (method === "server/discover") {
+    return result({
+      supportedVersions: [MODERN],
+      capabilities: { tools: { listChanged: true } },
+      _meta: { "io.modelcontextprotocol/serverInfo": { name: "ssewire-ts-probe-target", version: "0" } },
+    });
+  }
+  if (method === "subscriptions/listen") {
+    const tools = params.notifications?.toolsListChanged === true;
+    res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache" });
+    const line = (notification, fields = {}) => {
+      const message = { jsonrpc: "2.0", method: notification, params: { ...fields, _meta: { [SUBSCRIPTION]: id } } };
+      res.write(JSON.stringify(message) + "\n");
+    };
+    line("notifications/subscriptions/acknowledged", { notifications: tools ? { toolsListChanged: true } : {} });
+    const listen = { tools, line };
+    listens.add(listen);
+    res.on("close", () => listens.delete(listen));
+    return;
+  }
+  if (method === "tools/call" && params.name === "test_trigger_tool_change") {
+    for (const listen of listens) if (listen.tools) listen.line("notifications/tools/list_changed");
+    return result({ content: [{ type: "text", text: "tools changed" }] });
+  }
+  return answer(res, 404, { jsonrpc: "2.0", id, error: { code: -32601, message: `Method not found: ${method}` } });
+}
+
 const httpServer = http.createServer(async (req, res) => {
   try {
     if (new URL(req.url, "http://localhost").pathname !== "/mcp") return refuse(res, 404, "not found");
     const body = req.method === "POST" ? await readBody(req) : undefined;
+    if (jsonListen && req.method === "POST" && req.headers["mcp-protocol-version"] === MODERN) {
+      return modern(res, body);
+    }
     if (stateless) {
       if (req.method !== "POST") return refuse(res, 405, "Method not allowed.");
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });

@@ -2,7 +2,8 @@
 its conformance mode and the gateway in front of it and of an official-SDK server.
 
 The bar for the gateway is the suite itself: every scenario that passes against an
-upstream direct passes through the gateway in front of it, on both revisions.
+upstream direct passes through the gateway in front of it, on both revisions; in front of
+the TypeScript SDK server, every check of ``server-stateless`` that passes direct.
 
 The scenarios the suite runs but does not score yet (pending, or added after a revision's
 release) are held too, to the verdicts of ``UNSCORED``: the spec supports the suite on each
@@ -11,6 +12,7 @@ of them, so both servers must pass them.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterator
 
@@ -22,6 +24,7 @@ from tests.mcp.conformance.conftest import VERDICTS
 from tests.support import conformance
 from tests.support.gateway_runs import gateway_over
 from tests.support.sdk_fixture_server import fixture_app
+from tests.support.ts_servers import ts_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,3 +116,28 @@ def test_the_unscored_scenarios_get_their_expected_verdicts(upstream: str, revis
     VERDICTS[(f"{upstream} (unscored scenarios)", "server", revision)] = verdicts
     got = {name: scenario.passed for name, scenario in verdicts.items()}
     assert got == UNSCORED[revision], conformance.failing(verdicts)
+LISTEN_CHECKS = {  # server-stateless's checks of a subscriptions/listen stream
+    "sep-2575-server-sends-subscription-ack",
+    "sep-2575-server-tags-subscription-id",
+    "sep-2575-server-honors-notification-filter",
+    "sep-2575-server-sends-tools-list-changed-on-subscription",
+}
+
+
+def test_the_gateway_keeps_the_listen_checks_of_the_typescript_server() -> None:
+    """The suite's own TypeScript fixture answers ``subscriptions/listen`` with an
+    application/json body held open, one message a line, which the suite reads; the
+    TypeScript SDK server answers so under ``--json-listen``. It serves only part of
+    ``server-stateless``, so the bar is each check: what passes direct passes behind."""
+    scenario = "server-stateless"
+    with ts_server("--json-listen") as url:
+        direct = conformance.run_server(url, "2026-07-28", [scenario])[scenario]
+        with gateway_over(url) as gateway:
+            behind = conformance.run_server(gateway.url, "2026-07-28", [scenario])[scenario]
+
+    def passed(verdict: conformance.Scenario) -> collections.Counter[str]:
+        return collections.Counter(c["id"] for c in verdict.checks if c.get("status") == "SUCCESS")
+
+    assert LISTEN_CHECKS.issubset(passed(direct)), direct.failures  # the bar holds the listen checks
+    lost = passed(direct) - passed(behind)
+    assert not lost, {c["id"]: c.get("errorMessage") for c in behind.checks if c["id"] in lost}

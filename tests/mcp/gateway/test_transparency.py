@@ -1,16 +1,19 @@
 """The gateway is transparent where it does not own the answer (2026-07-28): what a client
 sends goes up as sent, and the upstream's status, named headers and body come back as
-they came. Against two upstreams started here on 127.0.0.1: the official SDK's fixture
-server (tests/support/sdk_fixture_server.py) and a small recording upstream of this file's
-own, which shows exactly what arrived."""
+they came. Against upstreams started here on 127.0.0.1: the official SDK's fixture server
+(tests/support/sdk_fixture_server.py), a small recording upstream of this file's own, which
+shows exactly what arrived, and the TypeScript SDK server for a listen answered as JSON
+lines."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -23,8 +26,11 @@ from ssewire.mcp.transport.serving import running
 from tests.support.gateway_runs import gateway_over
 from tests.support.sdk_fixture_server import fixture_app
 from tests.support.tokens import as_principal, token_auth
+from tests.support.ts_servers import ts_server
 
 MODERN = "2026-07-28"
+ACK = "notifications/subscriptions/acknowledged"
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 META = {META_VERSION: MODERN, META_CAPABILITIES: {"elicitation": {}}}
 WAIT = 10.0  # seconds any one exchange of these tests may take
 
@@ -51,7 +57,9 @@ class Recorder:
     """An upstream that records each request (its headers and body as they came) and
     answers by the method: ``multi`` several messages in one JSON body, ``teapot`` a 404
     with an error body and headers, ``locked`` a 401, ``subscriptions/listen`` a stream
-    held open until its client leaves; anything else a result."""
+    held open until its client leaves (with ``lines`` in its params, an application/json
+    body of one message a line, as the conformance suite's TypeScript fixture answers);
+    anything else a result."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
@@ -72,7 +80,8 @@ class Recorder:
         parsed = orjson.loads(body) if body else {}
         method, ident = parsed.get("method"), parsed.get("id")
         if method == "subscriptions/listen":
-            await self._listen(receive, send, ident)
+            lines = bool(parsed.get("params", {}).get("lines"))
+            await (self._listen_lines if lines else self._listen)(receive, send, ident)
             return
         if method == "multi":
             note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}}
@@ -106,6 +115,26 @@ class Recorder:
         head, tail = orjson.dumps(note).split(b',"method"')
         event = b"id: up-1\nretry: 10\ndata: " + head + b',\ndata: "method"' + tail
         await send({"type": "http.response.body", "body": event + b"\n\n", "more_body": True})
+        try:
+            await asyncio.wait_for(receive(), WAIT)  # the next message is the disconnect
+        except asyncio.TimeoutError:
+            return
+        finally:
+            self.listen_ended.set()
+
+    async def _listen_lines(self, receive: Any, send: Any, ident: Any) -> None:
+        """The acknowledgment, then a line of 2 KiB written in two pieces, held open."""
+        start = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache")]
+        await send({"type": "http.response.start", "status": 200, "headers": start})
+        ack = {
+            "jsonrpc": "2.0",
+            "method": ACK,
+            "params": {"_meta": {SUBSCRIPTION: ident}, "notifications": {}},
+        }
+        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 2048}}
+        long = orjson.dumps(note) + b"\n"
+        for piece in (orjson.dumps(ack) + b"\n", long[:1000], long[1000:]):
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
         try:
             await asyncio.wait_for(receive(), WAIT)  # the next message is the disconnect
         except asyncio.TimeoutError:
@@ -325,6 +354,53 @@ def test_subscriptions_listen_is_relayed_and_closing_it_closes_upstream(recorded
                 assert time.monotonic() < deadline
     assert json.loads("".join(data))["params"] == {"uri": "x://1"}
     assert recorder.listen_ended.wait(WAIT)  # its client left: the upstream stream closed too
+
+
+@contextlib.contextmanager
+def listening(url: str, ident: int, **params: Any) -> Iterator[Iterator[Any]]:
+    """A listen answered as JSON lines: its lines as they come, each parsed."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": "subscriptions/listen",
+        "params": {"_meta": META, **params},
+    }
+    with httpx.Client(timeout=WAIT) as client:
+        with client.stream("POST", url, json=body, headers=headers("subscriptions/listen")) as answer:
+            assert answer.status_code == 200, answer.read()
+            assert answer.headers["content-type"] == JSON  # as the upstream labelled it
+            yield (json.loads(line) for line in answer.iter_lines())
+
+
+def test_a_listen_answered_as_json_lines_goes_down_as_it_comes(recorded):
+    """Read whole, such a body would never go down: it lasts while both ends hold it."""
+    recorder, url = recorded
+    recorder.listen_ended.clear()
+    with listening(url, 17, lines=True) as lines:
+        ack, note = next(lines), next(lines)
+    assert (ack["method"], ack["params"]["_meta"]) == (ACK, {SUBSCRIPTION: 17})
+    assert note["params"]["data"] == "x" * 2048  # a line that came in two pieces, whole
+    assert recorder.listen_ended.wait(WAIT)  # its client left: the upstream's answer closed too
+    # a line over the message limit ends it with the gateway's error, on a line of its own
+    with gateway_over(recorded_url(recorder), max_message_size=1024) as small:
+        with listening(small.url, 18, lines=True) as lines:
+            ack, error = next(lines), next(lines)
+    assert ack["method"] == ACK
+    assert error["id"] == 18 and error["error"]["data"] == {"gateway": "too-large"}
+
+
+def test_a_listen_of_the_typescript_server_answered_as_json_lines_goes_down_as_it_comes(http):
+    tool = "test_trigger_tool_change"
+    with ts_server("--json-listen") as url, gateway_over(url) as gateway:
+        with listening(gateway.url, 19, notifications={"toolsListChanged": True}) as lines:
+            assert next(lines)["method"] == ACK  # at once, the stream open
+            changed = http.post(gateway.url, json=call(20, tool, {}), headers=headers("tools/call", tool))
+            assert changed.status_code == 200, changed.text
+            note = next(lines)
+    assert (note["method"], note["params"]["_meta"]) == (
+        "notifications/tools/list_changed",
+        {SUBSCRIPTION: 19},
+    )
 
 
 def test_what_the_gateway_owns_stays_its_own_authentication_and_quotas(recorded, http):

@@ -11,7 +11,8 @@ response headers the transport names, and its body:
 
 - JSON (or any other type, or none): read whole under the message limit and the byte
   budget, then written as it came, so several messages in one body, an error body of a
-  400 or a 404, or a 202's empty body pass unchanged;
+  400 or a 404, or a 202's empty body pass unchanged; but a ``subscriptions/listen``
+  answered so (JSON lines, say) may never end: it goes down as it comes;
 - SSE: decoded with ssewire's decoder and written one complete event at a time, each
   under the message limit, so a downstream client never sees a torn event; event ids and
   ``retry`` fields are dropped (nothing can resume a 2026-07-28 stream), keep-alive
@@ -148,6 +149,9 @@ class Passthrough:
                         return
                     self.metrics.add("reissues_total")  # it broke before any of it went down
                     continue
+                if exchange.method == LISTEN:  # its body may never end: read whole, none would go down
+                    await self._piped(receive, send_down, answer, exchange)
+                    return
                 with self.budget.reserve(0) as held:  # held until the body is written down
                     body = await _unless_gone(receive, self._whole(answer, deadline, held))
                     await answer.aclose()
@@ -214,6 +218,45 @@ class Passthrough:
         del body
         held.shrink_to(len(whole))
         return whole
+
+    async def _piped(self, receive: Any, send_down: Any, answer: Answer, exchange: Exchange) -> None:
+        """A ``subscriptions/listen`` answered with a body that is no event stream (JSON
+        lines, as the conformance suite's TypeScript fixture sends): it lasts while both
+        ends hold it, so it goes down as it comes, with its status and headers, each line
+        as soon as it is whole (never a torn one: the unfinished line waits, under the
+        message limit). A line over the limit or a break ends it with the gateway's error
+        on a line of its own."""
+        head = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in _returned(answer.headers)]
+        await send_down({"type": "http.response.start", "status": answer.status, "headers": head})
+        self.metrics.gauges["streams_open"] += 1
+        chunks = answer.chunks()
+        held = bytearray()  # the line not yet whole
+        tail = b""
+        try:
+            while not tail:
+                try:
+                    chunk = await _unless_gone(receive, chunks.__anext__())
+                except StopAsyncIteration:
+                    tail = bytes(held)  # a last line with no line end: the body's end ends it
+                    break
+                except Broken as broken:
+                    text = f"{exchange.method}: the upstream's answer broke ({broken})"
+                    tail = self._error_line(exchange, "upstream", text)
+                    break
+                whole, over = _lines(held, chunk, self.limit)
+                if whole:
+                    self.metrics.add("downstream_bytes_total", len(whole))
+                    await _written(send_down, whole)
+                if over is not None:
+                    tail = self._error_line(exchange, "too-large", over)
+        finally:
+            self.metrics.gauges["streams_open"] -= 1
+            await chunks.aclose()
+        await _written(send_down, tail, more=False)
+
+    def _error_line(self, exchange: Exchange, kind: str, text: str) -> bytes:
+        self.metrics.add("calls_failed_total")
+        return orjson.dumps(_error(exchange, kind, text)) + b"\n"
 
     async def _stream(
         self,
@@ -357,6 +400,36 @@ def _event(kind: str, data: bytes) -> bytes:
     return head + data + b"\n\n"
 
 
+def _lines(held: bytearray, chunk: bytes, limit: int | None) -> tuple[bytes, str | None]:
+    """The lines made whole by ``chunk``: the one ``held`` back, completed, and its own
+    (the unfinished rest stays in ``held``); at a line over ``limit``, only those before
+    it, and what was over. Linear in bytes: only ``chunk`` is scanned."""
+    start, size = 0, len(held)  # where the line being measured starts in chunk, its bytes so far
+    while (end := chunk.find(b"\n", start)) >= 0:
+        size += end - start
+        if limit is not None and size > limit:
+            break
+        start, size = end + 1, 0
+    else:
+        size += len(chunk) - start
+    whole = bytes(held) + chunk[:start] if start else b""
+    if limit is not None and size > limit:
+        held.clear()
+        return whole, str(MessageTooLarge(limit, size, "a line of the answer"))
+    if start:
+        held[:] = chunk[start:]
+    else:
+        held += chunk
+    return whole, None
+
+
+async def _written(send_down: Any, body: bytes, *, more: bool = True) -> None:
+    try:
+        await send_down({"type": "http.response.body", "body": body, "more_body": more})
+    except OSError:  # the client went away between two chunks
+        raise _Gone from None
+
+
 async def _prefixed(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     if first:
         yield first
@@ -385,4 +458,5 @@ async def _unless_gone(receive: Any, work: Any) -> Any:
 
 
 class _Gone(Exception):
-    """The downstream client left before the answer's head: nothing is written."""
+    """The downstream client left (before the answer's head, or between two chunks of a
+    body relayed as it comes): nothing more is written."""
