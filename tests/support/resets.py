@@ -136,16 +136,22 @@ ARGUMENTS = {"count": PROGRESS, "size": RESULT_SIZE}
 
 
 def ssewire_client(
-    *, arguments: dict[str, Any] = ARGUMENTS, expected: str = EXPECTED, listen: bool = False, **options: Any
+    *,
+    arguments: dict[str, Any] = ARGUMENTS,
+    expected: str = EXPECTED,
+    listen: bool = False,
+    profile: str = "2025-11-25",
+    **options: Any,
 ) -> Caller:
-    """``calls`` tool calls through the ssewire ``Client`` (2025-11-25; by default without
-    the GET stream, like the SDK client's calls here); ``expected``: the text's SHA-256."""
+    """``calls`` tool calls through the ssewire ``Client`` (2025-11-25 unless ``profile``
+    says; by default without the GET stream, like the SDK client's calls here);
+    ``expected``: the text's SHA-256."""
 
     async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
         async with (
             no_keepalive_httpx() as http,
             Client(
-                url, profile="2025-11-25", listen=listen, http=http, timeout=deadline, **options
+                url, profile=profile, listen=listen, http=http, timeout=deadline, **options
             ) as client,
         ):
             for _ in range(calls):
@@ -176,10 +182,15 @@ def ssewire_client(
 
 
 def sdk_client(
-    max_sse_event_size: int | None = None, *, arguments: dict[str, Any] = ARGUMENTS, expected: str = EXPECTED
+    max_sse_event_size: int | None = None,
+    *,
+    arguments: dict[str, Any] = ARGUMENTS,
+    expected: str = EXPECTED,
+    mode: str = "legacy",
 ) -> Caller:
     """``calls`` tool calls through the official MCP Python SDK client (``mcp.Client`` on its
-    Streamable HTTP transport, initialize handshake), its SSE event cap as given."""
+    Streamable HTTP transport; ``mode`` "legacy": the initialize handshake, else its default,
+    which negotiates 2026-07-28), its SSE event cap as given."""
 
     async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
         import httpx2
@@ -190,7 +201,7 @@ def sdk_client(
             timeout=httpx2.Timeout(30, read=300), limits=httpx2.Limits(max_keepalive_connections=0)
         )
         transport = streamable_http_client(url, http_client=http, max_sse_event_size=max_sse_event_size)
-        async with http, SDKClient(transport, mode="legacy") as client:
+        async with http, SDKClient(transport, **({"mode": mode} if mode != "default" else {})) as client:
             for _ in range(calls):
                 ticks: list[float] = []
 

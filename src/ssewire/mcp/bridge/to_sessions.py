@@ -23,23 +23,31 @@ front of an upstream with sessions (``initialize``, ``Mcp-Session-Id``, the GET 
 - ``subscriptions/listen`` is served from the session's GET stream (one upstream GET per
   session, fanned out to its listeners): the acknowledgement names what the upstream's
   capabilities let the bridge honour; resources are subscribed upstream (counted per URI).
+- Each upstream session is the one upstream engine's (``ssewire.mcp.client.Client``), as the
+  gateway's are: its streams read through the resumption guard, so a cut answer or GET
+  stream is resumed (Last-Event-ID) and its messages reach the client once and whole; a
+  session the upstream lost (404) is opened again behind the client. A call's server
+  requests reach the bridge through the engine's handlers, which it knows the call of
+  (``delivering``); the engine's call is what a parked call holds open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from ... import __version__
+from ..._secrets import scrub_urls
+from ..client import Client, MessageTooLarge, RPCError, StreamBroken, Unauthorized, delivering
 from ..protocol.bridging import (
     ACKNOWLEDGED,
     COMPLETE,
@@ -68,18 +76,17 @@ from ..protocol.codes import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
 )
-from ..protocol.handshake import DISCOVER, HandshakeFailed, Incoming, handshake
+from ..protocol.handshake import DISCOVER
 from ..protocol.params import Binding, InvalidAnnotation, bindings, mismatch
 from ..protocol.profiles import NEWEST, Profile
-from ..protocol.requests import delete_headers, get_headers, name_of, notification, post_headers
+from ..protocol.requests import name_of, notification
 from ..protocol.wire import META_CAPABILITIES
-from ..server.asgi import error_message
 from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
-from .downstream import Reply, bridge_error
+from .downstream import ClientGone, Reply, bridge_error
 from .limits import Settings
 from .state import BadState, Sealer, owner_digest
-from .upstream import Upstream, UpstreamFailed, batches, refuse_status
+from .upstream import Upstream, UpstreamFailed
 
 log = logging.getLogger("ssewire.mcp.bridge")
 
@@ -117,19 +124,16 @@ class Listener:
 class UpSession:
     owner: str
     principal: str | None
-    client: dict[str, Any]
+    info: dict[str, Any]  # the client's clientInfo, sent at initialize
     capabilities: dict[str, Any]
     log_level: str | None
-    sid: str | None = None
-    profile: Profile | None = None
-    server: dict[str, Any] = field(default_factory=dict)
+    engine: Client | None = None  # the upstream session (None until it is opened)
     calls: int = 0  # in flight or parked
+    by_up_id: dict[Any, Call] = field(default_factory=dict)  # calls by their upstream id now
     listeners: set[Listener] = field(default_factory=set)
     subscribed: Counter[str] = field(default_factory=Counter)
-    pump: asyncio.Task[None] | None = None
+    get_stream: asyncio.Task[None] | None = None  # the engine's GET stream, while one listens
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(secrets.randbits(24) << 8))
-    opened: bool = False
     tools: dict[str, tuple[Binding, ...]] | None = None  # each tool's x-mcp-header arguments, as listed
     tools_listed: float = 0.0  # when (monotonic)
 
@@ -141,50 +145,80 @@ class UpSession:
     def busy(self) -> bool:
         return self.calls > 0 or bool(self.listeners)
 
-    def headers(self, method: str | None = None) -> dict[str, str]:
-        return post_headers(self.profile, self.sid, method)
+    @property
+    def server(self) -> dict[str, Any]:
+        """What the upstream's initialize said (capabilities, serverInfo, instructions)."""
+        return self.engine.server_info if self.engine is not None else {}
 
 
 @dataclass(eq=False)
-class Parked:
-    """A call held open upstream, waiting on the client's retry."""
+class Call:
+    """One downstream call relayed upstream: the engine's request (``task``, its response
+    message), and what its stream delivered for the client meanwhile (``items``: its
+    notifications, and the upstream's requests with the futures their answers go to).
+    Parked between rounds, waiting on the client's retry."""
 
     session: UpSession
-    answer: Any
-    reading: AsyncGenerator[list[dict[str, Any]], None]
-    up_id: int
     method: str
     name: str | None
     owner: str
-    asked: dict[str, Any]  # input key -> the upstream's request id
-    round: int
-    expires: float
-    pending: asyncio.Future[list[dict[str, Any]]] | None = None  # the next batch, being read
+    token: Any  # the client's progress token, if it sent one
+    items: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
+    task: asyncio.Task[dict[str, Any]] | None = None
+    up_id: Any = None  # the engine's id for it now (a re-issue changes it)
+    asked: dict[str, asyncio.Future[Any]] = field(default_factory=dict)  # input key -> its answer
+    round: int = 0
+    expires: float = 0.0
 
-    async def next_batch(self, timeout: float | None = None) -> list[dict[str, Any]] | None:
-        """The stream's next batch of messages; None when it ended. `Quiet` when ``timeout``
-        passes first (the read goes on: the next call takes it up)."""
-        if self.pending is None:
-            self.pending = asyncio.ensure_future(self.reading.__anext__())
-        done, _ = await asyncio.wait({self.pending}, timeout=timeout)
-        if not done:
-            raise Quiet
-        task, self.pending = self.pending, None
-        try:
-            return task.result()
-        except StopAsyncIteration:
-            return None
+    def sent(self, up_id: Any) -> None:
+        """The engine sent the request under ``up_id``: the id its stream's messages carry."""
+        if self.up_id is not None and self.session.by_up_id.get(self.up_id) is self:
+            del self.session.by_up_id[self.up_id]
+        self.up_id = up_id
+        self.session.by_up_id[up_id] = self
 
-    async def close(self) -> None:
-        """The upstream stream closed (a read under way cancelled first)."""
-        if self.pending is not None:
-            self.pending.cancel()
+    def progressed(self, params: dict[str, Any]) -> None:
+        """Progress of the call, under the client's own token again."""
+        params = {**params, "progressToken": self.token}
+        self.items.put_nowait(("event", notification("notifications/progress", params)))
+
+    async def next_item(self, timeout: float | None = None) -> tuple[str, Any]:
+        """The next thing the call's stream brought, or ``("answer", message)`` once the
+        engine has the response; `Quiet` when ``timeout`` passes first."""
+        assert self.task is not None
+        if self.items.empty() and not self.task.done():
+            getting = asyncio.ensure_future(self.items.get())
+            done, _ = await asyncio.wait(
+                {getting, self.task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if getting in done:
+                return getting.result()
+            getting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await getting
+            if not done:
+                raise Quiet
+        if not self.items.empty():  # what the stream brought before the response goes first
+            return self.items.get_nowait()
+        return "answer", self.task.result()  # its failure raised
+
+    async def close(self, reason: str | None) -> None:
+        """The call given up: its engine request stopped (``reason``: cancelled upstream, as
+        a client that leaves cancels), its questions unanswered."""
+        for future in self.asked.values():
+            if not future.done():
+                future.cancel()
+        task, self.task = self.task, None
+        if task is not None and not task.done():
+            task.cancel()
             with contextlib.suppress(BaseException):
-                await self.pending
-            self.pending = None
-        with contextlib.suppress(Exception):
-            await self.reading.aclose()
-            await self.answer.aclose()
+                await task
+            if reason is not None and self.up_id is not None and self.session.engine is not None:
+                params = {"requestId": self.up_id, "reason": f"bridge: {reason}"}
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.session.engine.notify("notifications/cancelled", params))
+        if self.session.by_up_id.get(self.up_id) is self:
+            del self.session.by_up_id[self.up_id]
 
 
 class Quiet(Exception):
@@ -198,7 +232,7 @@ class ToSessions:
             max_sessions=settings.max_sessions, idle_timeout=settings.session_ttl
         )
         self.sealer = Sealer(lifetime=settings.state_lifetime)
-        self.parked: dict[str, Parked] = {}
+        self.parked: dict[str, Call] = {}
 
     # -- the table of upstream sessions ------------------------------------------------
 
@@ -229,83 +263,68 @@ class ToSessions:
             for gone in dropped:
                 await self._end(gone)
         async with session.lock:
-            if not session.opened:
+            if session.engine is None:
                 await self._open(session)
         return session
 
-    async def _open(self, session: UpSession) -> None:
-        ids = itertools.count(1)
-        steps = handshake(
-            self.profile, ids=lambda: next(ids), client=session.client, answers=session.capabilities
+    def _engine(self, session: UpSession) -> Client:
+        """The upstream session's engine: the client's identity and capabilities declared,
+        its server requests and notifications routed to the call whose stream carried them."""
+        handlers = {method: self._asker(session, method) for method in (*INPUT_REQUEST_METHODS, "ping")}
+        return Client(
+            self.upstream.url,
+            profile=self.profile.name,
+            handlers=handlers,
+            on_notification=lambda message: self._notified(session, message),
+            idle_timeout=self.settings.idle_timeout,
+            timeout=self.settings.timeout,
+            listen=False,  # opened when a listener asks for it
+            http=self.upstream.http,
+            max_message_size=self.settings.max_message_size,
+            capabilities=session.capabilities,
+            info=session.info,
+            first_id=secrets.randbits(24) << 8,
         )
-        until = time.monotonic() + self.settings.head_timeout
+
+    async def _open(self, session: UpSession) -> None:
+        engine = self._engine(session)
         try:
-            outgoing = next(steps)
-            while True:
-                came = await self._step(outgoing.headers, outgoing.body, until)
-                outgoing = steps.send(came)
-        except StopIteration as done:
-            agreement = done.value
-        except HandshakeFailed as failed:
+            await asyncio.wait_for(engine.connect(), self.settings.head_timeout)
+        except BaseException as failed:
             self.sessions.pop(session.owner)
-            reply = failed.incoming.reply
-            if reply is not None and isinstance(reply.get("error"), dict):
-                raise Refusal({"jsonrpc": "2.0", "id": None, "error": reply["error"]}) from None
-            raise Refusal(
-                bridge_error(None, "upstream", f"the upstream did not open a session ({failed})"), 502
-            ) from None
-        except UpstreamFailed as failed:
-            self.sessions.pop(session.owner)
-            raise Refusal(
-                bridge_error(None, failed.kind, f"the upstream did not open a session: {failed}"), 502
-            ) from None
-        session.sid, session.profile, session.server = agreement.session, agreement.profile, agreement.server
-        session.opened = True
+            await engine.close(end_session=engine.session is not None)
+            if isinstance(failed, RPCError):  # the upstream's own refusal, as it came
+                raise Refusal({"jsonrpc": "2.0", "id": None, "error": failed.error}) from None
+            if not isinstance(failed, Exception):
+                raise
+            text = f"the upstream did not open a session ({_why(failed)})"
+            raise Refusal(bridge_error(None, _kind(failed), text), 502) from None
+        session.engine = engine
         caps = session.server.get("capabilities")
         if session.log_level is not None and isinstance(caps, dict) and "logging" in caps:
-            await self._send_up(session, "logging/setLevel", {"level": session.log_level})
-
-    async def _step(self, headers: dict[str, str], body: dict[str, Any], until: float) -> Incoming:
-        answer = await self.upstream.open("POST", headers, body)
-        try:
-            sid = answer.headers.get("mcp-session-id")
-            if answer.status != 200 or "id" not in body:
-                return Incoming(answer.status, None, sid)
-            async with aclosing(batches(answer, until=until, idle=self.settings.idle_timeout)) as reading:
-                async for batch in reading:
-                    for item in batch:
-                        if "method" not in item and item.get("id") == body["id"]:
-                            return Incoming(200, item, sid)
-            return Incoming(None, None, sid)
-        finally:
-            await answer.aclose()
+            with contextlib.suppress(UpstreamFailed):
+                await self._send_up(session, "logging/setLevel", {"level": session.log_level})
 
     async def _send_up(self, session: UpSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """A request of the bridge's own on ``session``; its response (an error is raised)."""
-        body = {"jsonrpc": "2.0", "id": next(session.ids), "method": method, "params": params}
-        until = time.monotonic() + self.settings.head_timeout
-        response = await self.upstream.exchange(session.headers(method), body, until=until)
-        if not isinstance(response, dict) or "result" not in response:
+        """A request of the bridge's own on ``session``; its response (`UpstreamFailed` for
+        an error, or for none)."""
+        assert session.engine is not None
+        try:
+            response = await session.engine.reply(method, params, timeout=self.settings.head_timeout)
+        except Exception as failed:
+            raise UpstreamFailed(_kind(failed), f"{method}: {_why(failed)}") from None
+        if "result" not in response:
             raise UpstreamFailed("refused", f"the upstream refused {method}")
         return response
 
-    async def _answer_up(self, session: UpSession, message: dict[str, Any]) -> None:
-        """A response (or notification) POSTed on the session; its loss is logged."""
-        until = time.monotonic() + self.settings.head_timeout
-        try:
-            await self.upstream.exchange(session.headers(), message, until=until)
-        except UpstreamFailed as failed:
-            log.warning("an answer to the upstream was not taken (%s)", failed.kind)
-
     async def _end(self, session: UpSession) -> None:
-        if session.pump is not None:
-            session.pump.cancel()
-        if session.sid is not None:
-            try:
-                answer = await self.upstream.open("DELETE", delete_headers(session.profile, session.sid))
-                await answer.aclose()
-            except UpstreamFailed:
-                pass
+        """A session let go: its calls and GET stream stopped, the session ended upstream."""
+        if session.get_stream is not None:
+            session.get_stream.cancel()
+        engine, session.engine = session.engine, None
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                await engine.close()
 
     async def sweep(self) -> None:
         """Idle sessions let go; parked calls past their lifetime ended upstream."""
@@ -324,15 +343,35 @@ class ToSessions:
             if gone is not None:
                 await self._end(gone)
 
-    async def _drop(self, parked: Parked, reason: str) -> None:
-        """A parked call given up: cancelled upstream, its stream closed."""
+    async def _drop(self, parked: Call, reason: str) -> None:
+        """A parked call given up: cancelled upstream, its engine request stopped."""
         parked.session.calls -= 1
-        await self._cancel_up(parked.session, parked.up_id, reason)
-        await parked.close()
+        await parked.close(reason)
 
-    async def _cancel_up(self, session: UpSession, up_id: Any, reason: str) -> None:
-        params = {"requestId": up_id, "reason": f"bridge: {reason}"}
-        await asyncio.shield(self._answer_up(session, notification("notifications/cancelled", params)))
+    # -- what the upstream sends: to the call whose stream carried it, else to the listeners
+
+    def _asker(self, session: UpSession, method: str) -> Any:
+        async def ask(params: dict[str, Any]) -> Any:
+            call = session.by_up_id.get(delivering())
+            if method == "ping":
+                return {}
+            if call is None or call.method not in INPUT_REQUIRED_METHODS:
+                where = "outside a call" if call is None else f"during {call.method}"
+                text = f"bridge: {method} cannot reach a {NEWEST.name} client {where}"
+                raise RPCError({"code": METHOD_NOT_FOUND, "message": text})
+            answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            call.items.put_nowait(("ask", (method, params, answer)))
+            return await answer  # the client's inputResponses (an RPCError for a refusal)
+
+        return ask
+
+    def _notified(self, session: UpSession, message: dict[str, Any]) -> None:
+        call = session.by_up_id.get(delivering())
+        if call is not None:  # on a call's stream: the client's, as its stream goes on
+            if message.get("method") != "notifications/message" or session.log_level is not None:
+                call.items.put_nowait(("event", message))
+            return
+        self._on_get(session, message)
 
     # -- a downstream request --------------------------------------------------------
 
@@ -448,70 +487,58 @@ class ToSessions:
     async def _call(
         self, session: UpSession, owner: str, ident: Any, method: str, params: dict[str, Any], reply: Reply
     ) -> None:
+        """The call sent upstream through the session's engine (which resumes its cut stream
+        and opens the session again when the upstream lost it), read on by `_pump`."""
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if token is not None:  # the engine puts its own token in; progress goes back under this one
+            meta = {key: value for key, value in meta.items() if key != "progressToken"}  # type: ignore[union-attr]
+            params = {**params, "_meta": meta} if meta else {k: v for k, v in params.items() if k != "_meta"}
+        call = Call(session, method, _name(method, params), owner, token)
+        engine = session.engine
+        assert engine is not None
         session.calls += 1
         handed_on = False
         try:
-            for attempt in (1, 2):
-                up_id = next(session.ids)
-                body: dict[str, Any] = {"jsonrpc": "2.0", "id": up_id, "method": method}
-                if params:
-                    body["params"] = params
-                answer = await self.upstream.open("POST", session.headers(method), body)
-                if answer.status == 404 and session.sid is not None and attempt == 1:
-                    # the upstream ended the session before dispatch: opened again, sent again
-                    await answer.aclose()
-                    async with session.lock:
-                        session.opened = False
-                        await self._open(session)
-                    continue
-                try:
-                    await refuse_status(answer, time.monotonic() + self.settings.head_timeout)
-                except UpstreamFailed as failed:
-                    await answer.aclose()
-                    raise _passed_on(ident, failed) from None
-                until = time.monotonic() + self.settings.timeout
-                reading = batches(answer, until=until, idle=self.settings.idle_timeout)
-                call = Parked(
-                    session, answer, reading, up_id, method, _name(method, params), owner, {}, 0, 0.0
+            call.task = asyncio.ensure_future(
+                engine.reply(
+                    method,
+                    params,
+                    on_progress=call.progressed if token is not None else None,
+                    on_sent=call.sent,
                 )
-                handed_on = await self._pump(call, ident, reply)
-                return
+            )
+            handed_on = await self._pump(call, ident, reply)
         finally:
             if not handed_on:
                 session.calls -= 1
 
-    async def _pump(self, call: Parked, ident: Any, reply: Reply) -> bool:
-        """Read the call's upstream stream on: its notifications to the client, its
-        server-to-client requests into an input-required result (then it is parked: True),
-        its response as the answer."""
-        session = call.session
+    async def _pump(self, call: Call, ident: Any, reply: Reply) -> bool:
+        """Read the call on: what its stream brings to the client, the upstream's requests
+        into an input-required result (then it is parked: True), its response as the answer."""
         parked = finished = False
         try:
-            while (batch := await call.next_batch()) is not None:
+            while True:
                 inputs: dict[str, Any] = {}
-                if await self._take(call, batch, inputs, ident, reply):
+                if await self._take(call, await call.next_item(), inputs, ident, reply):
                     finished = True
                     return False
                 if not inputs:
                     continue
                 # a server with sessions asks its questions one request each, and may send
                 # several at once: those that follow within input_gather are the same round
-                while len(inputs) < self.settings.max_inputs:
+                while True:
                     try:
-                        more = await call.next_batch(self.settings.input_gather)
+                        item = await call.next_item(self.settings.input_gather)
                     except Quiet:
                         break
-                    if more is None:
-                        break  # ended: the retry finds it so (no answer)
-                    if await self._take(call, more, inputs, ident, reply):
+                    if await self._take(call, item, inputs, ident, reply):
                         finished = True
                         return False
                 if len(self.parked) >= self.settings.max_parked:
                     text = "bridge busy: too many calls wait on their clients"
                     for key in list(inputs):
-                        await self._answer_up(
-                            session, error_message(call.asked.pop(key), INTERNAL_ERROR, text)
-                        )
+                        call.asked.pop(key).set_exception(RPCError({"code": INTERNAL_ERROR, "message": text}))
                     continue
                 call.round += 1
                 if call.round > self.settings.max_rounds:
@@ -529,63 +556,47 @@ class ToSessions:
                     raise
                 parked = True
                 return True
-            raise UpstreamFailed("no-answer", f"the upstream ended {call.method}'s stream without its answer")
-        except UpstreamFailed as failed:
+        except Refusal:
             finished = True
-            text = f"{failed}; the request may have been processed upstream"
-            raise Refusal(bridge_error(ident, failed.kind, text)) from None
+            raise
+        except (asyncio.CancelledError, ClientGone):
+            raise
+        except Exception as failed:  # the engine gave the call up: broken past resuming, too late
+            finished = True
+            text = f"{_why(failed)}; the request may have been processed upstream"
+            raise Refusal(bridge_error(ident, _kind(failed), text)) from None
         finally:
             if not parked:
-                if not finished:  # the client left, a write failed, too many rounds: ended upstream
-                    await self._cancel_up(session, call.up_id, "the call was abandoned")
-                await call.close()
+                # the client left, a write failed, too many rounds: ended upstream
+                await call.close(None if finished else "the call was abandoned")
 
     async def _take(
-        self, call: Parked, batch: list[dict[str, Any]], inputs: dict[str, Any], ident: Any, reply: Reply
+        self, call: Call, item: tuple[str, Any], inputs: dict[str, Any], ident: Any, reply: Reply
     ) -> bool:
-        """One batch of a call's stream: its notifications to the client, its requests into
-        ``inputs``; True when it carried the call's response (then written as the answer)."""
-        for message in batch:
-            if "method" not in message:
-                if message.get("id") == call.up_id:
-                    await reply.final(_complete(message, ident, call.session, call.method))
-                    return True
-                continue
-            if "id" not in message:
-                if message["method"] != "notifications/message" or call.session.log_level is not None:
-                    await reply.event(message)
-                continue
-            await self._asked(call, message, inputs)
-        return False
-
-    async def _asked(self, call: Parked, message: dict[str, Any], inputs: dict[str, Any]) -> None:
-        """A server-to-client request on a call's stream: answered here (ping), taken into
-        this round's input requests, or refused upstream with an error naming why."""
-        method, up_request = message["method"], message["id"]
-        if method == "ping":
-            await self._answer_up(call.session, {"jsonrpc": "2.0", "id": up_request, "result": {}})
-            return
-        if (
-            method in INPUT_REQUEST_METHODS
-            and call.method in INPUT_REQUIRED_METHODS
-            and len(inputs) < self.settings.max_inputs
-        ):
-            key = f"r{call.round + 1}-{len(inputs) + 1}"
-            params = message.get("params")
-            inputs[key] = {"method": method, "params": params if isinstance(params, dict) else {}}
-            call.asked[key] = up_request
-            return
-        if method in INPUT_REQUEST_METHODS and call.method in INPUT_REQUIRED_METHODS:
+        """One thing the call's stream brought: a notification to the client, a request into
+        ``inputs``; True for the response (then written as the answer)."""
+        kind, value = item
+        if kind == "answer":
+            await reply.final(_complete(value, ident, call.session, call.method))
+            return True
+        if kind == "event":
+            await reply.event(value)
+            return False
+        method, params, answer = value
+        if len(inputs) >= self.settings.max_inputs:
             text = f"bridge: more than {self.settings.max_inputs} requests in one round"
-        else:
-            text = f"bridge: {method} cannot reach a {NEWEST.name} client during {call.method}"
-        await self._answer_up(call.session, error_message(up_request, METHOD_NOT_FOUND, text))
+            answer.set_exception(RPCError({"code": METHOD_NOT_FOUND, "message": text}))
+            return False
+        key = f"r{call.round + 1}-{len(inputs) + 1}"
+        inputs[key] = {"method": method, "params": params if isinstance(params, dict) else {}}
+        call.asked[key] = answer
+        return False
 
     async def _resume(
         self, owner: str, ident: Any, method: str, params: dict[str, Any], reply: Reply
     ) -> None:
         """The retry of a call the bridge holds open: its inputResponses answer the
-        upstream's requests, then the call's stream is read on."""
+        upstream's requests, then the call is read on."""
         token = params.get(REQUEST_STATE)
         responses = params.get(INPUT_RESPONSES)
         try:
@@ -621,16 +632,14 @@ class ToSessions:
                 )
             )
         del self.parked[state.handle]
-        for key, up_request in call.asked.items():
+        for key, asked in call.asked.items():
             answer = responses[key]
-            if isinstance(answer, dict) and isinstance(
-                answer.get("error"), dict
-            ):  # not in the schema: taken as a refusal
-                await self._answer_up(
-                    call.session, {"jsonrpc": "2.0", "id": up_request, "error": answer["error"]}
-                )
+            if asked.done():
+                continue  # the engine gave up waiting (its deadline): the call's end tells
+            if isinstance(answer, dict) and isinstance(answer.get("error"), dict):  # taken as a refusal
+                asked.set_exception(RPCError(answer["error"]))
             else:
-                await self._answer_up(call.session, {"jsonrpc": "2.0", "id": up_request, "result": answer})
+                asked.set_result(answer)  # the engine sends it up as the response
         call.asked = {}
         try:
             handed_on = await self._pump(call, ident, reply)
@@ -690,8 +699,8 @@ class ToSessions:
         )
         session.listeners.add(listener)
         try:
-            if methods and session.pump is None:
-                session.pump = asyncio.ensure_future(self._pump_get(session))
+            if methods and session.get_stream is None:
+                session.get_stream = asyncio.ensure_future(self._get_stream(session))
             ack = {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: ident}}
             await reply.event(notification(ACKNOWLEDGED, ack))
             while True:
@@ -713,56 +722,35 @@ class ToSessions:
                     del session.subscribed[uri]
                     with contextlib.suppress(UpstreamFailed, asyncio.CancelledError):
                         await asyncio.shield(self._send_up(session, "resources/unsubscribe", {"uri": uri}))
-            if not session.listeners and session.pump is not None:
-                session.pump.cancel()
-                session.pump = None
+            if not session.listeners and session.get_stream is not None:
+                session.get_stream.cancel()
+                session.get_stream = None
             self.sessions.touch(session.owner)
 
-    async def _pump_get(self, session: UpSession) -> None:
-        """The session's GET stream, its notifications to the listeners that asked for them;
-        re-opened when it ends (at most ``reconnects`` times in a row), then the listeners'
-        streams end with an error naming why."""
-        failures, reason = 0, "the upstream's GET stream ended"
-        while failures <= self.settings.reconnects and session.listeners:
-            try:
-                answer = await self.upstream.open("GET", get_headers(session.profile, session.sid))
-            except UpstreamFailed as failed:
-                answer, reason = None, str(failed)
-            if answer is not None:
-                try:
-                    if answer.status == 405:
-                        reason = "the upstream offers no GET stream"
-                        break
-                    await refuse_status(answer, time.monotonic() + self.settings.head_timeout)
-                    async with aclosing(
-                        batches(answer, until=time.monotonic() + 10**9, idle=None)
-                    ) as reading:
-                        async for batch in reading:
-                            failures = 0
-                            for message in batch:
-                                await self._on_get(session, message)
-                except UpstreamFailed as failed:
-                    reason = str(failed)
-                finally:
-                    await answer.aclose()
-            failures += 1
-            await asyncio.sleep(self.settings.reconnect_delay)
+    async def _get_stream(self, session: UpSession) -> None:
+        """The session's GET stream, while a listener listens: the engine's (resumed from its
+        last event id when it breaks, opened again when it ends), its notifications fanned
+        out by `_on_get`; when the engine gives it up (no GET stream upstream, or broken too
+        often), the listeners' streams end with an error naming why."""
+        engine = session.engine
+        assert engine is not None
+        try:
+            await engine.listened()
+        except asyncio.CancelledError:
+            await engine.stop_listening()  # no listener left: no GET held open for nobody
+            raise
+        reason = "the upstream offers no GET stream"
+        if engine.listen_error is not None:
+            reason = f"the upstream's GET stream failed ({_why(engine.listen_error)})"
         for listener in list(session.listeners):
             listener.failed = reason
             _offer(listener, None)
-        session.pump = None
+        session.get_stream = None
 
-    async def _on_get(self, session: UpSession, message: dict[str, Any]) -> None:
+    def _on_get(self, session: UpSession, message: dict[str, Any]) -> None:
+        """A notification of the session's own (its GET stream): to each listener that asked
+        for it, tagged with its subscription."""
         method = message.get("method")
-        if method is None:
-            return
-        if "id" in message:  # a server-to-client request no stateless client can be asked
-            if method == "ping":
-                await self._answer_up(session, {"jsonrpc": "2.0", "id": message["id"], "result": {}})
-            else:
-                text = f"bridge: {method} cannot reach a {NEWEST.name} client outside a call"
-                await self._answer_up(session, error_message(message["id"], METHOD_NOT_FOUND, text))
-            return
         if method == "notifications/tools/list_changed":
             session.tools = None  # the annotations are listed again at the next call
         params = message.get("params")
@@ -781,6 +769,29 @@ class ToSessions:
                     f"the client read too slowly: {self.settings.listen_queue} notifications waited"
                 )
                 _offer(listener, None, force=True)
+
+
+def _kind(failed: Exception) -> str:
+    """What ended an upstream exchange, as an error's ``data.bridge`` names it."""
+    if isinstance(failed, StreamBroken):
+        return "broken"
+    if isinstance(failed, asyncio.TimeoutError):
+        return "timeout"
+    if isinstance(failed, MessageTooLarge):
+        return "too-large"
+    if isinstance(failed, Unauthorized):
+        return "upstream-unauthorized"
+    if isinstance(failed, httpx.HTTPStatusError):
+        return "status"
+    if isinstance(failed, httpx.HTTPError):
+        return "unreachable"
+    return "upstream"
+
+
+def _why(failed: BaseException) -> str:
+    """An upstream failure's text for the client: its kind, what it says, never a URL's secrets."""
+    text = str(failed)
+    return scrub_urls(f"{type(failed).__name__}: {text}" if text else type(failed).__name__)
 
 
 def _room_for(principal: str | None, held: list[str | None], settings: Settings) -> None:

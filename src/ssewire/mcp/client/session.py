@@ -1221,6 +1221,22 @@ class Client:
         if self.session is not None and self._listener is None and not self._closed and not self.modern:
             self._listener = asyncio.ensure_future(self._listen())
 
+    async def listened(self) -> None:
+        """`listen_now`, then wait until the GET stream ends for good: the server has none
+        (405), the session is gone (404: the next request opens another), or it broke
+        ``max_resumptions`` times in a row (``listen_error`` says why). A relay ends its
+        listeners' streams then."""
+        self.listen_now()
+        if self._listener is not None:
+            await asyncio.shield(self._listener)
+
+    async def stop_listening(self) -> None:
+        """Close the standalone GET stream (`listen_now` opens it again)."""
+        self.listen = False
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await _stop([listener])
+
     def _told(self, kind: str, details: dict[str, Any]) -> None:
         """Tell ``on_transport_event`` (if any) what the statistics just counted; what it
         raises is counted and logged (its class name only), never the client's failure."""
