@@ -150,9 +150,7 @@ def ssewire_client(
     async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
         async with (
             no_keepalive_httpx() as http,
-            Client(
-                url, profile=profile, listen=listen, http=http, timeout=deadline, **options
-            ) as client,
+            Client(url, profile=profile, listen=listen, http=http, timeout=deadline, **options) as client,
         ):
             for _ in range(calls):
                 progress: list[dict[str, Any]] = []

@@ -116,6 +116,8 @@ def test_the_unscored_scenarios_get_their_expected_verdicts(upstream: str, revis
     VERDICTS[(f"{upstream} (unscored scenarios)", "server", revision)] = verdicts
     got = {name: scenario.passed for name, scenario in verdicts.items()}
     assert got == UNSCORED[revision], conformance.failing(verdicts)
+
+
 LISTEN_CHECKS = {  # server-stateless's checks of a subscriptions/listen stream
     "sep-2575-server-sends-subscription-ack",
     "sep-2575-server-tags-subscription-id",
