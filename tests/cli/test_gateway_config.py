@@ -80,10 +80,6 @@ CASES = {
         server(body=f'upstream = "{URL}"\ntools = {{ allow = ["a"], deny = ["b"] }}\n'),
         ["servers.search.tools"],
     ),
-    "revision with tools": (
-        server(body=f'upstream = "{URL}"\nrevision = "2025-11-25"\ntools = {{ allow = ["a"] }}\n'),
-        ["servers.search", "revision", "tools"],
-    ),
     "an unknown revision": (
         server(body=f'upstream = "{URL}"\nrevision = "1999-01-01"\n'),
         ["servers.search.revision"],

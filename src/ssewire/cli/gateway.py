@@ -316,8 +316,10 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         telemetry=_telemetry(route.name),
         **options,
     )
-    if route.revision is not None:
-        app = _bridged(app, route.revision, shared, path)
+    if route.revision is not None:  # the route's tool policy and principals on the bridge too
+        app = _bridged(
+            app, route.revision, {**shared, "tools": route.tools, "principals": route.principals}, path
+        )
     return app
 
 

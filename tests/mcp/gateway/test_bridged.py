@@ -19,6 +19,7 @@ from ssewire.cli import main
 from ssewire.mcp.bridge import Bridge
 from ssewire.mcp.gateway import Gateway
 from ssewire.mcp.gateway.bridged import Bridged
+from ssewire.mcp.server.tools import ToolPolicy
 from ssewire.mcp.transport.serving import running
 from tests.mcp.bridge.test_bridge import (
     NEW,
@@ -33,9 +34,12 @@ from tests.mcp.bridge.test_bridge import (
 
 
 @contextlib.contextmanager
-def bridged_gateway(upstream_app: Any, revision: str) -> Iterator[tuple[str, Bridged]]:
+def bridged_gateway(
+    upstream_app: Any, revision: str, tools: ToolPolicy | None = None
+) -> Iterator[tuple[str, Bridged]]:
     with running(upstream_app) as up:
-        app = Bridged(Gateway(f"{up}/mcp", keepalive=0.5), Bridge(f"{up}/mcp", upstream_revision=revision))
+        gateway = Gateway(f"{up}/mcp", keepalive=0.5, tools=tools)
+        app = Bridged(gateway, Bridge(f"{up}/mcp", upstream_revision=revision, tools=tools))
         with running(app) as root:
             yield root + app.path, app
 
@@ -90,6 +94,38 @@ def test_both_revisions_reach_a_2026_only_upstream() -> None:
         asyncio.run(asyncio.wait_for(go(url), 4 * WAIT))
     assert {seen["body"]["method"] for seen in upstream.seen} >= {"server/discover", "tools/call"}
     assert all(seen["headers"]["mcp-protocol-version"] == NEW for seen in upstream.seen)
+
+
+def test_a_routes_tool_policy_holds_for_the_bridged_clients_too() -> None:
+    """Denied tools are absent from a bridged client's tools/list and refused on call before
+    anything goes upstream, as they are for the gateway's own clients."""
+    upstream = Stateless2026()
+
+    async def go(url: str) -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            headers = await _initialize(http, url)  # a 2025 client: the bridge, to a 2026 upstream
+            await http.post(
+                url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+            )
+            listing = await http.post(
+                url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            )
+            assert [tool["name"] for tool in listing.json()["result"]["tools"]] == ["echo"], listing.text
+            refused = await http.post(
+                url,
+                headers=headers,
+                json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "confirm"}},
+            )
+            assert refused.status_code == 200 and refused.json()["error"]["data"]["gateway"] == "tool-refused"
+            allowed = await _legacy_echo(http, url, "old")
+            assert allowed["result"]["content"][0]["text"] == "old (from raw-2025)"
+
+    with bridged_gateway(upstream, NEW, ToolPolicy(allow=["echo"])) as (url, _):
+        asyncio.run(asyncio.wait_for(go(url), 4 * WAIT))
+    called = [
+        seen["body"]["params"]["name"] for seen in upstream.seen if seen["body"]["method"] == "tools/call"
+    ]
+    assert called == ["echo"]  # the refused tool never went up
 
 
 def _scope(method: str = "POST", path: str = "/mcp", *versions: bytes) -> dict[str, Any]:

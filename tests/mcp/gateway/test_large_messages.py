@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from ssewire import Decoder
-from ssewire.mcp.gateway.tools import ToolPolicy
 from ssewire.mcp.server.asgi import headers_of, read_body, respond
+from ssewire.mcp.server.tools import ToolPolicy
 from ssewire.mcp.transport.serving import running
 from tests.support.gateway_runs import gateway_over, session
 

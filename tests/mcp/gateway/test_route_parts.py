@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from ssewire.mcp.gateway.metrics import COUNTERS, Metrics, render
-from ssewire.mcp.gateway.tools import ToolPolicy, tool_refused
+from ssewire.mcp.server.tools import ToolPolicy, tool_refused
 
 LISTED = {"tools": [{"name": "echo"}, {"name": "add"}, {"name": "rm"}, "junk"], "nextCursor": "c2"}
 

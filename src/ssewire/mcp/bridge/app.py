@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -48,6 +48,7 @@ from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
 from ..server.front import Front, Handler, Request
 from ..server.quotas import Limits, Quotas
+from ..server.tools import LIST, ToolPolicy, tool_refused
 from .downstream import ClientGone, Reply, bridge_error, watched
 from .limits import Settings
 from .to_sessions import Refusal, ToSessions
@@ -72,6 +73,9 @@ class Bridge:
     :param auth: how downstream clients prove who they are; sessions and parked calls are
         bound to the principal. None: every client is one principal (loopback only).
     :param limits: what one principal may hold at once (calls, streams, bytes of bodies).
+    :param tools: which of the upstream's tools are offered (the route's `ToolPolicy`): a
+        refused tool is never called upstream, and ``tools/list`` answers are filtered.
+    :param principals: only these principals are served (403 for the others; needs ``auth``).
     """
 
     def __init__(
@@ -87,8 +91,11 @@ class Bridge:
         allowed_origins: Iterable[str] = (),
         auth: Authenticator | None = None,
         limits: Limits | None = None,
+        tools: ToolPolicy | None = None,
+        principals: Iterable[str] | None = None,
     ) -> None:
         self.profile, _ = resolve(upstream_revision)
+        self.tools = tools
         self.path = path
         self.settings = settings or Settings()
         extra = caller_headers(headers)
@@ -124,6 +131,7 @@ class Bridge:
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             auth=auth,
+            principals=principals,
             quotas=self.quotas,
             budget=self.budget,
             max_body=self.max_body,
@@ -179,6 +187,12 @@ class Bridge:
             )  # 404 before the body is read
         async with request.reading() as (message, _):
             pass  # held while read and parsed; what a mode keeps of it, its own bounds hold
+        refused = self.tools.refused(message) if self.tools is not None else None
+        if refused is not None:  # never sent upstream
+            stateless = self.sessions_mode is not None  # (-32602 is 400 in that revision)
+            raise Refusal(
+                tool_refused(message.get("id"), refused), 400 if stateless or "id" not in message else 200
+            )
         if self.sessions_mode is not None:
             await self._post_stateless_client(receive, send, headers, message, principal)
         else:
@@ -207,7 +221,12 @@ class Bridge:
             missing = inbound.missing_meta(message.get("params"))
             if missing is not None:  # what the upstream session needs is said per request
                 raise Refusal(bridge_error(ident, "meta", missing, INVALID_PARAMS), 400)
-        reply = Reply(send, write_timeout=self.settings.write_timeout, error_status=STATELESS_ERROR_STATUS)
+        reply = Reply(
+            send,
+            write_timeout=self.settings.write_timeout,
+            error_status=STATELESS_ERROR_STATUS,
+            answer_filter=self._filter(message),
+        )
         with self.quotas.hold(
             principal, "streams" if message["method"] == "subscriptions/listen" else "calls"
         ):
@@ -250,7 +269,10 @@ class Bridge:
             await respond(send, 202, b"", [])
             return
         reply = Reply(
-            send, write_timeout=self.settings.write_timeout, headers=[("mcp-session-id", session.sid)]
+            send,
+            write_timeout=self.settings.write_timeout,
+            headers=[("mcp-session-id", session.sid)],
+            answer_filter=self._filter(message),
         )
 
         async def answering() -> None:
@@ -263,6 +285,17 @@ class Bridge:
             await watched(receive, answering())
         with contextlib.suppress(ClientGone):
             await reply.end()
+
+    def _filter(self, message: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """The route's tool policy on the answer to a ``tools/list``, if it has one."""
+        tools = self.tools
+        if tools is None or message.get("method") != LIST:
+            return None
+
+        def filtered(answer: dict[str, Any]) -> dict[str, Any]:
+            return {**answer, "result": tools.filtered(answer["result"])} if "result" in answer else answer
+
+        return filtered
 
     # -- GET and DELETE (clients with sessions) ----------------------------------------
 

@@ -7,7 +7,7 @@ cancels its call)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -45,8 +45,10 @@ class Reply:
         headers: Iterable[tuple[str, str]] = (),
         stream: bool = False,
         error_status: Mapping[int, int] | None = None,
+        answer_filter: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self._send, self.write_timeout = send, write_timeout
+        self.answer_filter = answer_filter  # the route's tool policy, on a tools/list answer
         self.headers = list(headers)
         self.started = False  # the head is sent
         self.streaming = False  # ... and it is an SSE stream
@@ -86,6 +88,8 @@ class Reply:
         """The last message: the stream's last event, or the one JSON answer."""
         if self.ended:
             return
+        if self.answer_filter is not None:
+            message = self.answer_filter(message)
         if self._stream_at_once or self.streaming:
             await self.event(message)
             await self.end()

@@ -50,6 +50,7 @@ from ..server.budget import ByteBudget
 from ..server.front import Front, Request
 from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
+from ..server.tools import ToolPolicy, tool_refused
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 from .health import HEALTH_PATHS, health
 from .metrics import Metrics, expose, metrics_app
@@ -68,7 +69,6 @@ from .stores import (
     parse_event_id,
     redacted,
 )
-from .tools import ToolPolicy, tool_refused
 
 log = logging.getLogger("ssewire.mcp.gateway")
 

@@ -31,7 +31,7 @@ from ..._http import header_field
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS
 from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
-from .tools import ToolPolicy
+from ..server.tools import ToolPolicy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -118,9 +118,6 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     route.max_message_size = _count(table, where, "max_message_size")
     route.principals = _names(table, where, "principals")
     route.tools = _tools(where, table)
-    for key in ("tools", "principals"):  # what the revision bridge does not apply yet: never bypassed
-        if getattr(route, key) is not None and route.revision is not None:
-            raise InputError(f"{where}.{key}: not with revision (the revision bridge does not apply it yet)")
     limits = table.get("limits", {})
     if not isinstance(limits, dict):
         raise InputError(f"{where}.limits: a table of {', '.join(LIMIT_KEYS)}")

@@ -47,10 +47,10 @@ from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
 from ..server.budget import ByteBudget, Reservation
+from ..server.tools import LIST, ToolPolicy
 from ..transport.http import Answer, Broken, MessageTooLarge, send
 from .metrics import Metrics
 from .relay import gateway_error
-from .tools import LIST, ToolPolicy
 
 log = logging.getLogger("ssewire.mcp.gateway")
 

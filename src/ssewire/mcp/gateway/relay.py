@@ -34,11 +34,11 @@ from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import named
 from ..protocol.wire import REPEATABLE
 from ..server.asgi import error_message
+from ..server.tools import LIST, ToolPolicy
 from ..streams.guard import UnsafeResumption
 from .metrics import Metrics
 from .observe import current
 from .stores import CallRecord, Gap, Position, SessionRecord, Store, StreamGone, redacted
-from .tools import LIST, ToolPolicy
 
 log = logging.getLogger("ssewire.mcp.gateway")
 

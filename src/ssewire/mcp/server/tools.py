@@ -1,5 +1,6 @@
 """Which of its upstream's tools a route offers: an allow-list or a deny-list, applied to
-``tools/list`` (the answer filtered) and ``tools/call`` (a refused tool never goes up)."""
+``tools/list`` (the answer filtered) and ``tools/call`` (a refused tool never goes up), by
+each relay of the route alike (the gateway's sessions, its passthrough, the bridge)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..protocol.codes import INVALID_PARAMS
-from ..server.asgi import error_message
+from .asgi import error_message
 
 LIST, CALL = "tools/list", "tools/call"
 
