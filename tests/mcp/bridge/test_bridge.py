@@ -840,3 +840,42 @@ def test_one_principal_holds_at_most_its_share_of_sessions(upstream_2026: Statel
     with running(upstream_2026) as up:
         with running(Bridge(f"{up}/mcp", upstream_revision=NEW, settings=settings)) as bridge:
             run(go(f"{bridge}/mcp"))
+
+
+def test_a_drain_ends_the_calls_left_at_its_deadline_explicitly_and_cancels_them_upstream() -> None:
+    bridge = Bridge("", upstream_revision=OLD, settings=Settings(timeout=WAIT))
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not loops:
+            loops.append(asyncio.get_running_loop())  # the server's loop: where the drain runs
+        await bridge(scope, receive, send)
+
+    async def go(url: str) -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            call = asyncio.ensure_future(
+                post(http, url, "tools/call", {"name": "slow", "arguments": {"tag": "drained"}})
+            )
+            assert bridge.sessions_mode is not None
+            for _ in range(200):  # the call is being read upstream
+                if bridge.sessions_mode.running:
+                    break
+                await asyncio.sleep(0.05)
+            began = asyncio.get_running_loop().time()
+            drained = asyncio.run_coroutine_threadsafe(bridge.drain(0.5), loops[0])
+            _, found = await call
+            took = asyncio.get_running_loop().time() - began
+            await asyncio.to_thread(drained.result, WAIT)
+            error = last(found)["error"]
+            assert error["data"]["bridge"] == "draining" and "drain deadline" in error["message"], error
+            assert took < 0.5 + 2.0, took
+            for _ in range(100):
+                if "drained" in CANCELLED:
+                    break
+                await asyncio.sleep(0.05)
+            assert "drained" in CANCELLED  # stopped upstream too, never left running there
+
+    with running(sdk_server_2025()) as up:
+        bridge.upstream.url = f"{up}/mcp"
+        with running(app) as served:
+            run(go(f"{served}/mcp"))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -56,6 +57,8 @@ from .to_stateless import ToStateless
 from .upstream import Upstream
 
 log = logging.getLogger("ssewire.mcp.bridge")
+
+DRAINING = "the bridge is stopping (draining)"
 
 
 class Bridge:
@@ -121,6 +124,7 @@ class Bridge:
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(self.settings.max_bytes_in_flight)
         self._janitor: asyncio.Task[None] | None = None
+        self.in_flight = 0  # POSTs being answered now (a drain waits for them)
         handlers: dict[str, Handler] = {"POST": self._post}
         if self.stateless_mode is not None:  # its clients have sessions: their GET stream and DELETE
             handlers.update(GET=self._get, DELETE=self._delete)
@@ -160,6 +164,18 @@ class Bridge:
                 log.warning("sweeping sessions failed (%s)", type(failed).__name__)
             await asyncio.sleep(every)
 
+    async def drain(self, seconds: float) -> None:
+        """A stopping process's drain: the calls in flight get ``seconds`` to end, then those
+        left end with an explicit error (``data.bridge`` "draining": the request may have
+        been processed upstream), and parked calls are let go. Bridged sessions live in this
+        process: nothing is handed over to another replica (its clients open theirs there)."""
+        until = time.monotonic() + seconds
+        text = f"{DRAINING}: this call did not end within the drain deadline ({seconds:g} s)"
+        if self.sessions_mode is not None:
+            await self.sessions_mode.drain(until, text)
+        while self.in_flight and time.monotonic() < until:
+            await asyncio.sleep(0.05)
+
     async def aclose(self) -> None:
         if self._janitor is not None:
             self._janitor.cancel()
@@ -178,6 +194,13 @@ class Bridge:
     # -- POST ------------------------------------------------------------------------------
 
     async def _post(self, request: Request) -> None:
+        self.in_flight += 1
+        try:
+            await self._posted(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _posted(self, request: Request) -> None:
         receive, send, headers, principal = request.receive, request.send, request.headers, request.principal
         climb(inbound.POST_HEADERS, headers)
         if self.stateless_mode is not None and "mcp-session-id" in headers:

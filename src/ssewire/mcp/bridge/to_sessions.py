@@ -233,6 +233,20 @@ class ToSessions:
         )
         self.sealer = Sealer(lifetime=settings.state_lifetime)
         self.parked: dict[str, Call] = {}
+        self.running: set[Call] = set()  # calls being read now (a drain waits for them)
+
+    async def drain(self, until: float, text: str) -> None:
+        """Let the calls being read end until ``until`` (monotonic), then end those left
+        with an explicit error ``text``, and let the parked ones go (cancelled upstream:
+        their clients' retries find them gone, and say so)."""
+        while self.running and time.monotonic() < until:
+            await asyncio.sleep(0.05)
+        for call in list(self.running):
+            call.items.put_nowait(("ended", text))
+        for handle in list(self.parked):
+            await self._drop(self.parked.pop(handle), "the bridge is stopping")
+        while self.running and time.monotonic() < until + 1.0:
+            await asyncio.sleep(0.02)  # their errors written down
 
     # -- the table of upstream sessions ------------------------------------------------
 
@@ -517,6 +531,7 @@ class ToSessions:
         """Read the call on: what its stream brings to the client, the upstream's requests
         into an input-required result (then it is parked: True), its response as the answer."""
         parked = finished = False
+        self.running.add(call)
         try:
             while True:
                 inputs: dict[str, Any] = {}
@@ -566,8 +581,9 @@ class ToSessions:
             text = f"{_why(failed)}; the request may have been processed upstream"
             raise Refusal(bridge_error(ident, _kind(failed), text)) from None
         finally:
+            self.running.discard(call)
             if not parked:
-                # the client left, a write failed, too many rounds: ended upstream
+                # the client left, a write failed, too many rounds, a drain: ended upstream
                 await call.close(None if finished else "the call was abandoned")
 
     async def _take(
@@ -576,6 +592,9 @@ class ToSessions:
         """One thing the call's stream brought: a notification to the client, a request into
         ``inputs``; True for the response (then written as the answer)."""
         kind, value = item
+        if kind == "ended":  # a drain's deadline: the client is told, the call stopped upstream
+            await reply.final(bridge_error(ident, "draining", value))
+            raise ClientGone(value)
         if kind == "answer":
             await reply.final(_complete(value, ident, call.session, call.method))
             return True

@@ -9,6 +9,7 @@ an older one or none (its ``initialize`` has none).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..bridge import Bridge
@@ -35,6 +36,10 @@ class Bridged:
 
     def metrics_app(self) -> Any:
         return self.gateway.metrics_app()
+
+    async def drain(self, seconds: float) -> None:
+        """Both drained at once: the gateway's calls handed over or ended, the bridge's ended."""
+        await asyncio.gather(self.gateway.drain(seconds), self.bridge.drain(seconds))
 
     async def aclose(self) -> None:
         try:

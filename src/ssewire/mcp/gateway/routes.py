@@ -108,7 +108,7 @@ class Router:
         return bad
 
     async def drain(self, seconds: float) -> None:
-        await asyncio.gather(*(gateway.drain(seconds) for gateway in self.gateways.values()))
+        await asyncio.gather(*(app.drain(seconds) for app in self.routes.values()))  # (a bridge's too)
 
     def cut_streams(self) -> None:
         for gateway in self.gateways.values():
