@@ -41,6 +41,7 @@ from typing import Any
 import httpx
 import orjson
 
+from ..._encoder import encode_raw_event
 from ..._secrets import scrub_urls
 from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
@@ -393,11 +394,9 @@ def _returned(headers: httpx.Headers) -> list[tuple[str, str]]:
 
 
 def _event(kind: str, data: bytes) -> bytes:
-    """One SSE event; data of several lines keeps them (a line ending inside JSON is a space)."""
-    head = b"data: " if kind == "message" else b"event: " + kind.encode() + b"\ndata: "
-    if b"\n" in data or b"\r" in data:
-        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\n", b"\ndata: ")
-    return head + data + b"\n\n"
+    """One SSE event, by the one encoder: data of several lines keeps them (a line ending
+    inside JSON is a space)."""
+    return encode_raw_event(data, event=None if kind == "message" else kind)
 
 
 def _lines(held: bytearray, chunk: bytes, limit: int | None) -> tuple[bytes, str | None]:
