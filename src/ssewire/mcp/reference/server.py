@@ -56,27 +56,17 @@ from ..protocol.wire import BOTH, JSON, SSE
 from ..server.asgi import (
     Refused,
     climb,
-    cors,
     error_message,
-    headers_of,
-    lifespan,
-    loopback_host,
-    loopback_origin,
-    message_of,
     not_allowed,
-    plain,
-    preflight,
-    read_body,
     refuse,
-    refused,
-    respond,
 )
-from ..server.asgi import error as json_error
+from ..server.front import Front, Request
 from ..server.log import EventLog, Gap, Stream, follow
 from ..server.sessions import SessionsFull, SessionTable
 from . import fixture
 from .faults import Fault
 from .faults import resolve as resolve_faults
+from .stateless import Modern, check_request, error_status, is_modern
 from .tools import (
     TOOLS,
     InvalidArgument,
@@ -132,24 +122,7 @@ class _Session:
         return self.open_streams > len(self.listeners) or bool(self.tasks)
 
 
-@dataclass
-class _Http:
-    """One HTTP request as the handlers see it: the ASGI triple, the headers (lower-case
-    names, the last of a repeated one) and the CORS headers every answer carries."""
-
-    scope: dict[str, Any]
-    receive: Any
-    send: Any
-    headers: dict[str, str]
-    cors: list[tuple[str, str]] = field(default_factory=list)
-
-    async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
-        await respond(self.send, status, body, headers)
-
-    async def error(
-        self, status: int, ident: Any, code: int, text: str, headers: Iterable[tuple[str, str]] = ()
-    ) -> None:
-        await json_error(self.send, status, ident, code, text, [*self.cors, *headers])
+_Http = Request  # one HTTP request as the handlers see it: the front's
 
 
 @dataclass
@@ -174,8 +147,9 @@ class _Call:
 
     @property
     def headers(self) -> list[tuple[str, str]]:
-        """The headers of its answer: CORS, and the session id when there is one."""
-        return [*self.http.cors, *self.session_header]
+        """The headers of its answer of its own: the session id when there is one (the front
+        adds CORS to every answer)."""
+        return self.session_header
 
 
 @dataclass
@@ -261,7 +235,7 @@ class ReferenceServer:
                 "conformance mode serves sessions (a 2025 profile, not stateless) and 2026-07-28 beside them"
             )
         # the conformance surface (fixture.py): None unless asked for, so faults meet the plain server
-        self.fixture: fixture.Modern | None = fixture.Modern(SERVER_INFO) if conformance else None
+        self.fixture: Modern | None = Modern(SERVER_INFO) if conformance else None
         self.faults: frozenset[Fault] = resolve_faults(faults)  # an unknown name: UnknownFault
         self.keepalive = keepalive
         self.store_size = store_size
@@ -289,12 +263,18 @@ class ReferenceServer:
         self.asking = itertools.count(1)
         self.stateless = _Session("", self.profile.name)  # 2026-07-28: one scope for all
         self.ended: deque[str] = deque(maxlen=1024)  # ids ended by DELETE (bounded)
-        self._http_methods: dict[str, Callable[[_Http], Awaitable[None]]] = {
-            "OPTIONS": self._options,
-            "POST": self._post,
-            "GET": self._get,
-            "DELETE": self._delete,
-        }
+        self.front = Front(
+            path=path,
+            handlers={"POST": self._post, "GET": self._get, "DELETE": self._delete},
+            name="server",
+            max_body=max_body,
+            body_timeout=BODY_TIMEOUT,
+            shutdown=self.aclose,
+            # the faults: a server that trusts any Host and Origin, one that hides its headers
+            trusts=(lambda headers, scope: True) if Fault.ORIGIN_IGNORED in self.faults else None,
+            expose_headers=Fault.MISSING_EXPOSE_HEADERS not in self.faults,
+            before=self._before,
+        )
         self._methods = self._method_table()
         self._tools = self._tool_table()
 
@@ -340,32 +320,10 @@ class ReferenceServer:
     # -- ASGI ------------------------------------------------------------------------
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send, self.aclose)
-            return
-        if scope["type"] != "http":
-            return
-        headers = headers_of(scope)
-        if scope["path"] != self.path:
-            await plain(send, 404, "not found")
-            return
-        if not self._trusted(headers):
-            await plain(send, 403, "forbidden: Origin or Host is not this server's")  # DNS rebinding
-            return
-        origin = headers.get("origin")
-        http = _Http(
-            scope,
-            receive,
-            send,
-            headers,
-            cors(origin, expose=Fault.MISSING_EXPOSE_HEADERS not in self.faults),
-        )
-        handler = self._http_methods.get(scope["method"], self._not_allowed)
+        await self.front(scope, receive, send)
+
+    async def _before(self) -> None:
         self._drop_idle_sessions()
-        try:
-            await handler(http)
-        except Refused as refusal:
-            await refused(send, refusal.refusal, http.cors)
 
     async def aclose(self) -> None:
         """Cancel the tasks this server started and wait for them (the lifespan shutdown
@@ -376,19 +334,6 @@ class ReferenceServer:
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
-
-    def _trusted(self, headers: dict[str, str]) -> bool:
-        """Host, and Origin when sent, name this machine (DNS rebinding protection)."""
-        if Fault.ORIGIN_IGNORED in self.faults:
-            return True
-        origin = headers.get("origin")
-        return loopback_host(headers.get("host")) and (origin is None or loopback_origin(origin))
-
-    async def _options(self, http: _Http) -> None:
-        await preflight(http.send, http.cors)
-
-    async def _not_allowed(self, http: _Http) -> None:
-        await not_allowed(http.send, http.cors)
 
     # -- the inbound ladder: the protocol layer's rules, a fault replacing one ----------
 
@@ -423,39 +368,45 @@ class ReferenceServer:
     # -- POST ------------------------------------------------------------------------
 
     async def _post(self, http: _Http) -> None:
-        """Climb the ladder (the body, its headers, the message), find the session, then hand
-        the message to its handler."""
-        body = await read_body(http.receive, http.headers, self.max_body, deadline=BODY_TIMEOUT)
+        """Climb the ladder in the front's order (its headers; its session, before a byte of
+        the body is read; the body and its message), then hand the message to its handler."""
         climb(self._post_rules(), http.headers)
-        message = message_of(body)
-        if self.fixture is not None and fixture.is_modern(http.headers, message):
+        known = None
+        if "mcp-session-id" in http.headers and not (self.profile.request_headers or self.stateless_mode):
+            known = self._session(http.headers)  # 404 for an unknown one: its body is never read
+        async with http.reading() as (message, _):
+            pass  # small (under max_body): what the handlers need of it is the message
+        if self.fixture is not None and known is None and is_modern(http.headers, message):
             await self.fixture.post(http, message)  # 2026-07-28 beside the sessions: on its own
             return
         if self.profile.request_headers and "id" in message and "method" in message:
             try:  # the fixture's rules: one set for both ways this server speaks 2026-07-28
-                fixture.check_request(http.headers, message)
+                check_request(http.headers, message)
             except fixture.CallError as failed:
                 refusal = error_message(message["id"], failed.code, failed.text, failed.data)
-                status = fixture.error_status(failed.code)
-                await http.respond(status, [("content-type", JSON), *http.cors], json.dumps(refusal).encode())
+                status = error_status(failed.code)
+                await http.respond(status, [("content-type", JSON)], json.dumps(refusal).encode())
                 return
-        session = self._post_session(http.headers, message)
+        session = self._post_session(http.headers, message, known)
         if message.get("method") is None:
             await self._client_response(http, message)
         elif "id" not in message:
-            await http.respond(202, http.cors)  # a notification: accepted
+            await http.respond(202, [])  # a notification: accepted
         else:
             await self._dispatch(_Call(http, session, message))
 
-    def _post_session(self, headers: dict[str, str], message: dict[str, Any]) -> _Session:
-        """The session a POST belongs to; initialize opens one (2025 revisions with sessions)."""
+    def _post_session(
+        self, headers: dict[str, str], message: dict[str, Any], known: _Session | None
+    ) -> _Session:
+        """The session a POST belongs to (``known``: the one its header named, found before
+        its body was read); initialize opens one (2025 revisions with sessions)."""
         if self.profile.request_headers:
-            return self.stateless  # its headers and _meta were checked (fixture.check_request)
+            return self.stateless  # its headers and _meta were checked (check_request)
         if self.stateless_mode:
             return self.stateless  # initialize answers the version its own message negotiates
         if message.get("method") == "initialize":
             return self._new_session(message)
-        return self._session(headers)
+        return known or self._session(headers)
 
     async def _client_response(self, http: _Http, message: dict[str, Any]) -> None:
         """The client's answer to a request of ours (``ask``): it wakes the waiting tool."""
@@ -463,7 +414,7 @@ class ReferenceServer:
         if waiting is None or waiting.done():
             raise Refused(inbound.unasked_answer(None))
         waiting.set_result(message)
-        await http.respond(202, http.cors)
+        await http.respond(202, [])
 
     async def _dispatch(self, call: _Call) -> None:
         method = call.message["method"]
@@ -505,7 +456,7 @@ class ReferenceServer:
 
     async def _fail(self, call: _Call, code: int, text: str, data: Any = None) -> None:
         """A JSON-RPC error as JSON: 200 in a session, under 2026-07-28 the status of its code."""
-        status = fixture.error_status(code) if self.profile.request_headers else 200
+        status = error_status(code) if self.profile.request_headers else 200
         body = json.dumps(error_message(call.ident, code, text, data)).encode()
         await call.http.respond(status, [("content-type", JSON), *call.headers], body)
 
@@ -908,11 +859,11 @@ class ReferenceServer:
     async def _get(self, http: _Http) -> None:
         """The standalone stream, or with Last-Event-ID a resumption of a stream."""
         if not self.profile.get_stream or self.stateless_mode or Fault.NO_GET in self.faults:
-            await not_allowed(http.send, http.cors, "POST")
+            await not_allowed(http.send, [], "POST")
             return
         climb(self._get_rules(), http.headers)
         session = self._session(http.headers)
-        headers = [*http.cors, ("mcp-session-id", session.ident)]
+        headers = [("mcp-session-id", session.ident)]
         cursor = http.headers.get("last-event-id")
         if cursor is None:
             await self._listen(http, session, headers)
@@ -967,12 +918,12 @@ class ReferenceServer:
 
     async def _delete(self, http: _Http) -> None:
         if self.stateless_mode:
-            await not_allowed(http.send, http.cors, "POST")
+            await not_allowed(http.send, [], "POST")
             return
         session = self._session(http.headers)
         if Fault.DELETE_NOT_INVALIDATING not in self.faults:
             self._drop_session(session)
-        await http.respond(200, http.cors)
+        await http.respond(200, [])
 
 
 def _stream_number(stream: Stream) -> int:

@@ -40,6 +40,7 @@ from .asgi import (
     LOOPBACK,
     Refused,
     cors,
+    error,
     headers_of,
     host_name,
     lifespan,
@@ -89,6 +90,12 @@ class Request:
 
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
         await respond(self.send, status, body, headers)
+
+    async def error(
+        self, status: int, ident: Any, code: int, text: str, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        """A JSON-RPC error answer (``headers`` beside its content type)."""
+        await error(self.send, status, ident, code, text, list(headers))
 
     def closing(self) -> list[tuple[str, str]]:
         """``connection: close`` for an answer to a POST whose body is left unread: its bytes
