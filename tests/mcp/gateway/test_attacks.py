@@ -613,7 +613,7 @@ def test_binding_beyond_loopback_without_auth_exits_2_naming_insecure_no_auth(up
 
 # -- 13-18: the store and the upstream failing -------------------------------------------
 
-STORE_DEADLINE = 5.0  # seconds a store write is tried (relay.py): then the call's explicit error
+STORE_DEADLINE = 5.0  # seconds a store write is tried (outbox.py): then the call's explicit error
 QUIET = 15.0  # seconds of keep-alives only past which a stream counts as hung
 
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from ssewire.mcp.gateway import relay as relay_module
+from ssewire.mcp.gateway import outbox as outbox_module
 from ssewire.mcp.gateway.metrics import Metrics
-from ssewire.mcp.gateway.relay import Outbox, Relay
+from ssewire.mcp.gateway.outbox import Outbox
+from ssewire.mcp.gateway.relay import Relay
 from ssewire.mcp.gateway.stores import CallRecord, MemoryStore, SessionRecord, Store, StoreFailed
 from tests.support.redis_server import RedisControl, controlled_redis
 
@@ -37,7 +38,7 @@ def server() -> Any:
 
 @pytest.fixture
 def deadline(monkeypatch: pytest.MonkeyPatch) -> float:
-    monkeypatch.setattr(relay_module, "STORE_DEADLINE", 1.5)
+    monkeypatch.setattr(outbox_module, "STORE_DEADLINE", 1.5)
     return 1.5
 
 

@@ -52,11 +52,12 @@ from ..server.quotas import Limits, QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..server.tools import ToolPolicy, tool_refused
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
+from .errors import gateway_error, unauthorized_error
 from .health import HEALTH_PATHS, health
 from .metrics import Metrics, expose, metrics_app
 from .observe import Telemetry, current, session_hash
 from .passthrough import LISTEN, Exchange, Passthrough
-from .relay import Relay, gateway_error, unauthorized_error
+from .relay import Relay
 from .stores import (
     SESSION_TTL,
     Abandoned,

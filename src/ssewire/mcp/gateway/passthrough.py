@@ -50,8 +50,8 @@ from ..server.asgi import respond
 from ..server.budget import ByteBudget, Reservation
 from ..server.tools import LIST, ToolPolicy
 from ..transport.http import Answer, Broken, MessageTooLarge, send
+from .errors import gateway_error
 from .metrics import Metrics
-from .relay import gateway_error
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
