@@ -1,8 +1,10 @@
 """The inbound validation ladder of an MCP server, sans-IO: what a request must be before
 any method sees it, each rule a pure function that returns a `Refusal` (or None).
 
-The reference server and the gateway both climb these ladders, in this order, so a rule
-added here is one that both servers follow:
+Every server of the package climbs these ladders, in this order, through the server core's
+one front (``ssewire.mcp.server.front``: the reference server, the gateway's sessions and
+its 2026-07-28 passthrough, the revision bridge), so a rule added here is one that every
+one of them follows (the headers, then the session, before a byte of the body is read):
 
 - `POST_HEADERS`: Accept lists JSON and SSE (406), Content-Type is JSON (415);
 - `GET_HEADERS`: Accept lists SSE (406);
