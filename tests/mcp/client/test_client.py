@@ -198,7 +198,7 @@ def test_sequential_calls_reuse_one_connection():
 def test_an_answer_held_open_after_its_response_is_let_go_after_the_grace():
     """A server that keeps the stream open after the response: the call returns its result
     within the short grace, and the connection (never ending) is closed, not reused."""
-    from ssewire.mcp.client.session import GRACE
+    from ssewire.mcp.client.engine import GRACE
     from tests.support.hostile_servers import hostile_server
 
     async def main(url):

@@ -10,6 +10,7 @@ from ssewire import _envelope
 from ssewire.jsonrpc import Body
 from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.client import session as session_module
+from ssewire.mcp.protocol.bridging import META_SUBSCRIPTION_ID
 
 
 def test_a_result_kept_as_bytes_is_parsed_and_an_unreadable_one_is_a_parse_error():
@@ -24,7 +25,7 @@ def test_a_notification_whose_params_cannot_be_read_names_no_subscription():
     client._subscriptions["s-1"] = print
     unreadable = {"jsonrpc": "2.0", "method": "notifications/x", "params": Body(b'{"n": 1e400}')}
     assert client._subscription_of(unreadable) is None
-    meta = b'{"_meta": {"' + session_module.META_SUBSCRIPTION_ID.encode() + b'": "s-1"}}'
+    meta = b'{"_meta": {"' + META_SUBSCRIPTION_ID.encode() + b'": "s-1"}}'
     assert client._subscription_of({"method": "notifications/x", "params": Body(meta)}) is print
 
 

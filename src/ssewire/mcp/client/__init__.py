@@ -1,6 +1,10 @@
-"""The MCP client session (``session.py``): the dual-stream lifecycle of the 2025
-revisions and the stateless 2026-07-28 mode, every stream read through the resumption
-guard; what it counts (``counters.py``)."""
+"""The MCP client session, the one upstream engine of the package (the gateway's and the
+bridge's upstream sessions are clients too), in layers: ``routing.py`` (what the streams
+deliver goes where its id or progress token says; the server's requests answered through
+the handlers), ``engine.py`` (a request sent and its answer read through the resumption
+guard, resumed or re-issued), ``listener.py`` (the standalone GET stream), ``session.py``
+(the public `Client`: the session's lifecycle and its requests, on those); what it raises
+(``errors.py``) and counts (``counters.py``)."""
 
 from .counters import ClientStats
 from .session import (

@@ -1,0 +1,55 @@
+"""What the client raises: the server's JSON-RPC errors, a stream lost for good, credentials
+refused, a deadline passed, an input-required result it cannot satisfy."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+
+class RPCError(Exception):
+    """The server answered a request with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.code = error.get("code")
+        self.error = error
+        super().__init__(f"JSON-RPC error {self.code}: {error.get('message')}")
+
+
+class StreamBroken(Exception):
+    """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
+
+
+class Unauthorized(httpx.HTTPStatusError):
+    """The server refused the client's credentials (401) or their scope (403): ``challenge``
+    is its ``WWW-Authenticate`` header (what it asks for), or None. An HTTP status error
+    as any other, with the challenge read out."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.status, self.challenge = response.status_code, response.headers.get("www-authenticate")
+        said = f": {self.challenge}" if self.challenge else " (no WWW-Authenticate challenge)"
+        text = f"the server refused the credentials ({self.status}){said}"
+        super().__init__(text, request=response.request, response=response)
+
+
+class RequestTimeout(asyncio.TimeoutError):
+    """A request got no answer within its deadline (resumptions included)."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(
+            f"{method} got no answer within its {seconds:g} s deadline: it may still be running "
+            "on the server; raise timeout= for slow work, or check its effects before sending it again"
+        )
+        self.method, self.seconds = method, seconds
+
+
+class InputRequired(Exception):
+    """A 2026-07-28 request answered with an input-required result that the client cannot
+    satisfy: no handler for an input request, or more rounds than ``max_input_rounds``.
+    ``result`` is the last input-required result."""
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
