@@ -18,51 +18,46 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
 import orjson
 
-from ..._encoder import raw_event_pieces
-from ..._envelope import AVAILABLE as ENVELOPES
 from ..._secrets import public_url, scrub_urls
-from ...asgi import EventStreamResponse
-from ..client import Client, RPCError, StreamBroken, Unauthorized
+from ..client import RPCError, Unauthorized
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, PROFILES, named
-from ..protocol.wire import JSON, SSE, caller_headers
+from ..protocol.wire import JSON, caller_headers
 from ..server.asgi import (
     Refused,
     climb,
     error_message,
     not_allowed,
-    plain,
     refuse,
     respond,
 )
 from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
 from ..server.front import Front, Request
-from ..server.quotas import Limits, QuotaExceeded, Quotas
-from ..server.sessions import SessionsFull, SessionTable
+from ..server.quotas import Limits, Quotas
+from ..server.sessions import SessionTable
 from ..server.tools import ToolPolicy, tool_refused
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
-from .errors import gateway_error, unauthorized_error
+from .errors import unauthorized_error
 from .health import HEALTH_PATHS, health
+from .lifecycle import DRAINING as DRAINING
+from .lifecycle import HEARD_WINDOW, Lifecycle
 from .metrics import Metrics, expose, metrics_app
-from .observe import Telemetry, current, session_hash
+from .observe import Telemetry
 from .passthrough import LISTEN, Exchange, Passthrough
 from .relay import Relay
+from .sessions import BUSY_RETRY_AFTER, MAX_SESSIONS, _noted
 from .stores import (
     SESSION_TTL,
-    Abandoned,
-    CallRecord,
-    Gap,
     MemoryStore,
     SessionRecord,
     Store,
@@ -73,23 +68,14 @@ from .stores import (
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
-LARGE = 64 * 1024  # bytes: a message past this is read for its envelope only, written with no joining copy
-SLICE = 256 * 1024  # bytes: a large event is written downstream in pieces of this size
 RETRY_MS = 500  # the retry field of the gateway's streams: a client resumes from it soon
-MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
-BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 MAX_BYTES_IN_FLIGHT = 256 << 20  # request bodies being read and parsed, over all clients
 BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive: a stalled upload holds nothing longer
 MAX_FORWARDING = 16  # notifications of one session waiting to go upstream; past it 429
 STORE_RETRY_AFTER = 2  # seconds a client refused because the store failed waits
-HEARD_WINDOW = 10.0  # seconds an upstream that answered anything counts as reachable
-PROBE_TIMEOUT = 2.0  # seconds a readiness probe of the upstream (or a ping of the store) may take
-PROBE_KEPT = 1.0  # seconds a probe's verdict is reused: /readyz never floods the upstream
-SETTLE = 2.0  # seconds a draining replica gives a call with no cursor to have one, or to end
-DRAINING = "the gateway is stopping (draining)"
 
 
-class Gateway:
+class Gateway(Lifecycle):
     """An ASGI application relaying MCP between downstream clients and ``upstream``.
 
     :param upstream: the upstream server's MCP endpoint.
@@ -274,112 +260,6 @@ class Gateway:
         if self._http is not None and self._own_http:
             await self._http.aclose()
         await self.store.aclose()
-
-    # -- stopping and readiness --------------------------------------------------------
-
-    async def drain(self, seconds: float) -> None:
-        """Stop taking new sessions (readiness fails at once), then: a replica hands each
-        call over to another at once (its lease let go: a follower there adopts it) and
-        ends its downstream streams, so their clients resume elsewhere; one process lets
-        its calls finish for up to ``seconds``, then ends those left with an explicit error.
-        The server stops after (the command line's SIGTERM)."""
-        self.draining = True
-        deadline = time.monotonic() + seconds
-        busy = sum(len(relay.calls) for relay in self.relays.values())
-        self.telemetry.notice(
-            "drain", f"draining: {busy} calls in flight, {seconds:g} s to finish or hand them over"
-        )
-        if self.replica:
-            relays = list(self.relays.values())
-            for relay in relays:
-                self.relays.pop(relay.record.ident)
-            settle = min(SETTLE, seconds / 2)
-            await asyncio.gather(*(self._hand_over(relay, settle) for relay in relays))
-            self.cut_streams()
-            self.telemetry.notice(
-                "drained", f"drained: {len(relays)} sessions' calls handed over to the other replicas"
-            )
-            return
-        while time.monotonic() < deadline and (
-            any(relay.calls for relay in self.relays.values()) or self.passthrough.in_flight
-        ):
-            await asyncio.sleep(0.05)
-        left = [relay for relay in self.relays.values() if relay.calls]
-        for relay in left:
-            relay.end_calls(f"{DRAINING}: this call did not end within the drain deadline ({seconds:g} s)")
-        calls = [task for relay in left for task in relay.calls.values()]
-        if calls:
-            await asyncio.wait(calls, timeout=1.0)
-        while time.monotonic() < deadline + 1.0 and any(
-            relay.serving > len(relay.listeners) for relay in self.relays.values()
-        ):
-            await asyncio.sleep(0.02)  # the ends of the calls' streams written down
-        self.cut_streams()
-        self.telemetry.notice("drained", f"drained: {len(calls)} calls ended with an explicit error")
-
-    async def _hand_over(self, relay: Relay, settle: float = SETTLE) -> None:
-        for name, value in relay.figures().items():  # its figures outlive it
-            self._closed_figures[name] = self._closed_figures.get(name, 0.0) + value
-        try:
-            text = f"{DRAINING}: this call had no upstream cursor to be taken up from"
-            await relay.hand_over(text, settle)
-        except Exception as failed:  # best effort: its leases lapse, and the calls are adopted later
-            log.warning("handing a session's calls over failed (%s)", type(failed).__name__)
-
-    def cut_streams(self) -> None:
-        """End every stream of the store being written down, cleanly, so its client resumes
-        it with Last-Event-ID (at another replica when this one stops); a stream that has
-        not yet written an event id (its priming event) ends right after one, since its
-        client could not resume without it."""
-        for task, spoken in self._writers.items():
-            if task in self._cut:
-                continue
-            if spoken:
-                self._cut.add(task)
-                task.cancel()
-            else:
-                self._cut_after.add(task)
-
-    async def failing(self) -> list[str]:
-        """What keeps this gateway from being ready: ``draining``, ``store`` (no answer to a
-        ping), ``upstream`` (no answer of any kind lately, nor to a probe now)."""
-        store, upstream = await asyncio.gather(self.store_answers(), self.upstream_answers())
-        return [
-            name
-            for name, bad in (("draining", self.draining), ("store", not store), ("upstream", not upstream))
-            if bad
-        ]
-
-    async def store_answers(self) -> bool:
-        try:
-            await asyncio.wait_for(self.store.ping(), PROBE_TIMEOUT)
-        except Exception:  # what failed is not readiness's to say: never a text in its body
-            return False
-        return True
-
-    async def upstream_answers(self) -> bool:
-        """The upstream answered anything within `HEARD_WINDOW`, or answers a probe now: one
-        probe at a time, its verdict kept `PROBE_KEPT` (so /readyz cannot flood it)."""
-        now = time.monotonic()
-        if now - self._heard < HEARD_WINDOW:
-            return True
-        if self._probe is None or (self._probe[1].done() and now - self._probe[0] > PROBE_KEPT):
-            self._probe = (now, asyncio.ensure_future(self._probed()))
-        return await asyncio.shield(self._probe[1])
-
-    async def _probed(self) -> bool:
-        try:
-            async with self._upstream_http().stream(
-                "GET", self.upstream, headers={"accept": JSON}, timeout=PROBE_TIMEOUT
-            ):
-                pass  # its head is enough: any answer says the upstream is there
-        except (httpx.HTTPError, OSError):
-            return False
-        self._heard = time.monotonic()
-        return True
-
-    async def _upstream_heard(self, response: httpx.Response) -> None:
-        self._heard = time.monotonic()
 
     # -- POST --------------------------------------------------------------------------
 
@@ -632,321 +512,6 @@ class Gateway:
             log.warning("dropping a deleted session's keys failed (%s)", redacted(failed, sid))
         await respond(send, 200, b"", [])
 
-    # -- sessions ----------------------------------------------------------------------
-
-    async def _session(self, headers: dict[str, str], principal: str | None) -> tuple[str, Relay]:
-        """The request's session: the ladder's header rules (400), then its relay (404) if
-        ``principal`` opened it: to anyone else it does not exist (the same 404, so a session
-        id learnt by another client is worth nothing and says nothing)."""
-        climb(inbound.SESSION_HEADERS, headers)
-        sid = headers["mcp-session-id"]
-        _noted(session=sid)
-        relay = await self._relay_for(sid, principal)
-        return sid, relay
-
-    async def _relay_for(self, sid: str, principal: str | object | None) -> Relay:
-        """The session's relay here: kept, or taken up from the store's record (once, however
-        many requests for it come at the same time); 404 unless ``principal`` opened it
-        (`_ANYONE`: the gateway's own lookups), checked before it counts as used."""
-        known = self.relays.get(sid)
-        if known is not None and not known.opening and not _bound_to(known.record, principal):
-            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
-        relay = self.relays.use(sid)
-        if relay is None or relay.opening:  # taken up by a request now: wait for it, once
-            lock, waiting = self._attaching.get(sid, (asyncio.Lock(), 0))
-            self._attaching[sid] = (lock, waiting + 1)  # counted: the last one out lets it go
-            try:
-                async with lock:
-                    relay = self.relays.use(sid) or await self._take_up(sid, principal)
-            finally:
-                lock, waiting = self._attaching[sid]
-                if waiting > 1:
-                    self._attaching[sid] = (lock, waiting - 1)
-                else:
-                    del self._attaching[sid]
-        elif await self.store.load(sid) is None:  # (the load keeps it from expiring)
-            # ended (DELETE) or expired in the store, at another replica perhaps: gone here too
-            gone = self.relays.pop(sid)
-            if gone is not None:
-                await self._close_relay(gone, end_upstream=False)
-            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
-        if not _bound_to(relay.record, principal):  # (one that was being taken up meanwhile)
-            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
-        return relay
-
-    async def _take_up(self, sid: str, principal: str | object | None) -> Relay:
-        record = await self.store.load(sid)
-        if record is None or not _bound_to(record, principal):  # never attached for a stranger
-            raise refuse(404, SESSION_NOT_FOUND, "Session not found")
-        relay = await self._keep(record, None)
-        try:
-            await relay.attach()  # a session another replica opened
-        except StreamBroken as failed:
-            await self._forget(sid, relay, end_upstream=False)
-            raise refuse(404, SESSION_NOT_FOUND, f"Session not found ({failed})") from None
-        finally:
-            relay.opening = False
-        return relay
-
-    async def _keep(self, record: SessionRecord, ident: Any) -> Relay:
-        """A relay for ``record``, in the table before it opens (so concurrent ones cannot
-        all pass a room check): the least recently used idle sessions make room (closed, and
-        their records dropped when this store is this process's alone), or 503."""
-        limit = self.quotas.limits.sessions
-        if (
-            limit is not None
-            and sum(1 for r in self.relays.values() if r.record.principal == record.principal) >= limit
-        ):
-            raise QuotaExceeded("sessions", limit, BUSY_RETRY_AFTER)  # counted from the table: never astray
-        relay = self._relay(record)
-        relay.opening = True
-        try:
-            dropped = self.relays.add(record.ident, relay)
-        except SessionsFull:
-            await self._close_relay(relay, end_upstream=False)
-            text = f"gateway busy: all {self.max_sessions} sessions are working; retry later"
-            retry = [("retry-after", str(BUSY_RETRY_AFTER))]
-            raise refuse(503, SERVER_ERROR, text, ident=ident, headers=retry) from None
-        for gone in dropped:
-            await self._end(gone)  # best effort: it never raises
-        return relay
-
-    async def _forget(self, sid: str, relay: Relay, *, end_upstream: bool = False) -> None:
-        if self.relays.get(sid) is relay:
-            self.relays.pop(sid)
-        await self._close_relay(relay, end_upstream=end_upstream)
-
-    async def _end(self, relay: Relay) -> None:
-        """A session the table let go (room made, or idle): its relay closed; in one process,
-        its upstream session and its record too (replicas keep both for each other)."""
-        await self._close_relay(relay, end_upstream=not self.replica)
-        if not self.replica:
-            try:
-                await self.store.drop(relay.record.ident)
-            except Exception as failed:  # letting a session go is best effort: it never fails a request
-                log.warning("dropping a session's record failed (%s)", type(failed).__name__)
-
-    def _upstream_http(self) -> httpx.AsyncClient:
-        """The one upstream connection pool (the operator's headers on every request)."""
-        if self._http is None:
-            self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, read=None),
-                headers=self.extra,
-                event_hooks={"request": [self.telemetry.upstream_hook], "response": [self._upstream_heard]},
-                limits=httpx.Limits(max_connections=4 * self.max_sessions, max_keepalive_connections=64),
-            )
-        return self._http
-
-    def _client(self, **options: Any) -> Client:
-        return Client(
-            self.upstream,
-            first_id=secrets.randbits(32) << 20,  # replicas share upstream sessions: ids far apart
-            http=self._upstream_http(),
-            listen=False,
-            timeout=self.timeout,
-            idle_timeout=self.idle_timeout,
-            max_message_size=self.max_message_size,
-            on_transport_event=self.telemetry.transport_event,
-            # a large answer is relayed as its bytes, its envelope read alone (with msgspec)
-            raw_above=LARGE if ENVELOPES else None,
-            **options,
-        )
-
-    def _relay(self, record: SessionRecord) -> Relay:
-        return Relay(
-            record,
-            store=self.store,
-            metrics=self.metrics,
-            client=self._client,
-            timeout=self.timeout,
-            tools=self.tools,
-        )
-
-    async def _expire(self) -> None:
-        """Sessions unused past ``session_ttl`` and doing nothing are let go; the busy ones
-        (a stream open, a call running) are kept alive in the store."""
-        for relay in self.relays.expire():
-            await self._end(relay)
-        now = time.monotonic()
-        if now - self._touched > self.session_ttl / 4:  # a session only streaming sends no requests
-            self._touched = now
-            for relay in [relay for relay in self.relays.values() if relay.busy]:
-                await self.store.load(relay.record.ident)
-
-    async def _close_relay(self, relay: Relay, *, end_upstream: bool) -> None:
-        for name, value in relay.figures().items():  # its figures outlive it
-            self._closed_figures[name] = self._closed_figures.get(name, 0.0) + value
-        try:
-            await relay.close(end_upstream=end_upstream)
-        except Exception as failed:  # closing is best effort: never a reason to fail a request
-            log.warning("closing a relay failed (%s)", type(failed).__name__)
-
-    def _relay_figures(self) -> dict[str, float]:
-        figures = dict(self._closed_figures)
-        for relay in self.relays.values():
-            for name, value in relay.figures().items():
-                figures[name] = figures.get(name, 0.0) + value
-        figures["sessions_open"] = float(len(self.relays))
-        figures["bytes_in_flight"] = float(self.budget.in_use)
-        figures["bytes_in_flight_peak"] = float(self.budget.peak)
-        figures["budget_refusals_total"] = float(self.budget.refused)
-        for kind, held in self.quotas.figures().items():
-            figures[f"held_{kind}"] = float(held)
-        figures["held_sessions"] = float(len(self.relays))  # the table counts sessions, not the quotas
-        return figures
-
-    # -- writing a stream downstream ---------------------------------------------------
-
-    async def _serve(
-        self,
-        scope: dict[str, Any],
-        receive: Any,
-        send: Any,
-        sid: str,
-        stream: int,
-        after: int,
-        headers: list[tuple[str, str]],
-        *,
-        relay: Relay | None = None,
-    ) -> None:
-        """Write a stream of the store after ``after``; keep-alive comments while it is silent.
-        ``relay``'s session is busy meanwhile (never expired, and working when the stream
-        is not its GET stream)."""
-        writer = asyncio.current_task()  # (the response reads the source in tasks of its own)
-        assert writer is not None
-        source = self._events(sid, stream, after, writer)
-        app = EventStreamResponse(
-            source,
-            keepalive=self.keepalive,
-            headers=[("content-type", SSE), ("cache-control", "no-cache"), *headers],
-        )
-
-        opened = False
-
-        async def bounded(message: dict[str, Any]) -> None:
-            nonlocal opened
-            opened = opened or message["type"] == "http.response.start"
-            try:
-                await asyncio.wait_for(send(message), self.write_timeout)
-            except asyncio.TimeoutError:
-                self.metrics.add("stalled_readers_total")
-                raise ConnectionAbortedError(
-                    f"the client read nothing for {self.write_timeout:g} s"
-                ) from None
-
-        self.metrics.gauges["streams_open"] += 1
-        if relay is not None:
-            relay.serving += 1
-        self._writers[writer] = after > 0  # a client resuming has an id already
-        try:
-            await app(scope, receive, bounded)
-        except ConnectionAbortedError:
-            pass  # the connection is cut: the client resumes from the store when it reads again
-        except asyncio.CancelledError:
-            if writer not in self._cut:
-                raise
-            if sys.version_info >= (3, 11):
-                writer.uncancel()
-            # ended by `cut_streams`: the stream ends cleanly, and its client resumes it
-            with contextlib.suppress(Exception):
-                if opened:
-                    await asyncio.wait_for(send({"type": "http.response.body", "body": b""}), 1.0)
-                else:
-                    await plain(send, 503, "the gateway is stopping; resume at another replica")
-        finally:
-            self._writers.pop(writer, None)
-            self._cut.discard(writer)
-            self._cut_after.discard(writer)
-            self.metrics.gauges["streams_open"] -= 1
-            if relay is not None:
-                relay.serving -= 1
-                self.relays.touch(relay.record.ident)  # idle from the end of its last stream
-
-    async def _events(
-        self, sid: str, stream: int, after: int, writer: asyncio.Task[Any]
-    ) -> AsyncIterator[bytes]:
-        sent = after
-        while True:
-            try:
-                async for batch in self.store.follow(sid, stream, sent):
-                    now = time.time()
-                    pieces: list[bytes] = []
-                    for stored in batch:
-                        if not stored.data:  # the priming event: an id to resume from, and when
-                            pieces += raw_event_pieces(b"", id=stored.event_id, retry=self.retry_ms)
-                        else:
-                            pieces += raw_event_pieces(stored.data, event="message", id=stored.event_id)
-                    self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
-                    self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
-                    self.metrics.add("downstream_bytes_total", sum(map(len, pieces)))
-                    sent += len(batch)
-                    if max(map(len, pieces)) < LARGE:
-                        yield b"".join(pieces)  # small events: one write
-                    else:
-                        for piece in pieces:  # a large one: written as stored, in slices the
-                            # socket takes as it drains (one write of megabytes is copied whole
-                            # by h11 and again by the transport's buffer, into fresh memory)
-                            for at in range(0, len(piece), SLICE):
-                                yield piece[at : at + SLICE] if len(piece) > SLICE else piece
-                    if writer in self._writers:
-                        self._writers[writer] = True  # its client has an event id now
-                    if writer in self._cut_after:
-                        return  # `cut_streams` ends it, now that its client can resume it
-                return
-            except (Gap, StoreFailed):
-                # cut, never a silent gap: the client resumes, and is served or refused explicitly
-                raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
-            except Abandoned as abandoned:
-                if self.draining:  # this replica takes nothing up: the stream ends, resumed at another
-                    return
-                # shielded: a reader that leaves mid-adoption must not leave the stream adopted
-                # by no one (its lease renewed, never finished)
-                try:
-                    await asyncio.shield(self._adopt(sid, stream, abandoned.call))
-                except StoreFailed:  # the store cannot say who takes it: the client resumes later
-                    raise ConnectionAbortedError("the store failed while this stream was adopted") from None
-
-    async def _adopt(self, sid: str, stream: int, call: CallRecord | None) -> None:
-        """The replica writing a call's stream stopped, once, whichever replica comes first:
-        resume its upstream answer from where the stored events end (the stored position)
-        and write the rest; without a position (no event id upstream yet), end the stream
-        with an explicit error, since the call's outcome upstream is unknown."""
-        if await self.store.adopt(sid, stream) is None:
-            return  # another follower took it, or it ended meanwhile: follow on
-        state = await self.store.state(sid, stream)
-        position = state.position if state is not None else None
-        if call is not None and position is not None and position.cursor:
-            try:
-                relay = await self._relay_for(sid, _ANYONE)
-            except Refused:
-                relay = None
-            if relay is not None:
-                relay.take_over(stream, call, position)
-                self.metrics.add("takeovers_total")
-                self.telemetry.notice(
-                    "takeover",
-                    "a call of a stopped replica was taken over: its answer is resumed upstream",
-                    session=session_hash(sid, self.telemetry.key),
-                )
-                return
-        if call is not None:
-            self.metrics.add("calls_failed_total")
-            text = (
-                f"the gateway replica relaying {call.method} stopped before its answer; "
-                "the request may have been processed: check its effects before sending it again"
-            )
-            error_event = orjson.dumps(gateway_error(call.id, "replica-lost", text))
-            await self.store.append(sid, stream, [(error_event, time.time())], final=True)
-            return
-        await self.store.finish(sid, stream)
-
-
-def _noted(**fields: Any) -> None:
-    """Note ``fields`` on the trace of the request being relayed (if any)."""
-    trace = current()
-    if trace is not None:
-        trace.note(**fields)
-
 
 def _version(headers: dict[str, str]) -> str:
     """The revision a request names in ``MCP-Protocol-Version`` ("" for none), OWS trimmed."""
@@ -969,11 +534,6 @@ def _store_unavailable(ident: Any = None) -> Refused:
 
 
 _Serving = Callable[[dict[str, Any], Any], Awaitable[None]]  # writes a call's stream (scope, receive)
-_ANYONE = object()  # the principal of the gateway's own lookups (a takeover): bound to none
-
-
-def _bound_to(record: SessionRecord, principal: str | object | None) -> bool:
-    return principal is _ANYONE or record.principal == principal
 
 
 @contextlib.contextmanager
