@@ -100,6 +100,30 @@ def _follow(url: str, session: str, cursor: str) -> str:
     return answer.text
 
 
+# -- the server core's one event-log convention -----------------------------------------
+
+
+def test_the_log_holds_message_bytes_and_the_ids_on_the_wire_are_the_server_cores_scheme():
+    """What the reference server's log holds is what the gateway's holds: a message's bytes
+    (the priming event's empty), never SSE framing; an id on the wire is ``<stream>-<seq>``,
+    the event's place in its stream, read back by the core's parse_event_id to resume."""
+    from ssewire.mcp.server.log import parse_event_id
+
+    app = ReferenceServer(countdown_delay=0.0)
+    with running(app) as base, httpx.Client(timeout=DEADLINE) as client:
+        url = base + "/mcp"
+        session = _open_session(client, url)
+        headers = {"accept": BOTH, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        call = _rpc(1, "tools/call", name="countdown", arguments={"count": 3, "size": 10})
+        events = _events(client.post(url, json=call, headers=headers).text)
+        places = [parse_event_id(ident) for ident, _ in events]
+        number = places[0][0]
+        (stream,) = [each for each in app.log.streams.values() if each.key[1] == number]
+        stored = list(stream.events)
+    assert len(events) >= 2 and places == [(number, seq) for seq in range(1, len(events) + 1)]
+    assert [json.loads(entry.data) if entry.data else None for entry in stored] == [m for _, m in events]
+
+
 # -- a producer that fails ------------------------------------------------------------
 
 

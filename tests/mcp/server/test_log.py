@@ -158,3 +158,24 @@ def test_a_resumption_past_what_the_stream_reached_is_a_gap():
 def test_bounds_below_one_are_refused(bound):
     with pytest.raises(ValueError, match=bound):
         EventLog(**{"max_bytes": 10, "max_events": 10, bound: 0})
+
+
+def test_the_one_event_id_scheme_reads_back_what_it_writes_and_nothing_else():
+    from ssewire.mcp.server.log import event_id, parse_event_id
+
+    assert parse_event_id(event_id(3, 17)) == (3, 17)
+    for other in ("3", "3-0", "3-x", "-1", "3-²", "1-" + "9" * 60, "", "a-1"):
+        assert parse_event_id(other) is None, other
+
+
+def test_written_frames_a_stored_message_under_its_id_and_an_empty_one_as_the_priming_event():
+    from ssewire import RawDecoder
+    from ssewire.mcp.server.log import written
+
+    message = b'{"jsonrpc": "2.0",\n "id": 1, "result": {}}'  # over two lines, as a body may come
+    pieces = written("2-5", message, retry_ms=500)
+    assert b"".join(written("2-4", b"", retry_ms=500)) == b"id: 2-4\nretry: 500\ndata: \n\n"
+    decoder = RawDecoder()
+    (event,) = decoder.feed(b"".join(pieces))
+    assert (event.type, event.id, event.data) == ("message", "2-5", message)  # its bytes, as stored
+    assert message not in pieces or pieces.count(message) == 1

@@ -17,13 +17,13 @@ from typing import Any
 
 import orjson
 
-from ..._encoder import raw_event_pieces
 from ...asgi import EventStreamResponse
 from ..protocol.wire import SSE
 from ..server.asgi import (
     Refused,
     plain,
 )
+from ..server.log import written
 from .errors import gateway_error
 from .observe import session_hash
 from .relay import Relay
@@ -132,10 +132,7 @@ class Writer(Sessions):
                     now = time.time()
                     pieces: list[bytes] = []
                     for stored in batch:
-                        if not stored.data:  # the priming event: an id to resume from, and when
-                            pieces += raw_event_pieces(b"", id=stored.event_id, retry=self.retry_ms)
-                        else:
-                            pieces += raw_event_pieces(stored.data, event="message", id=stored.event_id)
+                        pieces += written(stored.event_id, stored.data, retry_ms=self.retry_ms)
                     self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
                     self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
                     self.metrics.add("downstream_bytes_total", sum(map(len, pieces)))

@@ -46,7 +46,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from ..._encoder import encode_event
 from ...asgi import EventStreamResponse
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, SESSION_NOT_FOUND
@@ -61,7 +60,7 @@ from ..server.asgi import (
     refuse,
 )
 from ..server.front import Front, Request
-from ..server.log import EventLog, Gap, Stream, follow
+from ..server.log import EventLog, Gap, Stream, event_id, follow, parse_event_id, written
 from ..server.sessions import SessionsFull, SessionTable
 from . import fixture
 from .faults import Fault
@@ -99,9 +98,7 @@ class _Session:
     ident: str
     version: str
     streams: dict[int, Stream] = field(default_factory=dict)  # in the order they were opened
-    by_event: dict[str, tuple[int, int]] = field(default_factory=dict)  # event id -> (stream, seq)
     listeners: list[Stream] = field(default_factory=list)  # the standalone GET streams open now
-    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     rate_limited: bool = False
     capabilities: dict[str, Any] = field(default_factory=dict)  # the client's, from initialize
@@ -775,30 +772,42 @@ class ReferenceServer:
             del session.streams[number]
 
     def _emit(self, session: _Session, stream: Stream, message: dict[str, Any] | None) -> int:
-        """Store one event (``None``: the priming event, an id and empty data), and say its
-        number in the stream. A stream no longer kept takes nothing: its reader was cut already."""
+        """Store one event, as the server core's log holds them: the message's bytes (``None``:
+        the priming event, empty); say its number in the stream. A stream no longer kept
+        takes nothing: its reader was cut already."""
         seq = stream.next_seq
-        ident = None
-        if self.profile.resumability:
-            if Fault.DUPLICATE_EVENT_IDS in self.faults:
-                ident = str(seq)
-            else:
-                ident = f"{_stream_number(stream)}-{next(session.counter)}"
-            session.by_event[ident] = (_stream_number(stream), seq)
-            if len(session.by_event) > 4096:
-                session.by_event.pop(next(iter(session.by_event)))
-        if message is None:
-            encoded = encode_event("", id=ident, retry=self.retry_ms)
-        else:
-            encoded = encode_event(json.dumps(message), event="message", id=ident)
+        data = b"" if message is None else json.dumps(message).encode()
         # the message itself only for the fault that re-encodes it: kept beside its bytes,
         # it would double what the log holds past what max_store_bytes counts
         kept = message if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults else None
         try:
-            self.log.append(stream, [(encoded, kept)])
+            self.log.append(stream, [(data, kept)])
         except Gap:
             pass
         return seq
+
+    def _event_id(self, stream: Stream, seq: int) -> str | None:
+        """The id event ``seq`` of ``stream`` is written with: the server core's one scheme
+        (none without resumability; the duplicate-ids fault restarts them on every stream)."""
+        if not self.profile.resumability:
+            return None
+        if Fault.DUPLICATE_EVENT_IDS in self.faults:
+            return str(seq)
+        return event_id(_stream_number(stream), seq)
+
+    def _cursor(self, session: _Session, cursor: str) -> tuple[Stream, int] | None:
+        """The stream and event a Last-Event-ID names, among those this session indexes
+        (None: no event this session wrote)."""
+        if Fault.DUPLICATE_EVENT_IDS in self.faults:  # one id on every stream: the newest that reached it
+            if not (cursor.isascii() and cursor.isdigit() and len(cursor) < 20 and int(cursor) >= 1):
+                return None
+            reached = [each for each in session.streams.values() if each.next_seq > int(cursor)]
+            return (reached[-1], int(cursor)) if reached else None
+        place = parse_event_id(cursor)
+        stream = session.streams.get(place[0]) if place is not None else None
+        if place is None or stream is None or place[1] >= stream.next_seq:
+            return None
+        return stream, place[1]
 
     @property
     def _sse_type(self) -> str:
@@ -838,8 +847,7 @@ class ReferenceServer:
             self.sessions.touch(session.ident)  # idle from the end of its last stream (touched
             session.open_streams -= 1  # first: not idle for a moment with a stale time)
 
-    @staticmethod
-    async def _follow(stream: Stream, after: int, cut: _Cut | None = None) -> AsyncIterator[bytes]:
+    async def _follow(self, stream: Stream, after: int, cut: _Cut | None = None) -> AsyncIterator[bytes]:
         """The stream's events after ``after``, as they are stored, ending after the event
         ``cut`` names (the stream goes on, for a resumption to read). A follower the log
         outran ends with a cut connection, so its client sees a broken stream, never a
@@ -848,7 +856,11 @@ class ReferenceServer:
             async with aclosing(follow(stream, after)) as batches:
                 async for batch in batches:
                     for entry in batch:
-                        yield entry.data
+                        # its pieces as they are: the stored bytes are not copied to be framed
+                        for piece in written(
+                            self._event_id(stream, entry.seq), entry.data, retry_ms=self.retry_ms
+                        ):
+                            yield piece
                         if cut is not None and cut.at is not None and entry.seq >= cut.at:
                             return
         except Gap:
@@ -888,12 +900,11 @@ class ReferenceServer:
         self, http: _Http, session: _Session, cursor: str, headers: list[tuple[str, str]]
     ) -> None:
         """Replay the cursor's stream after it, or refuse explicitly when it cannot."""
-        found = session.by_event.get(cursor)
-        stream = session.streams.get(found[0]) if found else None
+        found = self._cursor(session, cursor)
         refusal = [("mcp-session-id", session.ident), ("retry-after", "1")]
-        if stream is None or found is None:
+        if found is None:
             raise refuse(409, SERVER_ERROR, "cannot resume: unknown Last-Event-ID", headers=refusal)
-        seq = found[1]
+        stream, seq = found
         if stream.evicted > seq:  # events after the cursor were evicted: refuse, never fake it
             if Fault.TORN_REPLAY_AFTER_EVICTION in self.faults:
                 await self._torn_replay(http, session, stream, headers)

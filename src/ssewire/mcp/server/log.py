@@ -13,6 +13,11 @@ server (the reference server's, the gateway's memory store) and keeps them withi
 
 Loss has one signal, `Gap`: a follower that needed an evicted event, or a stream that is no
 longer kept, is told so, and its reader is cut, never given a silent gap.
+
+One convention for what a server's streams hold and how they are written, the reference
+server's and the gateway's alike: an event is a JSON-RPC message's bytes (empty for the
+priming event), its id is `event_id` (``<stream>-<seq>``, unique in a session, read back by
+`parse_event_id`), and `written` frames it by the one encoder.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from collections.abc import AsyncGenerator, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
+
+from ..._encoder import raw_event_pieces
 
 # what an event and a stream cost besides their payloads (the tuples, the deque, the log)
 EVENT_COST, STREAM_COST = 200, 2048
@@ -175,3 +182,27 @@ async def follow(stream: Stream, after: int) -> AsyncGenerator[list[Entry], None
         if stream.done:
             return
         await stream.changed.wait()
+
+
+def event_id(stream: int, seq: int) -> str:
+    """The id of event ``seq`` of stream ``stream``: unique across a session's streams."""
+    return f"{stream}-{seq}"
+
+
+def parse_event_id(value: str) -> tuple[int, int] | None:
+    """``(stream, seq)`` of an id `event_id` wrote; None for any other, or for a ``seq`` below 1
+    (no event has it; ASCII digits only: ``str.isdigit`` also takes superscripts, which
+    ``int`` refuses)."""
+    stream, _, seq = value.strip().partition("-")
+    if len(value) < 40 and all(part.isascii() and part.isdigit() for part in (stream, seq)) and int(seq) >= 1:
+        return int(stream), int(seq)
+    return None
+
+
+def written(ident: str | None, data: bytes, *, retry_ms: int | None) -> list[bytes]:
+    """One stored event as the servers write it, in pieces (a message's bytes uncopied): an
+    event ``message`` under ``ident``; empty data is the priming event, an id to resume from
+    and the ``retry`` (in ms) to wait before."""
+    if not data:
+        return raw_event_pieces(b"", id=ident, retry=retry_ms)
+    return raw_event_pieces(data, event="message", id=ident)

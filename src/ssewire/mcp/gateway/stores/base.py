@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ...server.log import Gap as Gap
+from ...server.log import event_id as event_id  # the servers' one event-id scheme
+from ...server.log import parse_event_id as parse_event_id
 
 MAX_STORE_BYTES = 256 << 20  # room for 64 sessions' 4 MiB results at once
 MAX_EVENTS = 4096  # per stream: a long call's progress stays resumable for this many events
@@ -182,19 +184,6 @@ class Stored:
     event_id: str
     data: bytes
     arrived: float
-
-
-def event_id(stream: int, seq: int) -> str:
-    return f"{stream}-{seq}"
-
-
-def parse_event_id(value: str) -> tuple[int, int] | None:
-    """``(stream, seq)`` of an id this gateway wrote; None for any other (ASCII digits only:
-    ``str.isdigit`` also takes superscripts, which ``int`` refuses)."""
-    stream, _, seq = value.strip().partition("-")
-    if len(value) < 40 and all(part.isascii() and part.isdigit() for part in (stream, seq)):
-        return int(stream), int(seq)
-    return None
 
 
 class Store(Protocol):
