@@ -79,3 +79,27 @@ def test_a_rule_added_to_the_ladder_is_followed_by_every_server(monkeypatch):
             assert (refused.status_code, refused.json()["error"]["message"]) == (400, "no pings here"), name
             agent = client.post(base + "/mcp", content=ping, headers={**headers, "user-agent": "forbidden"})
             assert (agent.status_code, agent.json()["error"]["message"]) == (403, "no such agent"), name
+
+
+def test_a_check_added_to_the_front_is_made_on_every_path(monkeypatch):
+    """One front for the reference server, the gateway's sessions and its 2026-07-28
+    passthrough, and both sides of the bridge: a check added to it is made on all of them."""
+    import httpx
+
+    from ssewire.mcp.server.front import Front
+
+    trusted = Front.trusted
+
+    def no_probes(self, headers, scope):
+        return "x-probe" not in headers and trusted(self, headers, scope)
+
+    monkeypatch.setattr(Front, "trusted", no_probes)
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    modern = {**headers, "mcp-protocol-version": "2026-07-28", "mcp-method": "ping"}
+    with serve_all() as bases, httpx.Client(timeout=10) as client:
+        for name, base in bases.items():
+            for sent in (headers, modern):
+                assert client.post(base + "/mcp", content=ping, headers=sent).status_code != 403, name
+                refused = client.post(base + "/mcp", content=ping, headers={**sent, "x-probe": "1"})
+                assert refused.status_code == 403, (name, sent, refused.text)
