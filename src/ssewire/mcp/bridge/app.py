@@ -50,9 +50,9 @@ from ..server.budget import ByteBudget
 from ..server.front import Front, Handler, Request
 from ..server.quotas import Limits, Quotas
 from ..server.tools import LIST, ToolPolicy, tool_refused
-from .downstream import ClientGone, Reply, bridge_error, watched
+from .downstream import ClientGone, Refusal, Reply, bridge_error, watched
 from .limits import Settings
-from .to_sessions import Refusal, ToSessions
+from .to_sessions import ToSessions
 from .to_stateless import ToStateless
 from .upstream import Upstream
 

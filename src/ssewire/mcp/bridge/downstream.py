@@ -30,6 +30,16 @@ def bridge_error(ident: Any, kind: str, text: str, code: int = BRIDGE_ERROR) -> 
 KEEPALIVE = encode_comment("keep-alive") + b"\n"  # a comment line, then a blank one (no event)
 
 
+class Refusal(Exception):
+    """A downstream request answered with this JSON-RPC error (and HTTP status)."""
+
+    def __init__(
+        self, error: dict[str, Any], status: int = 200, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        super().__init__(error["error"]["message"])
+        self.error, self.status, self.headers = error, status, headers
+
+
 class ClientGone(Exception):
     """The downstream client stopped reading (a write waited past its deadline) or left."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..server.quotas import QuotaExceeded
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
 
 
@@ -35,3 +36,10 @@ class Settings:
     reconnects: int = 5  # an upstream stream re-opened at most this many times in a row
     reconnect_delay: float = 1.0
     max_bytes_in_flight: int | None = 256 << 20  # request bodies being read, over all clients
+
+
+def room_for(principal: str | None, held: list[str | None], settings: Settings) -> None:
+    """`QuotaExceeded` (429) when ``principal`` holds its share of the session table."""
+    limit = settings.max_sessions_per_principal
+    if limit is not None and held.count(principal) >= limit:
+        raise QuotaExceeded("sessions", limit, 5)

@@ -73,7 +73,6 @@ from ..protocol.codes import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
     METHOD_NOT_FOUND,
 )
 from ..protocol.handshake import DISCOVER
@@ -81,10 +80,9 @@ from ..protocol.params import Binding, InvalidAnnotation, bindings, mismatch
 from ..protocol.profiles import NEWEST, Profile
 from ..protocol.requests import name_of, notification
 from ..protocol.wire import META_CAPABILITIES
-from ..server.quotas import QuotaExceeded
 from ..server.sessions import SessionsFull, SessionTable
-from .downstream import ClientGone, Reply, bridge_error
-from .limits import Settings
+from .downstream import ClientGone, Refusal, Reply, bridge_error
+from .limits import Settings, room_for
 from .state import BadState, Sealer, owner_digest
 from .upstream import Upstream, UpstreamFailed
 
@@ -99,16 +97,6 @@ CACHEABLE = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
 CACHE_HINTS: dict[str, Any] = {"ttlMs": 0, "cacheScope": "private"}
-
-
-class Refusal(Exception):
-    """A downstream request answered with this JSON-RPC error (and HTTP status)."""
-
-    def __init__(
-        self, error: dict[str, Any], status: int = 200, headers: tuple[tuple[str, str], ...] = ()
-    ) -> None:
-        super().__init__(error["error"]["message"])
-        self.error, self.status, self.headers = error, status, headers
 
 
 @dataclass(eq=False)
@@ -260,7 +248,7 @@ class ToSessions:
     ) -> UpSession:
         session = self.sessions.use(owner)
         if session is None:
-            _room_for(principal, [s.principal for s in self.sessions.values()], self.settings)
+            room_for(principal, [s.principal for s in self.sessions.values()], self.settings)
             session = UpSession(owner, principal, client, caps, level)
             try:
                 dropped = self.sessions.add(owner, session)
@@ -813,13 +801,6 @@ def _why(failed: BaseException) -> str:
     return scrub_urls(f"{type(failed).__name__}: {text}" if text else type(failed).__name__)
 
 
-def _room_for(principal: str | None, held: list[str | None], settings: Settings) -> None:
-    """`QuotaExceeded` (429) when ``principal`` holds its share of the session table."""
-    limit = settings.max_sessions_per_principal
-    if limit is not None and held.count(principal) >= limit:
-        raise QuotaExceeded("sessions", limit, 5)
-
-
 def _offer(listener: Listener, item: dict[str, Any] | None, *, force: bool = False) -> bool:
     try:
         listener.queue.put_nowait(item)
@@ -854,19 +835,3 @@ def _complete(message: dict[str, Any], ident: Any, session: UpSession, method: s
             result["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: info}
         answer["result"] = result
     return answer
-
-
-def _passed_on(ident: Any, failed: UpstreamFailed, error_status: int | None = None) -> Refusal:
-    """The upstream's refusal of a call: its JSON-RPC error as it came (with the client's
-    id; under its status, or ``error_status`` when the client's revision puts errors under
-    another), else an error naming its status."""
-    body = failed.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        status = error_status if error_status is not None else failed.status or 200
-        return Refusal({"jsonrpc": "2.0", "id": ident, "error": body["error"]}, status)
-    return Refusal(
-        bridge_error(
-            ident, failed.kind, str(failed), INVALID_REQUEST if failed.status == 400 else INTERNAL_ERROR
-        ),
-        502,
-    )

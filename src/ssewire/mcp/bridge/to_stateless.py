@@ -48,15 +48,20 @@ from ..protocol.bridging import (
     STATELESS_ONLY,
     is_input_required,
 )
-from ..protocol.codes import INVALID_PARAMS, METHOD_NOT_FOUND, SESSION_NOT_FOUND
+from ..protocol.codes import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    SESSION_NOT_FOUND,
+)
 from ..protocol.handshake import DISCOVER
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
 from ..protocol.requests import post_headers, request
 from ..protocol.wire import METHOD, NAME, NAME_FIELDS
 from ..server.sessions import SessionsFull, SessionTable
-from .downstream import Reply, bridge_error
-from .limits import Settings
-from .to_sessions import Refusal, _passed_on, _room_for
+from .downstream import Refusal, Reply, bridge_error
+from .limits import Settings, room_for
 from .upstream import Upstream, UpstreamFailed, batches, refuse_status
 
 # a client with sessions reads a JSON-RPC error under 200, as any answer: a 404 would tell it
@@ -151,7 +156,7 @@ class ToStateless:
     # -- initialize ----------------------------------------------------------------------
 
     async def initialize(self, message: dict[str, Any], principal: str | None) -> tuple[dict[str, Any], str]:
-        _room_for(principal, [s.principal for s in self.sessions.values()], self.settings)  # before going up
+        room_for(principal, [s.principal for s in self.sessions.values()], self.settings)  # before going up
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         asked = named(
@@ -165,7 +170,7 @@ class ToStateless:
         try:
             response = await self.upstream.exchange(headers, body, until=until)
         except UpstreamFailed as failed:
-            raise _passed_on(message.get("id"), failed, SESSION_ERROR_STATUS) from None
+            raise _passed_on(message.get("id"), failed) from None
         result = response.get("result") if isinstance(response, dict) else None
         if not isinstance(result, dict):
             error = response.get("error") if isinstance(response, dict) else None
@@ -292,7 +297,7 @@ class ToStateless:
                 try:
                     await refuse_status(answer, deadline)
                 except UpstreamFailed as failed:
-                    raise _passed_on(ident, failed, SESSION_ERROR_STATUS) from None
+                    raise _passed_on(ident, failed) from None
                 result = await self._read(answer, body["id"], ident, reply, deadline)
             finally:
                 await answer.aclose()
@@ -500,3 +505,18 @@ def _header_value(value: str) -> str:
     if value.isascii() and value.isprintable() and value == value.strip():
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def _passed_on(ident: Any, failed: UpstreamFailed) -> Refusal:
+    """The upstream's refusal of a call: its JSON-RPC error as it came (with the client's id,
+    under 200: a client with sessions reads a 404 as its session gone, which the stateless
+    upstream never meant), else an error naming its status."""
+    body = failed.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return Refusal({"jsonrpc": "2.0", "id": ident, "error": body["error"]}, SESSION_ERROR_STATUS)
+    return Refusal(
+        bridge_error(
+            ident, failed.kind, str(failed), INVALID_REQUEST if failed.status == 400 else INTERNAL_ERROR
+        ),
+        502,
+    )
