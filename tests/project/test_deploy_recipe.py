@@ -35,6 +35,7 @@ import pytest
 
 from ssewire.mcp.client import Client, RPCError
 from tests.support import ROOT
+from tests.support.mcp_helpers import INITIALIZE
 from tests.support.nginx import nginx_binary
 from tests.support.processes import accepts, free_port, listening, stop
 from tests.support.redis_server import redis_binary, redis_server
@@ -258,17 +259,7 @@ async def _in_flight(run: Deployment, progress: list[float], stopping: threading
 def test_a_call_with_a_token_of_the_recipe_is_served_through_nginx(deployment):
     assert call(deployment, "through nginx") == "through nginx"
     bob = {**deployment.headers("bob"), "Accept": "application/json, text/event-stream"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    assert httpx.post(deployment.url, json=initialize, headers=bob, timeout=10).status_code == 200
+    assert httpx.post(deployment.url, json=INITIALIZE, headers=bob, timeout=10).status_code == 200
 
 
 def test_without_a_token_the_request_is_refused_401(deployment):

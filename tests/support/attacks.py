@@ -39,6 +39,7 @@ import orjson
 
 from ssewire import Decoder
 from ssewire.mcp.reference import ReferenceServer
+from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import accepts, free_port, stop
 
 MIB = 1 << 20
@@ -225,18 +226,6 @@ def post_headers(principal: str | None, sid: str | None = None) -> dict[str, str
     if sid is not None:
         headers |= {"Mcp-Session-Id": sid, "MCP-Protocol-Version": VERSION}
     return headers
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": VERSION,
-        "capabilities": {},
-        "clientInfo": {"name": "attack", "version": "1"},
-    },
-}
 
 
 def initialize(http: httpx.Client, url: str, principal: str | None) -> httpx.Response:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from tests.support.mcp_helpers import INITIALIZE
+
 MIB = 1 << 20
 BOTH = "application/json, text/event-stream"
 START_DEADLINE = 30.0
@@ -72,13 +74,7 @@ def peak_memory(pid: int) -> int:
 
 
 def initialize(client: httpx.Client, url: str, ident: int = 0) -> httpx.Response:
-    message = {
-        "jsonrpc": "2.0",
-        "id": ident,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "flood"}},
-    }
-    return client.post(url, json=message, headers={"accept": BOTH})
+    return client.post(url, json={**INITIALIZE, "id": ident}, headers={"accept": BOTH})
 
 
 @dataclass

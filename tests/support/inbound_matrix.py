@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 import httpx
 
+from tests.support.mcp_helpers import INITIALIZE
+
 FORMAT = "ssewire-inbound-matrix/1"
 VERSION = "2025-11-25"
 MODERN = "2026-07-28"
@@ -54,11 +56,7 @@ def padded(size: int) -> bytes:
 
 PING = rpc(id=1, method="ping")
 LIST = rpc(id=1, method="tools/list")
-INITIALIZE = rpc(
-    id=0,
-    method="initialize",
-    params={"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "matrix", "version": "1"}},
-)
+INITIALIZE_BODY = json.dumps(INITIALIZE).encode()
 PREFLIGHT = {"origin": "http://localhost", "access-control-request-method": "GET"}
 DEEP = PING[:-1] + b', "params": ' + b"[" * 5000 + b"]" * 5000 + b"}"  # past both parsers' depth
 
@@ -125,9 +123,9 @@ CASES = [
     Case("method_unknown", "POST", {}, rpc(id=1, method="no/such/method"), S),
     Case("server_discover_no_session", "POST", {}, rpc(id=1, method="server/discover")),
     # initialize and sessions
-    Case("initialize_no_session", "POST", {}, INITIALIZE),
+    Case("initialize_no_session", "POST", {}, INITIALIZE_BODY),
     Case("initialize_notification", "POST", {}, rpc(method="initialize", params={})),
-    Case("initialize_unknown_version", "POST", {}, INITIALIZE.replace(VERSION.encode(), b"1999-01-01")),
+    Case("initialize_unknown_version", "POST", {}, INITIALIZE_BODY.replace(VERSION.encode(), b"1999-01-01")),
     Case("tools_list_no_session", "POST", {}, LIST),
     Case("tools_list_unknown_session", "POST", {"mcp-session-id": UNKNOWN_SID}, LIST),
     Case("tools_list_valid_session", "POST", {}, LIST, S),
@@ -189,7 +187,7 @@ CASES = [
 
 def open_session(client: httpx.Client, url: str) -> str:
     """Initialize, then notifications/initialized: the session id."""
-    sid = client.post(url, headers=DEFAULTS["POST"], content=INITIALIZE).headers["mcp-session-id"]
+    sid = client.post(url, headers=DEFAULTS["POST"], content=INITIALIZE_BODY).headers["mcp-session-id"]
     headers = {**DEFAULTS["POST"], "mcp-session-id": sid, "mcp-protocol-version": VERSION}
     client.post(url, headers=headers, content=rpc(method="notifications/initialized"))
     return sid

@@ -74,6 +74,7 @@ from tests.support.attacks import (
     within,
 )
 from tests.support.faultproxy import Cut, fault_proxy
+from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import free_port, stop
 from tests.support.redis_server import controlled_redis
 
@@ -737,7 +738,9 @@ def test_redis_down_at_initialize_is_a_503_and_the_upstream_session_is_closed():
         assert answer.headers.get("retry-after", "").isdigit()
         assert kind.startswith("application/json"), answer.text
         body = answer.json()
-        assert body.get("jsonrpc") == "2.0" and body["error"]["code"] < 0 and body.get("id") == 0, body
+        assert (
+            body.get("jsonrpc") == "2.0" and body["error"]["code"] < 0 and body.get("id") == INITIALIZE["id"]
+        ), body
         assert opened, "the gateway opened no upstream session"
         assert opened[-1] in deleted, f"no DELETE of the upstream session: {spy.requests}"
         assert left == 0, f"{left} upstream sessions left open"

@@ -40,11 +40,11 @@ import pytest
 
 from ssewire import Decoder
 from ssewire.mcp.transport.serving import running
+from tests.support.faultproxy import round_robin
 from tests.support.gateway_runs import POST, countdown, messages, session
 from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import accepts, free_port, stop
 from tests.support.redis_server import redis_server
-from tests.support.round_robin import round_robin
 
 RESTARTS = int(os.environ.get("SSEWIRE_RESTARTS", "10"))
 SESSIONS = 3  # concurrent SDK client sessions through the front

@@ -18,7 +18,7 @@ import pytest
 
 from ssewire import Decoder
 from ssewire.mcp.client import Client, RPCError
-from tests.support.failover import failover
+from tests.support.faultproxy import failover
 from tests.support.gateway_runs import POST, countdown, messages, session
 from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import free_port, listening

@@ -24,6 +24,7 @@ from ssewire.mcp.protocol.wire import BOTH, JSON, META_CAPABILITIES, META_VERSIO
 from ssewire.mcp.server.quotas import Limits
 from ssewire.mcp.transport.serving import running
 from tests.support.gateway_runs import gateway_over
+from tests.support.mcp_helpers import INITIALIZE
 from tests.support.sdk_fixture_server import fixture_app
 from tests.support.tokens import as_principal, token_auth
 from tests.support.ts_servers import ts_server
@@ -252,18 +253,8 @@ def test_an_unknown_version_gets_the_gateways_32022_with_what_it_supports(record
 
 
 def test_an_initialize_with_an_unknown_version_header_still_opens_a_session(sdk, http):
-    opening = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     sent = {"Accept": BOTH, "Content-Type": JSON, "MCP-Protocol-Version": "2099-01-01"}
-    answer = http.post(sdk[1], json=opening, headers=sent)
+    answer = http.post(sdk[1], json=INITIALIZE, headers=sent)
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["protocolVersion"] == "2025-11-25"
     http.delete(sdk[1], headers={"Mcp-Session-Id": answer.headers["mcp-session-id"]})
