@@ -33,7 +33,12 @@ from ssewire.mcp.transport.serving import running
 from tests.support.mcp_helpers import run_cli
 from tests.support.sdk_servers import probe_app
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# one worker (xdist_group): the module's reports (about 35 s of probing) are made once
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.xdist_group("probe_sdk"),
+    pytest.mark.slow,
+]
 
 MODERN, LEGACY = NEWEST.name, NEWEST_WITH_SESSIONS.name
 D, N = "detected", "not-checked"  # every diagnostic not named in a row is expected to pass

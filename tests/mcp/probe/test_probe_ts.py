@@ -32,6 +32,10 @@ from tests.support.ts_servers import (
     ts_server,  # installs the pinned SDK, or skips (fails under SSEWIRE_REQUIRE_NODE=1)
 )
 
+# one worker (xdist_group): the module's TypeScript servers and reports (about 25 s) are made
+# once
+pytestmark = [pytest.mark.xdist_group("probe_ts"), pytest.mark.slow]
+
 D, N = "detected", "not-checked"  # a diagnostic not named in a row is expected to pass
 COMMON = {
     "transport.cors-expose-headers-missing": N,

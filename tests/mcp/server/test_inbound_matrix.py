@@ -6,6 +6,9 @@ import pytest
 
 from tests.support.inbound_matrix import BY_PROFILE, CASES, EXPECTED, run_all, serve_both
 
+# one worker (xdist_group): the module's matrix of both servers is run once
+pytestmark = pytest.mark.xdist_group("inbound_matrix")
+
 
 @pytest.fixture(scope="module")
 def answers():
