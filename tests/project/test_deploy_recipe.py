@@ -40,7 +40,9 @@ from tests.support.nginx import nginx_binary
 from tests.support.processes import accepts, free_port, listening, stop
 from tests.support.redis_server import redis_binary, redis_server
 
-pytestmark = pytest.mark.timeout(180)
+# one worker (xdist_group): the module's deployment (nginx, Redis, two replicas, an upstream)
+# is started once
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("deploy_recipe")]
 
 PAGE = ROOT / "docs" / "deploy.md"
 HOST = "mcp.example.com"  # the recipe's public name (--allow-host, server_name)

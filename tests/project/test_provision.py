@@ -96,6 +96,9 @@ def test_an_unreachable_registry_is_named_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv(
         "npm_config_cache", str(tmp_path / "empty-cache")
     )  # no cached tarballs to fall back on
+    # npm_ci's one retry, after 0.1 s rather than npm's default 10 s: refused again at once
+    monkeypatch.setenv("npm_config_fetch_retry_mintimeout", "100")
+    monkeypatch.setenv("npm_config_fetch_retry_maxtimeout", "100")
     reason = npm_ci(_project(tmp_path), npm=shutil.which("npm"), timeout=120)
     assert reason is not None and "\n" not in reason
     assert "failed" in reason and f"127.0.0.1:{port}" in reason, reason

@@ -159,3 +159,12 @@ def test_the_changelog_counts_what_the_registries_hold():
     text = (ROOT / "CHANGELOG.md").read_text()
     assert re.findall(r"(\d+) diagnostics", text) == [str(len(CATALOGUE))]
     assert re.findall(r"(\d+) switchable faults", text) == [str(len(FAULTS))]
+
+
+def test_the_readme_says_how_many_processes_the_tests_run_on():
+    from tests.conftest import WORKERS
+
+    assert f"The tests run on {WORKERS} processes at once (pytest-xdist" in (ROOT / "README.md").read_text()
+    assert any(
+        req.startswith("pytest-xdist") for req in PYPROJECT["project"]["optional-dependencies"]["test"]
+    )

@@ -240,11 +240,13 @@ class FaultProxy:
         server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
-        async with server:
-            await self._stop.wait()
+        await self._stop.wait()
+        server.close()  # no new connection; then the open ones end
         for task in list(self._handlers):
             task.cancel()
         await asyncio.gather(*self._handlers, return_exceptions=True)
+        with contextlib.suppress(asyncio.TimeoutError):  # 3.12 waits for the connections closed
+            await asyncio.wait_for(server.wait_closed(), 5)
 
     def run(self) -> None:
         try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import httpx
 
 from tests.support.mcp_helpers import INITIALIZE
+from tests.support.processes import free_port
 
 MIB = 1 << 20
 BOTH = "application/json, text/event-stream"
@@ -36,9 +37,7 @@ class Served:
 @contextlib.contextmanager
 def serve(*options: str) -> Iterator[Served]:
     """``ssewire serve`` on 127.0.0.1 with ``options``, in its own process; stopped after."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "ssewire", "serve", "--port", str(port), *options],
         stderr=subprocess.DEVNULL,

@@ -60,6 +60,7 @@ def test_a_hostile_server_ends_the_call_explicitly_within_the_limit(mode):
         assert server.bytes_sent < 4 * DEFAULT_MAX_MESSAGE_SIZE  # it stopped reading soon after
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_the_probe_against_a_hostile_server_ends_with_a_report_within_the_limit(mode):
     """The probe's time budget here is 4 x DEADLINE a run (hostile_child): a drip or a flood

@@ -10,6 +10,8 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import ROOT
 from tests.support.faultproxy import Cut
 from tests.support.resets import (
@@ -33,6 +35,7 @@ def parse_reference_id(event_id: str):
     return (stream, int(seq)) if stream.isdigit() and seq.isdigit() else None
 
 
+@pytest.mark.slow
 def test_500_resets_across_4_mib_results_deliver_every_result_once_and_whole(capsys):
     """Tool calls' answers and their resumptions are cut at random offsets (inside the
     4 MiB event, a CRLF or a character, wherever it falls) until 500 resets happened; the
@@ -77,6 +80,7 @@ def test_a_cut_before_any_event_id_is_reported_not_replayed():
     assert tally.client["resumptions"] == 0
 
 
+@pytest.mark.slow
 def test_an_evicting_store_surfaces_as_unsafe_never_as_a_torn_result():
     """A store of 2 events: a cut before the result leaves the cursor evicted; the server
     refuses with 409, and the client raises instead of delivering anything."""
@@ -127,6 +131,7 @@ def _script_measures() -> tuple[str, ...]:
     return script.MEASURES
 
 
+@pytest.mark.slow
 def test_the_reset_table_script_prints_a_column_per_client_and_a_row_per_outcome():
     run = subprocess.run(
         [sys.executable, "scripts/reset_table.py", "--resets", "20", "--print"],

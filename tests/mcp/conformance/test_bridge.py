@@ -24,7 +24,8 @@ from tests.support import conformance
 from tests.support.revision_fixtures import only_sessions, only_stateless
 from tests.support.sdk_fixture_server import fixture_app
 
-pytestmark = pytest.mark.timeout(600)
+# one worker (xdist_group): the module's bridged upstream (about 10 s) is started once
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("conformance_bridge")]
 
 # upstream revision -> (the clients' revision, the wrapper making the fixture speak it only)
 DIRECTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {

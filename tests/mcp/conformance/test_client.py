@@ -12,7 +12,7 @@ import pytest
 from tests.mcp.conformance.conftest import VERDICTS
 from tests.support import conformance
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 DRIVER = [sys.executable, "-m", "tests.support.conformance_client"]
 

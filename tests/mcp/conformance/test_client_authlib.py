@@ -14,7 +14,7 @@ import pytest
 from tests.mcp.conformance.conftest import VERDICTS
 from tests.support import conformance
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
 DRIVER = [sys.executable, "-m", "tests.support.conformance_client"]
 TARGET = "ssewire Client (auth: authlib)"

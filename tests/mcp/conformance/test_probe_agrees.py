@@ -22,7 +22,11 @@ from tests.support.gateway_runs import gateway_over
 from tests.support.modern_faults import FAULTY
 from tests.support.sdk_fixture_server import fixture_app
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.slow,
+]
 
 REVISION = "2026-07-28"
 SCENARIOS = ("server-stateless", "http-custom-header-server-validation")  # where the suite judges these

@@ -78,7 +78,13 @@ from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import free_port, stop
 from tests.support.redis_server import controlled_redis
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's")
+# one worker runs them all (xdist_group): the module's upstream is started
+# once, and the report (SSEWIRE_ATTACK_REPORT) holds every row, written by one process
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's"),
+    pytest.mark.xdist_group("attacks"),
+    pytest.mark.slow,
+]
 
 SLACK = 3.0  # seconds a deadline may be overrun by (2 cores, a loaded CI)
 RSS_SLACK = 100 * MIB  # what the gateway may hold beyond its budget: buffers, the allocator

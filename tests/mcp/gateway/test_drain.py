@@ -46,6 +46,10 @@ from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import accepts, free_port, stop
 from tests.support.redis_server import redis_server
 
+# one worker runs them in order (xdist_group): SSEWIRE_DRAIN_FIGURES is begun by the first and
+# added to by the others
+pytestmark = [pytest.mark.xdist_group("drain"), pytest.mark.slow]
+
 RESTARTS = int(os.environ.get("SSEWIRE_RESTARTS", "10"))
 SESSIONS = 3  # concurrent SDK client sessions through the front
 DRAIN = 10.0  # --drain of each replica (s)

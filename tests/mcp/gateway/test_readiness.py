@@ -115,6 +115,7 @@ def test_readyz_names_the_store_while_redis_is_stopped_and_is_ready_once_it_is_b
         assert back.status_code == 200 and back.json() == READY, back.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("form", "named"), [("config", "servers/a"), ("one upstream", "upstream")])
 def test_readyz_names_a_stopped_upstream_and_is_ready_once_it_is_back(tmp_path, form, named):
     """An upstream that answered within 10 s counts as ready; stopped, the gateway's probe

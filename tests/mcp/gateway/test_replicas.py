@@ -97,6 +97,7 @@ def test_a_replica_stalled_past_its_lease_leaves_the_call_whole_and_unwinds_with
     assert "Traceback" not in text, text[-2000:]
 
 
+@pytest.mark.slow
 def test_a_replica_killed_mid_call_leaves_every_call_intact_or_an_explicit_error(upstream, redis_url):
     a, b = free_port(), free_port()
     rng = random.Random(2026)

@@ -22,6 +22,9 @@ from ssewire.mcp.probe.driver import run_probe
 from ssewire.mcp.reference.server import ReferenceServer
 from ssewire.mcp.transport.serving import running
 
+# one worker (xdist_group): the module's probed intermediaries are set up once
+pytestmark = pytest.mark.xdist_group("intermediaries")
+
 SSE = {"content-type": "text/event-stream", "transfer-encoding": "chunked"}
 NGINX = {**SSE, "server": "nginx/1.22.1"}
 

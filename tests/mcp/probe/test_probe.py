@@ -27,6 +27,9 @@ from ssewire.mcp.reference.server import ReferenceServer
 from ssewire.mcp.transport.serving import running
 from tests.support import ROOT
 
+# one worker (xdist_group): the module's fault reports (about 30 s of probing) are made once
+pytestmark = [pytest.mark.xdist_group("probe"), pytest.mark.slow]
+
 TOOLS = ("countdown", "structured")
 FAST = {"keepalive": 0.25, "countdown_delay": 0.02}
 

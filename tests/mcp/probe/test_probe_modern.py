@@ -27,7 +27,11 @@ from ssewire.mcp.protocol.profiles import NEWEST
 from ssewire.mcp.transport.serving import running
 from tests.support.modern_faults import FAULTY, param_app
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# one worker (xdist_group): the module's probed servers are set up once
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.xdist_group("probe_modern"),
+]
 
 MODERN = NEWEST.name
 NEW = (

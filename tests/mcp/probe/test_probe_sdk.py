@@ -33,7 +33,12 @@ from ssewire.mcp.transport.serving import running
 from tests.support.mcp_helpers import run_cli
 from tests.support.sdk_servers import probe_app
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# one worker (xdist_group): the module's reports (about 35 s of probing) are made once
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.xdist_group("probe_sdk"),
+    pytest.mark.slow,
+]
 
 MODERN, LEGACY = NEWEST.name, NEWEST_WITH_SESSIONS.name
 D, N = "detected", "not-checked"  # every diagnostic not named in a row is expected to pass
@@ -90,9 +95,10 @@ def _probe(mode: dict, **options):
 
 @pytest.fixture(scope="module")
 def reports():
-    jobs = {name: (mode, {"idle_check": 1.0}) for name, (mode, _, _) in MODES.items()}  # no options
+    # the 16 s window first: it waits while the short ones run beside it, not after them
+    jobs = {"long-idle-window": ({}, {"profile": LEGACY, "idle_check": 16.0})}
+    jobs |= {name: (mode, {"idle_check": 1.0}) for name, (mode, _, _) in MODES.items()}  # no options
     jobs["pinned"] = (MODES[PINNED][0], {"profile": LEGACY, "idle_check": 1.0})
-    jobs["long-idle-window"] = ({}, {"profile": LEGACY, "idle_check": 16.0})
     with ThreadPoolExecutor(3) as pool:
         done = pool.map(lambda item: _probe(item[0], **item[1]), jobs.values())
         return dict(zip(jobs, done, strict=True))

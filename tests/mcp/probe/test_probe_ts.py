@@ -32,6 +32,10 @@ from tests.support.ts_servers import (
     ts_server,  # installs the pinned SDK, or skips (fails under SSEWIRE_REQUIRE_NODE=1)
 )
 
+# one worker (xdist_group): the module's TypeScript servers and reports (about 25 s) are made
+# once
+pytestmark = [pytest.mark.xdist_group("probe_ts"), pytest.mark.slow]
+
 D, N = "detected", "not-checked"  # a diagnostic not named in a row is expected to pass
 COMMON = {
     "transport.cors-expose-headers-missing": N,
@@ -66,8 +70,9 @@ def _probe(flags: list[str], idle_check: float):
 
 @pytest.fixture(scope="module")
 def reports():
-    jobs = {name: (flags, 1.0) for name, (flags, _) in MODES.items()}
-    jobs["long-idle-window"] = ([], 16.0)
+    # the 16 s window first: it waits while the short ones run beside it, not after them
+    jobs = {"long-idle-window": ([], 16.0)}
+    jobs |= {name: (flags, 1.0) for name, (flags, _) in MODES.items()}
     with ThreadPoolExecutor(3) as pool:
         done = pool.map(lambda job: _probe(*job), jobs.values())
         return dict(zip(jobs, done, strict=True))

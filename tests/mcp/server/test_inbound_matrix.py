@@ -11,6 +11,9 @@ from tests.support.inbound_matrix import BY_PROFILE, BY_SERVER, CASES, EXPECTED,
 SESSION_SERVERS = ("reference", "gateway", "bridge")
 STATELESS_FRONTS = ("gateway", "bridge-stateless")  # the gateway's 2026-07-28 path is its passthrough
 
+# one worker (xdist_group): the module's matrix of both servers is run once
+pytestmark = pytest.mark.xdist_group("inbound_matrix")
+
 
 @pytest.fixture(scope="module")
 def answers():

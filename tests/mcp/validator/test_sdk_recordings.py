@@ -23,7 +23,11 @@ from ssewire.mcp.transport.record import Recorder
 from tests.support.sdk_servers import MemoryEventStore
 from tests.support.uvicorn_servers import uvicorn_server
 
-pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+# one worker (xdist_group): the module's SDK recordings are made once
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:The logging capability is deprecated"),
+    pytest.mark.xdist_group("sdk_recordings"),
+]
 
 BOTH = "application/json, text/event-stream"
 JSON_BODY = {"Content-Type": "application/json"}  # the SDK answers 400 to a POST without it
