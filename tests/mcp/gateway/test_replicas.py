@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from ssewire import Decoder
-from ssewire.mcp.client import Client, RPCError
+from ssewire.mcp.client import Client, RPCError, StreamBroken
 from tests.support.faultproxy import failover
 from tests.support.gateway_runs import POST, countdown, messages, session
 from tests.support.mcp_helpers import INITIALIZE
@@ -154,6 +154,9 @@ async def _call(url: str, kill: threading.Timer) -> str:
                 failed.error
             )
             return "duplicated" if len(progress) != len(set(progress)) else "explicit error"
+        except StreamBroken as broken:  # killed before its answer began: the client says so, never resends
+            assert "before an answer" in str(broken), broken
+            return "explicit error"
         except asyncio.TimeoutError:
             return "hung"
         finally:
