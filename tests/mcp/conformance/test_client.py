@@ -12,7 +12,10 @@ import pytest
 from tests.mcp.conformance.conftest import VERDICTS
 from tests.support import conformance
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+# one worker runs these one after another (xdist_group): each conformance client run starts
+# dozens of client processes at once, and the drain tests' deadlines must not share the cores
+# with them (beside each other, under load, clients missed the suite's deadlines)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 DRIVER = [sys.executable, "-m", "tests.support.conformance_client"]
 
