@@ -30,9 +30,10 @@ settings.load_profile(os.environ.get("SSEWIRE_HYPOTHESIS_PROFILE", "default"))
 # Most of the suite waits (on servers, subprocesses, deadlines) rather than computes, so more
 # workers than cores pay. Measured on 2 cores, the whole suite with nginx and Redis: 4 workers
 # 5 min 34 s, 6 workers 4 min 14 s, 8 workers 5 min 42 s (each worker collects the suite again,
-# about 13 s of CPU, and the timing-bound tests share the cores with more neighbours). 4: with 6,
-# the official suite's parallel client scenarios missed their deadlines once in a loaded run.
-WORKERS = 4
+# about 13 s of CPU, and the timing-bound tests share the cores with more neighbours). The
+# official suite's client runs and the drain tests are one group (xdist_group "processes"): side
+# by side, under load, the clients' dozens of processes made them miss their deadlines.
+WORKERS = 6
 
 
 @pytest.hookimpl(tryfirst=True)
