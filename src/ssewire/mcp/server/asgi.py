@@ -277,10 +277,6 @@ def host_name(host: str | None) -> str | None:
     return (host.rsplit(":", 1)[0] if not host.endswith("]") else host).lower()
 
 
-def loopback_host(host: str | None) -> bool:
-    return host_name(host) in LOOPBACK
-
-
 def loopback_origin(origin: str) -> bool:
     parts = urlsplit(origin)
     return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK
