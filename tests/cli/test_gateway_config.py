@@ -122,6 +122,22 @@ CASES = {
         server(body=f'upstream = "{URL}"\n[servers.search.limits]\nsessions = "many"\n'),
         ["servers.search.limits.sessions"],
     ),
+    "reissue an unknown word": (
+        server(body=f'upstream = "{URL}"\nreissue = "always"\n'),
+        ["servers.search.reissue", "off"],
+    ),
+    "reissue an unknown key": (
+        server(body=f'upstream = "{URL}"\nreissue = {{ tool = ["a"] }}\n'),
+        ["servers.search.reissue"],
+    ),
+    "reissue.annotations not a boolean": (
+        server(body=f'upstream = "{URL}"\nreissue = {{ annotations = "yes" }}\n'),
+        ["servers.search.reissue.annotations"],
+    ),
+    "reissue.never a string": (
+        server(body=f'upstream = "{URL}"\nreissue = {{ never = "wipe" }}\n'),
+        ["servers.search.reissue.never"],
+    ),
     "servers not a table": ("servers = 3\n", ["servers"]),
     "no servers": ("", ["servers"]),
     "a server not a table": ("[servers]\nsearch = 1\n", ["servers.search"]),
@@ -258,3 +274,31 @@ def test_help_shows_every_default():
         assert option in blocks, f"{option} is not in --help"
         assert shown in blocks[option], f"{option}: {blocks[option]}"
     assert "--config" in blocks and "--upstream" in blocks
+
+
+def test_a_routes_reissue_policy_is_read_as_written(tmp_path):
+    from ssewire.mcp.gateway.config import load
+    from ssewire.mcp.protocol.reissue import OFF, SAFE_TOOLS, ReissuePolicy
+
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        server("plain")
+        + server("none", f'upstream = "{URL}"\nreissue = "off"\n')
+        + server(
+            "chosen",
+            f'upstream = "{URL}"\nreissue = {{ annotations = false, tools = ["a"], never = ["b"] }}\n',
+        )
+    )
+    routes = {route.name: route.reissue for route in load(path)}
+    assert routes == {
+        "plain": SAFE_TOOLS,
+        "none": OFF,
+        "chosen": ReissuePolicy(annotations=False, tools=frozenset({"a"}), never=frozenset({"b"})),
+    }
+
+
+def test_reissue_on_the_command_line_is_for_the_one_upstream_form_only(tmp_path):
+    path = tmp_path / "gateway.toml"
+    path.write_text(server())
+    code, err = gateway("--config", str(path), "--reissue", "off")
+    assert code == 2 and "--reissue: give it per route in the config file" in err, err

@@ -51,6 +51,14 @@ def add_parser(commands: Any) -> None:
         help="the one revision the upstream speaks (2025-11-25 or 2026-07-28): clients of the other "
         "are served through a revision bridge (default: none, every client relayed as it speaks)",
     )
+    parser.add_argument(
+        "--reissue",
+        choices=("annotations", "off"),
+        default="annotations",
+        help="a tool call whose answer broke beyond resumption is sent again only if the upstream "
+        "lists the tool as read-only, or idempotent and not destructive (annotations, the default), "
+        "or never (off); a config file says it per route (reissue)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
     parser.add_argument("--port", type=int, default=8080, help="the port to bind")
     parser.add_argument(
@@ -246,20 +254,25 @@ def run(args: argparse.Namespace) -> int:
 def _routes(args: argparse.Namespace) -> list[Any]:
     """The routes: the config file's, or the one of ``--upstream`` (``default``, at /mcp)."""
     from ..mcp.gateway.config import Route, load
+    from ..mcp.protocol.reissue import OFF, SAFE_TOOLS
 
     if args.config is None:
         if not args.upstream.startswith(("http://", "https://")):
             raise InputError("--upstream must be an http(s) URL")  # never echoed: it may hold a secret
         headers = header_options(args.upstream_header, args.upstream_header_env, "--upstream-header")
-        return [Route("default", args.upstream, revision=args.upstream_revision, headers=headers)]
+        reissue = OFF if args.reissue == "off" else SAFE_TOOLS
+        return [
+            Route("default", args.upstream, revision=args.upstream_revision, headers=headers, reissue=reissue)
+        ]
     flags = {
+        "--reissue": args.reissue != "annotations",
         "--upstream-revision": args.upstream_revision,
         "--upstream-header": args.upstream_header,
         "--upstream-header-env": args.upstream_header_env,
     }
     given = [flag for flag, value in flags.items() if value]
     if given:
-        raise InputError(f"{given[0]}: give it per route in the config file (revision, headers_env)")
+        raise InputError(f"{given[0]}: give it per route in the config file (revision, headers_env, reissue)")
     return load(args.config)
 
 
@@ -312,13 +325,17 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         serve_metrics=False,
         serve_health=False,
         tools=route.tools,
+        reissue=route.reissue,
         principals=route.principals,
         telemetry=_telemetry(route.name),
         **options,
     )
     if route.revision is not None:  # the route's tool policy and principals on the bridge too
         app = _bridged(
-            app, route.revision, {**shared, "tools": route.tools, "principals": route.principals}, path
+            app,
+            route.revision,
+            {**shared, "tools": route.tools, "principals": route.principals, "reissue": route.reissue},
+            path,
         )
     return app
 

@@ -20,6 +20,8 @@ KEYS = [
     "resets",
     "reinitializations",
     "reissues",
+    "reissue_reasons",
+    "repeated_progress",
     "idle_timeouts",
     "keepalives",
     "get_failures",
@@ -32,7 +34,7 @@ KEYS = [
     "torn_discarded",
     "unsafe_resumptions",
 ]
-COUNTERS = KEYS[3:13]
+COUNTERS = [key for key in KEYS[3:15] if key != "reissue_reasons"]  # the client's own counts
 
 
 @pytest.fixture
@@ -43,8 +45,10 @@ def guard() -> ResumptionGuard:
 def test_a_fresh_session_counts_nothing_under_the_statistics_keys(guard):
     figures = ClientStats().as_dict(guard, now=0.0)
     assert list(figures) == KEYS
-    assert all(figures[key] == 0 for key in KEYS if key not in ("ttfb_s", "progress_gaps_s"))
-    assert figures["ttfb_s"] == [] and figures["progress_gaps_s"] == []
+    assert all(
+        figures[key] == 0 for key in KEYS if key not in ("ttfb_s", "progress_gaps_s", "reissue_reasons")
+    )
+    assert figures["ttfb_s"] == [] and figures["progress_gaps_s"] == [] and figures["reissue_reasons"] == {}
     assert FIGURES_KEPT == SESSION_FIGURES_KEPT == 1024  # one constant, still importable where it was
 
 

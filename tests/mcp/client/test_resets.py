@@ -68,15 +68,17 @@ def test_nine_connections_in_ten_cut_and_every_call_completes_once():
 
 
 def test_a_cut_before_any_event_id_is_reported_not_replayed():
-    """Nothing to resume from and a request not declared idempotent: the call fails
-    (do-not-replay); nothing torn is delivered and nothing is sent twice."""
+    """Nothing to resume from and a tool the server does not annotate as safe to repeat:
+    the call fails (do-not-replay); nothing torn is delivered and nothing is sent twice.
+    The first break lists the tools once, to learn that (the verdict is then kept)."""
 
     def plan(n: int, head: bytes) -> Cut | None:
         return Cut(at=150) if answers_a_tool_call(head) else None  # the headers or the priming event
 
     tally, proxied = through_proxy(ssewire_client(), plan, calls=5)
     assert tally.counts() == {**dict.fromkeys(BAD, 0), "intact": 0, "no_answer": 5}
-    assert proxied.connections == 2 + 5 + 1  # initialize, initialized, one POST a call, DELETE
+    # initialize, initialized, one POST a call, one tools/list (the annotations), DELETE
+    assert proxied.connections == 2 + 5 + 1 + 1
     assert tally.client["resumptions"] == 0
 
 

@@ -38,6 +38,7 @@ from ..protocol.bridging import REMOVED_IN_STATELESS, STATELESS_ERROR_STATUS, ST
 from ..protocol.codes import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import NEWEST, resolve
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import JSON, caller_headers
 from ..server.asgi import (
     Refused,
@@ -79,6 +80,8 @@ class Bridge:
     :param tools: which of the upstream's tools are offered (the route's `ToolPolicy`): a
         refused tool is never called upstream, and ``tools/list`` answers are filtered.
     :param principals: only these principals are served (403 for the others; needs ``auth``).
+    :param reissue: which tool calls its upstream sessions send again when an answer broke
+        before any event id to resume from (`ReissuePolicy`, the gateway's default).
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class Bridge:
         limits: Limits | None = None,
         tools: ToolPolicy | None = None,
         principals: Iterable[str] | None = None,
+        reissue: ReissuePolicy | None = SAFE_TOOLS,
     ) -> None:
         self.profile, _ = resolve(upstream_revision)
         self.tools = tools
@@ -116,7 +120,7 @@ class Bridge:
             idle_timeout=self.settings.idle_timeout,
         )
         self.sessions_mode = (
-            ToSessions(self.upstream, self.profile, self.settings) if self.profile.sessions else None
+            ToSessions(self.upstream, self.profile, self.settings, reissue) if self.profile.sessions else None
         )
         self.stateless_mode = None if self.profile.sessions else ToStateless(self.upstream, self.settings)
         self.max_body = self.settings.max_message_size or 1 << 30

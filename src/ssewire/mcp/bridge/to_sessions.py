@@ -78,6 +78,7 @@ from ..protocol.codes import (
 from ..protocol.handshake import DISCOVER
 from ..protocol.params import Binding, InvalidAnnotation, bindings, mismatch
 from ..protocol.profiles import NEWEST, Profile
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
 from ..protocol.requests import name_of, notification
 from ..protocol.wire import META_CAPABILITIES
 from ..server.sessions import SessionsFull, SessionTable
@@ -214,8 +215,15 @@ class Quiet(Exception):
 
 
 class ToSessions:
-    def __init__(self, upstream: Upstream, profile: Profile, settings: Settings) -> None:
+    def __init__(
+        self,
+        upstream: Upstream,
+        profile: Profile,
+        settings: Settings,
+        reissue: ReissuePolicy | None = SAFE_TOOLS,
+    ) -> None:
         self.upstream, self.profile, self.settings = upstream, profile, settings
+        self.reissue = reissue  # a call cut before any event id: sent again only if safe
         self.sessions: SessionTable[UpSession] = SessionTable(
             max_sessions=settings.max_sessions, idle_timeout=settings.session_ttl
         )
@@ -286,6 +294,7 @@ class ToSessions:
             capabilities=session.capabilities,
             info=session.info,
             first_id=secrets.randbits(24) << 8,
+            reissue=self.reissue,
         )
 
     async def _open(self, session: UpSession) -> None:

@@ -38,7 +38,9 @@ class ClientStats:
     progress_gaps_s: list[float] = field(default_factory=list)  # between progress notifications (the newest)
     resets: int = 0  # streams and answers that broke before their end (absorbed or reported)
     reinitializations: int = 0  # sessions re-opened after a 404
-    reissues: int = 0  # idempotent requests sent again with a new id after a broken answer
+    reissues: int = 0  # requests safe to repeat sent again with a new id after a broken answer
+    reissue_reasons: dict[str, int] = field(default_factory=dict)  # the same, by why (reissue.REASONS)
+    repeated_progress: int = 0  # progress of a re-issued request at or below what was delivered: dropped
     idle_timeouts: int = 0
     keepalives: int = 0
     get_failures: int = 0  # GET streams that broke or could not be (re)opened
@@ -90,6 +92,7 @@ class ClientStats:
         own, not copies: read them, do not change them), the GET uptime up to ``now``, and
         the guard's resumption counts under the names the statistics use."""
         figures = {name: value for name, value in self.__dict__.items() if name[0] != "_"}
+        figures["reissue_reasons"] = dict(self.reissue_reasons)
         return {
             **figures,
             "get_uptime_s": self.get_uptime(now),

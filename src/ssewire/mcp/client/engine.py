@@ -1,8 +1,10 @@
 """The client's engine, on its routing: a request sent and its answer read, JSON or a
 stream, through the one resumption guard: a broken stream resumed with GET and
-``Last-Event-ID`` after the server's retry, never by re-POSTing; under 2026-07-28 only an
-idempotent request re-issued, with a new id; a 404 for the session re-initializes it and
-the request is sent once more; every wait under a deadline."""
+``Last-Event-ID`` after the server's retry, never by re-POSTing; an answer that cannot be
+resumed (2026-07-28, a JSON answer, a cut before any event id) re-issued with a new id only
+for a request safe to repeat (``protocol.reissue``), its progress kept monotone; a 404 for
+the session re-initializes it and the request is sent once more; every wait under a
+deadline."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ..protocol.handshake import (
     supported_versions,
 )
 from ..protocol.profiles import PROFILES, Profile
+from ..protocol.reissue import pause
 from ..protocol.retry import retry_after
 from ..streams.ledger import REISSUE, RESUME
 from ..transport.http import Answer, Broken, Idle, NotJSON, send
@@ -54,8 +57,16 @@ class _Broken(Exception):
         self.stream = stream  # a resumption that broke: its name, the chain's now
 
 
+ASK = "ask"  # a request's re-issue is decided when its answer breaks (`Engine._why_repeat`)
+
+
 class _Reissue(Exception):
-    """The answer broke and the request is idempotent: send it again with a new id."""
+    """The answer broke and the request is safe to repeat (or `ASK`): send it again with a
+    new id; ``lost`` says what broke, for the error when it may not be repeated after all."""
+
+    def __init__(self, reason: str, lost: str) -> None:
+        super().__init__(reason)
+        self.lost = lost
 
 
 async def _within(work: Awaitable[T], method: str, seconds: float) -> T:
@@ -76,8 +87,8 @@ def _backoff(rounds: int) -> float:
 def _lost(what: str) -> StreamBroken:
     """An answer lost for good: say what happened and what the caller can do."""
     return StreamBroken(
-        f"{what}; the request may have been processed, so it is not sent again: check its effects, "
-        "or pass idempotent=True for a request safe to repeat"
+        f"{what}; the request may have been processed, so it is not sent again: check its effects "
+        "(a request safe to repeat: idempotent=True, or a tool the reissue policy admits)"
     )
 
 
@@ -121,10 +132,12 @@ class Engine(Router):
 
     def _reissued(self, record: _Pending, ident: Any) -> None:
         """``record``'s request goes on under a new id: the broken one may still be answered,
-        and is no longer listened to. Its progress token stays (it is in the params sent)."""
+        and is no longer listened to. Its progress token stays (it is in the params sent):
+        the new run's progress reaches the caller only past the highest value delivered, so
+        what the caller sees stays increasing and nothing comes twice."""
         if self._requests.get(record.ident) is record:
             del self._requests[record.ident]
-        record.ident, record.cursor = ident, None
+        record.ident, record.cursor, record.floor = ident, None, record.high
         self._requests[ident] = record
 
     async def _call(
@@ -133,7 +146,7 @@ class Engine(Router):
         params: dict[str, Any] | None,
         *,
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
-        idempotent: bool = False,
+        idempotent: bool | str = False,
         on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """The response message to one request (session loss, re-issues and, under
@@ -152,7 +165,7 @@ class Engine(Router):
         method: str,
         params: dict[str, Any] | None,
         on_progress: Callable[[dict[str, Any]], Any] | None,
-        idempotent: bool,
+        idempotent: bool | str,
         on_sent: Callable[[Any], None] | None,
     ) -> dict[str, Any]:
         try:
@@ -166,14 +179,16 @@ class Engine(Router):
         method: str,
         params: dict[str, Any] | None,
         on_progress: Callable[[dict[str, Any]], Any] | None,
-        idempotent: bool,
+        idempotent: bool | str,
         on_sent: Callable[[Any], None] | None,
         *,
         retry_gone: bool,
     ) -> dict[str, Any]:
-        """One request under a new id, re-issued (idempotent) until its response message;
-        ``retry_gone``: a 404 for the session raises `_SessionGone`."""
+        """One request under a new id, re-issued (``idempotent``: True, or why it is safe to
+        repeat) until its response message, after a pause each time; ``retry_gone``: a 404
+        for the session raises `_SessionGone`."""
         with self._booked(next(self._ids), on_progress) as record:
+            record.repeat = ("caller" if idempotent is True else idempotent) or None
             params = dict(params or {})
             if record.token is not None:
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": record.token}
@@ -200,16 +215,23 @@ class Engine(Router):
                         on_sent(record.ident)
                     try:
                         _, reply = await self._exchange(
-                            record, body, headers, idempotent=idempotent, retry_gone=retry_gone
+                            record, body, headers, idempotent=bool(idempotent), retry_gone=retry_gone
                         )
                         break
                     except _Reissue as broke:
+                        if record.repeat == ASK:  # decided now that it matters (the listing it needs)
+                            record.repeat = await self._why_repeat(method, params)
+                        if record.repeat is None:
+                            raise _lost(broke.lost) from None
                         if reissues >= self.max_resumptions:
                             raise StreamBroken(
                                 f"{method}: the answer broke {reissues + 1} times ({broke}); the request "
                                 f"was re-issued {reissues} times (max_resumptions): give up or try later"
                             ) from None
                         self.stats.reissues += 1
+                        why = record.repeat or "caller"
+                        self.stats.reissue_reasons[why] = self.stats.reissue_reasons.get(why, 0) + 1
+                        await asyncio.sleep(pause(reissues))
                         previous = record.ident
                         self._reissued(record, next(self._ids))
                         self._told(
@@ -243,11 +265,10 @@ class Engine(Router):
         except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
             self.stats.resets += 1
             self._told("reset", {"request": record.ident, "stage": "head"})
+            lost = f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
             if idempotent:
-                raise _Reissue(f"no answer: {type(exc).__name__}") from None
-            raise _lost(
-                f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
-            ) from None
+                raise _Reissue(f"no answer: {type(exc).__name__}", lost) from None
+            raise _lost(lost) from None
         if answer.status == 404 and self.session is not None and retry_gone:
             await answer.aclose()
             raise _SessionGone
@@ -277,11 +298,10 @@ class Engine(Router):
         except (Idle, Broken) as exc:  # a JSON answer cannot be resumed: re-issue, or report
             self.stats.resets += 1
             self._told("reset", {"request": record.ident, "stage": "json"})
+            lost = f"the JSON answer to request {record.ident} broke before its end ({exc}), and cannot be resumed"
             if idempotent:
-                raise _Reissue(f"the JSON answer broke: {exc}") from None
-            raise _lost(
-                f"the JSON answer to request {record.ident} broke before its end ({exc}), and cannot be resumed"
-            ) from None
+                raise _Reissue(f"the JSON answer broke: {exc}", lost) from None
+            raise _lost(lost) from None
         except NotJSON:
             raise httpx.HTTPStatusError(
                 f"{answer.status}: not JSON-RPC", request=answer.response.request, response=answer.response
@@ -343,8 +363,14 @@ class Engine(Router):
                 if recovery.action == RESUME and stalled <= self.max_resumptions:
                     current = None  # resume with GET and Last-Event-ID
                     continue
+                why = (
+                    "before any event id to resume from"
+                    if self.guard.profile.resumability
+                    else "(no resumption in this revision)"
+                )
+                lost = f"the answer's stream broke ({broke.reason}) {why}"
                 if recovery.action == REISSUE:
-                    raise _Reissue(f"the stream broke ({broke.reason}) before any event id") from None
+                    raise _Reissue(f"the stream broke ({broke.reason}) before any event id", lost) from None
                 if recovery.action == RESUME:
                     raise StreamBroken(
                         f"the answer's stream broke {stalled} times in a row "
@@ -352,12 +378,7 @@ class Engine(Router):
                         "the server is not getting the answer through; it may have been processed: "
                         "check its effects before sending it again"
                     ) from None
-                why = (
-                    "before any event id to resume from"
-                    if self.guard.profile.resumability
-                    else "(no resumption in this revision)"
-                )
-                raise _lost(f"the answer's stream broke ({broke.reason}) {why}") from None
+                raise _lost(lost) from None
 
     async def _resume(self, broken: str) -> tuple[str, Answer]:
         """GET with Last-Event-ID after the server's retry. An error status is a refusal: a
@@ -495,3 +516,8 @@ class Engine(Router):
 
     async def _reinitialize(self) -> None:
         raise NotImplementedError  # the session's: Client's
+
+    async def _why_repeat(self, method: str, params: dict[str, Any] | None) -> str | None:
+        """Why a request sent with `ASK` may be re-issued, now that its answer broke; None:
+        it may not (the policy's: Client's)."""
+        return None

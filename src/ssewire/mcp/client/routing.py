@@ -68,6 +68,9 @@ class _Pending:
     token: str | None = None  # the progress token it was sent with (the id it was first sent under)
     cursor: str | None = None  # the cursor of its answer so far, while unanswered (``Client.position``)
     times: list[float] = field(default_factory=list)  # when each progress notification came
+    repeat: str | None = None  # why it may be re-issued (a `reissue.REASONS` or "caller"), None: never
+    high: float | None = None  # the highest progress value delivered
+    floor: float | None = None  # once re-issued: progress at or below it was delivered already
 
 
 class Router:
@@ -138,6 +141,13 @@ class Router:
                 self.stats.late_progress += 1
                 return True
             return False  # not a token of this client's
+        value = params.get("progress")
+        number = type(value) in (int, float)
+        if record.floor is not None and not (number and value > record.floor):
+            self.stats.repeated_progress += 1  # a re-issue's run catching up: delivered once already
+            return True
+        if number and (record.high is None or value > record.high):
+            record.high = value  # (a value that is no number passes, and never counts as higher)
         record.times.append(time.monotonic())
         try:
             record.on_progress(params)

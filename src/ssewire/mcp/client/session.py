@@ -9,8 +9,10 @@ httpx. Every stream goes through one [`ResumptionGuard`][ssewire.mcp.streams.gua
   through the handlers the caller registers;
 - a broken stream is resumed with GET and ``Last-Event-ID`` (after the server's ``retry``),
   never by re-POSTing the request; an unsafe resumption raises
-  [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption]; under 2026-07-28 only a request declared
-  idempotent is re-issued, with a new id;
+  [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption]; an answer that cannot be
+  resumed (2026-07-28, a JSON answer) is re-issued, with a new id, only for a request safe
+  to repeat: a list or a read, a request declared idempotent, or a tool call the
+  ``reissue`` policy admits (by the tool's annotations, or by name);
 - a 404 for the session re-initializes it (and is counted): the request was never
   processed, so it is sent once more in the new session;
 - an idle watchdog counts keep-alive comments as life; nothing waits without a deadline.
@@ -49,6 +51,7 @@ from ..protocol.handshake import (
     handshake,
 )
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy, ToolHints, needs_hints, reason
 from ..protocol.wire import caller_headers
 from ..streams.guard import IdParser, ResumptionGuard
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
@@ -56,8 +59,8 @@ from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call o
 from .auth import adapted
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
+from .engine import ASK, _stop, _within
 from .engine import MAX_RETRY_WAIT as MAX_RETRY_WAIT
-from .engine import _stop, _within
 from .errors import InputRequired, RequestTimeout, RPCError, StreamBroken, Unauthorized
 from .listener import Listener
 from .routing import Handler, _Pending, delivering
@@ -151,6 +154,10 @@ class Client(Listener):
         id) or a ``"reinitialization"`` (a new session after a 404); details name the
         request id (``"request"``), the attempt or the stream (``"stream": "get"``), never a
         payload or a URL. What it raises is logged, never the client's failure.
+    :param reissue: which tool calls are sent again when their answer broke beyond
+        resumption (`ReissuePolicy`: by default a tool the server lists as read-only, or
+        idempotent and not destructive; ``ssewire.mcp.protocol.reissue.OFF``: none). Lists
+        and reads are re-issued whatever it says; a request's ``idempotent`` overrides it.
     :param raw_above: a relay's option (needs msgspec): a message (an SSE event or a JSON
         answer) of more bytes than this keeps its ``result`` / ``params`` object as a
         [`Body`][ssewire.jsonrpc.Body], checked as JSON but never built, so `reply` and the
@@ -182,6 +189,7 @@ class Client(Listener):
         meta_client_info: bool = True,
         on_transport_event: Callable[[str, dict[str, Any]], None] | None = None,
         raw_above: int | None = None,
+        reissue: ReissuePolicy | None = SAFE_TOOLS,
     ) -> None:
         if raw_above is not None:
             require_envelopes()  # before any request goes out
@@ -203,6 +211,8 @@ class Client(Listener):
         self.max_input_rounds, self.meta_client_info = max_input_rounds, meta_client_info
         self.on_transport_event = on_transport_event
         self.raw_above = raw_above
+        self.reissue = reissue
+        self.hints = ToolHints()  # the tools' annotations, as list_tools last saw them
         # what list_tools learnt: each tool's x-mcp-header parameters, and the tools set
         # aside for invalid annotations (name -> why)
         self.tool_headers: dict[str, tuple[mirrored.Binding, ...]] = {}
@@ -441,7 +451,7 @@ class Client(Listener):
         params: dict[str, Any] | None = None,
         *,
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
-        idempotent: bool = False,
+        idempotent: bool | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and return its result, or raise
@@ -450,7 +460,9 @@ class Client(Listener):
         :param on_progress: called with each progress notification's params (a progress
             token is added to the request).
         :param idempotent: a broken answer that cannot be resumed (2026-07-28, a JSON
-            answer, a cut before any event id) is re-issued with a new id.
+            answer, a cut before any event id) is re-issued with a new id (True) or not
+            (False); None: as the method and the ``reissue`` policy say (a tool's annotations
+            are those `list_tools` saw, listed first if need be).
         :param timeout: this request's deadline (the client's ``timeout`` by default); past
             it, `RequestTimeout` (an ``asyncio.TimeoutError``).
         """
@@ -505,7 +517,7 @@ class Client(Listener):
         params: dict[str, Any] | None = None,
         *,
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
-        idempotent: bool = False,
+        idempotent: bool | None = None,
         timeout: float | None = None,
         on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
@@ -514,8 +526,32 @@ class Client(Listener):
         id each time the request is sent (a re-issue has a new one): the id a relay cancels
         it by (`notify`), and, with `position`, what another process needs to take the
         answer up (`resume_call`)."""
-        work = self._call(method, params, on_progress=on_progress, idempotent=idempotent, on_sent=on_sent)
-        return await _within(work, method, timeout or self.timeout)
+        repeat: bool | str = idempotent if idempotent is not None else self._repeatable(method, params)
+        work = self._call(method, params, on_progress=on_progress, idempotent=repeat, on_sent=on_sent)
+        reply = await _within(work, method, timeout or self.timeout)
+        if method == "tools/list":  # a relay's listings teach the annotations as list_tools does
+            self.hints.learn(reply.get("result"))
+        return reply
+
+    def _repeatable(self, method: str, params: dict[str, Any] | None) -> str | bool:
+        """Why the policy lets ``method`` be re-issued, `ASK` when that needs the tools'
+        annotations (fetched only if its answer breaks), or False."""
+        if needs_hints(method, params, self.reissue, self.hints):
+            return ASK
+        return reason(method, params, self.reissue, self.hints) or False
+
+    async def _why_repeat(self, method: str, params: dict[str, Any] | None) -> str | None:
+        """The policy's verdict once a call's answer broke: a tool whose annotations are not
+        known (fresh) is listed first; one the listing does not name is not repeated."""
+        if needs_hints(method, params, self.reissue, self.hints):
+            try:
+                await self.list_tools()
+            except (RPCError, StreamBroken, RequestTimeout, httpx.HTTPError) as why:
+                log.info("could not list the tools to learn their annotations (%s)", type(why).__name__)
+            name = (params or {}).get("name")
+            if isinstance(name, str) and not self.hints.knows(name):
+                self.hints.missing(name)
+        return reason(method, params, self.reissue, self.hints)
 
     def position(self, ident: Any) -> str | None:
         """The cursor of request ``ident``'s answer so far, while it is unanswered (None

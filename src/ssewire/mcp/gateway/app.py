@@ -31,6 +31,7 @@ from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
 from ..protocol.profiles import KNOWN_VERSIONS, NEWEST, NEWEST_WITH_SESSIONS, PROFILES, named
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import JSON, caller_headers
 from ..server.asgi import (
     Refused,
@@ -109,6 +110,9 @@ class Gateway(Lifecycle):
     :param serve_health: answer ``/healthz`` and ``/readyz`` here (a `Router` answers them
         for all its routes instead).
     :param tools: which of the upstream's tools this gateway offers (`ToolPolicy`).
+    :param reissue: which tool calls are sent upstream again when their answer broke beyond
+        resumption (`ReissuePolicy`; by default those the upstream lists as read-only, or
+        idempotent and not destructive; ``reissue.OFF``: none). Lists and reads always are.
     :param principals: only these principals are served (403 for the others; needs ``auth``).
     :param telemetry: its logs and traces (a `Telemetry` of its route; logs only by default).
     """
@@ -139,6 +143,7 @@ class Gateway(Lifecycle):
         serve_metrics: bool = True,
         serve_health: bool = True,
         tools: ToolPolicy | None = None,
+        reissue: ReissuePolicy | None = SAFE_TOOLS,
         principals: Iterable[str] | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
@@ -156,7 +161,7 @@ class Gateway(Lifecycle):
         if http is not None and self.extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self.auth, self.body_timeout, self.serve_metrics = auth, body_timeout, serve_metrics
-        self.tools = tools
+        self.tools, self.reissue = tools, reissue
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(max_bytes_in_flight, retry_after=BUSY_RETRY_AFTER)
         self.front = Front(
@@ -198,6 +203,7 @@ class Gateway(Lifecycle):
             budget=self.budget,
             metrics=self.metrics,
             tools=tools,
+            reissue=reissue,
         )
         self.draining = False  # stopping: no new session, readiness fails
         # the tasks writing a stream of the store down, and whether their client has an event id yet
@@ -456,7 +462,9 @@ class Gateway(Lifecycle):
         if refused is not None:  # never sent upstream (-32602 is 400 in this revision)
             await respond(send, 400, orjson.dumps(tool_refused(ident, refused)), [("content-type", JSON)])
             return
-        exchange = Exchange(body, ident, method if isinstance(method, str) else None, request)
+        exchange = Exchange(
+            body, ident, method if isinstance(method, str) else None, request, message.get("params")
+        )
         kind = "streams" if method == LISTEN else "calls"
         with self.quotas.hold(principal, kind) if request else contextlib.nullcontext():
             await self.passthrough.relay(scope, receive, send, headers, exchange)

@@ -5,6 +5,7 @@
     headers_env = ["SEARCH_AUTH"]          # each variable holds 'Name: value'
     principals = ["alice"]
     tools = { allow = ["echo"] }           # or { deny = [...] }
+    reissue = { tools = ["echo"], never = ["wipe"] }  # or "off"; annotations = false
     [servers.search.limits]
     calls = 16
 
@@ -29,6 +30,7 @@ from typing import Any
 from ..._errors import InputError
 from ..._http import header_field
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS
+from ..protocol.reissue import OFF, SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
 from ..server.tools import ToolPolicy
@@ -50,6 +52,7 @@ ROUTE_KEYS = frozenset(
         "max_message_size",
         "principals",
         "tools",
+        "reissue",
         "limits",
     }
 )
@@ -69,6 +72,7 @@ class Route:
     max_message_size: int | None = None
     principals: list[str] | None = None
     tools: ToolPolicy | None = None
+    reissue: ReissuePolicy | None = SAFE_TOOLS
     limits: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -118,6 +122,7 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     route.max_message_size = _count(table, where, "max_message_size")
     route.principals = _names(table, where, "principals")
     route.tools = _tools(where, table)
+    route.reissue = _reissue(where, table)
     limits = table.get("limits", {})
     if not isinstance(limits, dict):
         raise InputError(f"{where}.limits: a table of {', '.join(LIMIT_KEYS)}")
@@ -178,6 +183,23 @@ def _tools(where: str, table: dict[str, Any]) -> ToolPolicy | None:
     key = next(iter(tools))
     names = _names(tools, f"{where}.tools", key)
     return ToolPolicy(**{key: names})
+
+
+def _reissue(where: str, table: dict[str, Any]) -> ReissuePolicy:
+    """Which tool calls are sent again when their answer broke: "off" (none), or a table
+    of ``annotations`` (true by default), ``tools`` and ``never``."""
+    value = table.get("reissue", {})
+    if value == "off":
+        return OFF
+    keys = {"annotations", "tools", "never"}
+    if not isinstance(value, dict) or set(value) - keys:
+        raise InputError(f'{where}.reissue: "off", or a table of annotations, tools and never')
+    annotations = value.get("annotations", True)
+    if not isinstance(annotations, bool):
+        raise InputError(f"{where}.reissue.annotations: true or false")
+    tools = _names(value, f"{where}.reissue", "tools") or []
+    never = _names(value, f"{where}.reissue", "never") or []
+    return ReissuePolicy.of(annotations=annotations, tools=tools, never=never)
 
 
 def _text(table: dict[str, Any], where: str, key: str) -> str | None:

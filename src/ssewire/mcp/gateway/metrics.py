@@ -23,7 +23,7 @@ COUNTERS = {
     "upstream_resets_absorbed_total": "upstream streams that broke and were resumed or re-issued",
     "resumptions_total": "upstream resumptions with Last-Event-ID",
     "unsafe_resumptions_total": "upstream resumptions refused as unsafe (the call got an explicit error)",
-    "reissues_total": "idempotent requests re-issued upstream after a broken answer (2026-07-28)",
+    "reissues_total": "requests sent upstream again after a broken answer, by why they were safe to repeat",
     "takeovers_total": "calls of a stopped replica taken up here and resumed upstream",
     "downstream_resumptions_total": "downstream GETs with Last-Event-ID served from the gateway's store",
     "messages_total": "messages written downstream",
@@ -35,6 +35,8 @@ COUNTERS = {
     "unauthenticated_total": "downstream requests refused 401 or 403 (no, bad or insufficient credentials)",
     "budget_refusals_total": "downstream requests refused 503 because the bytes in flight were at the budget",
 }
+# counters whose samples carry a label of their own beside the route's: name -> the label
+LABELLED = {"reissues_total": "reason"}
 GAUGES = {
     "sessions_open": "downstream sessions held by this process",
     "streams_open": "downstream streams being written now",
@@ -62,6 +64,11 @@ class Metrics:
     def add(self, name: str, value: float = 1.0) -> None:
         self.counts[name] += value
 
+    def add_labelled(self, name: str, label: str, value: float = 1.0) -> None:
+        """One of the `LABELLED` counters, under its label's value (``reason="read-only"``)."""
+        key = f"{name}:{label}"
+        self.counts[key] = self.counts.get(key, 0.0) + value
+
     def observe(self, seconds: Iterable[float]) -> None:
         for value in seconds:
             self.buckets[bisect.bisect_left(BUCKETS, value)] += 1
@@ -69,11 +76,14 @@ class Metrics:
             self.recent.append(value)
 
     def snapshot(self) -> dict[str, float]:
-        """Counters and gauges, the collected figures added in."""
+        """Counters and gauges, the collected figures added in (a `LABELLED` counter as its
+        parts, ``reissues_total:read-only``, and their total)."""
         figures = {**self.counts, **self.gauges}
         for collect in self.collect:
             for name, value in collect().items():
                 figures[name] = figures.get(name, 0.0) + value
+        for name in LABELLED:  # the total beside its labelled parts
+            figures[name] = sum(value for key, value in figures.items() if key.startswith(name + ":"))
         return figures
 
     def render(self) -> bytes:
@@ -89,7 +99,10 @@ def render(routes: list[tuple[str, Metrics]]) -> bytes:
         for name, text in table.items():
             lines += [f"# HELP {PREFIX}{name} {text}", f"# TYPE {PREFIX}{name} {kind}"]
             for labels, _, snapshot in figures:
-                lines.append(f"{PREFIX}{name}{_braced(labels)} {snapshot.get(name, 0.0):g}")
+                if name in LABELLED:
+                    lines += _labelled(name, labels, snapshot)
+                else:
+                    lines.append(f"{PREFIX}{name}{_braced(labels)} {snapshot.get(name, 0.0):g}")
     name = f"{PREFIX}added_latency_seconds"
     lines += [
         f"# HELP {name} time from a message's arrival to its write downstream",
@@ -119,6 +132,19 @@ def render(routes: list[tuple[str, Metrics]]) -> bytes:
             f"{name}_count{_braced(labels)} {len(ordered)}",
         ]
     return ("\n".join(lines) + "\n").encode()
+
+
+def _labelled(name: str, labels: list[str], snapshot: dict[str, float]) -> list[str]:
+    """A `LABELLED` counter's samples: one per label value counted (``name:value`` in the
+    snapshot), or one unlabelled 0 before any."""
+    values = sorted(key.partition(":")[2] for key in snapshot if key.startswith(name + ":"))
+    if not values:
+        return [f"{PREFIX}{name}{_braced(labels)} 0"]
+    lines = []
+    for value in values:  # the values are the code's own names (reissue.REASONS): nothing to escape
+        pair = LABELLED[name] + '="' + value + '"'
+        lines.append(f"{PREFIX}{name}{_braced([*labels, pair])} {snapshot[name + ':' + value]:g}")
+    return lines
 
 
 def _labels(route: str) -> list[str]:

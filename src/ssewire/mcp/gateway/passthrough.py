@@ -21,11 +21,18 @@ response headers the transport names, and its body:
 What the gateway owns stays its own: authentication, quotas and the budget (429 / 503),
 an upstream refusing the operator's credentials (502, ``data.gateway =
 "upstream-unauthorized"``), an upstream that cannot be reached or breaks its answer (502,
-or an explicit error event once a stream is open; a request that only lists or reads is
-sent again first), a message over the limit (``too-large``) and the call deadline
+or an explicit error event once a stream is open), a message over the limit (``too-large``) and the call deadline
 (``timeout``; ``subscriptions/listen`` streams have none: they last while both ends
 hold them). Closing a downstream stream closes its upstream one: the revision's
 cancellation.
+
+An answer that breaks before it completes cannot be resumed in this revision; a request
+safe to repeat is sent again instead (`attempts`): a list or a read, or a tool call the
+route's `ReissuePolicy` admits (by the upstream's own annotations, or the operator's
+list), under a fresh id, its progress kept increasing, until its answer comes, the
+re-issues run out or the deadline passes. A stream already open goes on with the new
+sending's events; anything else ends with the explicit error, which says whether the
+request may have been processed.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,11 +52,15 @@ from ..._encoder import encode_raw_event
 from ..._secrets import scrub_urls
 from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
+from ..client import Client
+from ..protocol.profiles import NEWEST
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
 from ..server.budget import ByteBudget, Reservation
 from ..server.tools import LIST, ToolPolicy
 from ..transport.http import Answer, Broken, MessageTooLarge, send
+from .attempts import PROGRESS, Attempts, Reissuer
 from .errors import gateway_error
 from .metrics import Metrics
 
@@ -61,7 +72,6 @@ FORWARDED = frozenset(name.lower() for name in ("Accept", "Content-Type", PROTOC
 # response headers that come back as the upstream sent them (its content-type among them)
 RETURNED = frozenset({"content-type", "retry-after", "allow", "mcp-protocol-version", "cache-control"})
 MAX_PARAM_HEADERS = 64  # Mcp-Param-* headers of one request forwarded at most (the head bounds their size)
-TRIES = 3  # sendings of a request that only lists or reads, when its answer broke before any of it went down
 LISTEN = "subscriptions/listen"  # its stream lasts as long as both ends hold it: no call deadline
 
 
@@ -88,6 +98,7 @@ class Exchange:
     ident: Any
     method: str | None
     request: bool  # a request (an id and a method): it has an answer of its own
+    params: Any = None
 
 
 class Passthrough:
@@ -104,11 +115,13 @@ class Passthrough:
         budget: ByteBudget,
         metrics: Metrics,
         tools: ToolPolicy | None = None,
+        reissue: ReissuePolicy | None = SAFE_TOOLS,
     ) -> None:
         self.upstream, self._http = upstream, http  # a callable returning the shared AsyncClient
         self.timeout, self.keepalive, self.limit = timeout, keepalive, max_message_size
         self.budget, self.metrics = budget, metrics
         self.tools = tools  # the route's tool policy: its tools/list answers are filtered
+        self.reissuer = Reissuer(reissue, metrics, self._listed_tools)
         self.in_flight = 0  # requests being relayed now, subscriptions aside (a drain waits for them)
 
     async def relay(
@@ -133,44 +146,58 @@ class Passthrough:
         self, scope: dict[str, Any], receive: Any, send_down: Any, up: dict[str, str], exchange: Exchange
     ) -> None:
         deadline = None if exchange.method == LISTEN else time.monotonic() + self.timeout
-        tries = TRIES if exchange.method in REPEATABLE else 1
-        for attempt in range(1, tries + 1):
-            last = attempt == tries
+        run = self.reissuer.attempts(
+            exchange.ident, exchange.body, exchange.method, exchange.params, deadline
+        )
+        while True:  # bounded: each pass is a re-issue, and `again` counts them
             try:
-                answer = await _unless_gone(receive, self._opened(up, exchange, deadline))
+                answer = await _unless_gone(receive, self._opened(up, run, deadline))
             except _Failed as failed:
-                if not last and failed.repeatable:
-                    self.metrics.add("reissues_total")
+                if failed.repeatable and await self.reissuer.again(run, failed.text):
                     continue
                 await self._fail(send_down, exchange, failed)
                 return
             try:
-                if answer.is_sse:
-                    if await self._stream(scope, receive, send_down, answer, exchange, deadline, not last):
-                        return
-                    self.metrics.add("reissues_total")  # it broke before any of it went down
-                    continue
+                if answer.is_sse:  # from here on the client is sent events: the re-issues' too
+                    await self._stream(scope, receive, send_down, answer, exchange, run, up)
+                    return
                 if exchange.method == LISTEN:  # its body may never end: read whole, none would go down
                     await self._piped(receive, send_down, answer, exchange)
                     return
                 with self.budget.reserve(0) as held:  # held until the body is written down
                     body = await _unless_gone(receive, self._whole(answer, deadline, held))
                     await answer.aclose()
-                    if self.tools is not None and exchange.method == LIST:
-                        body = self.tools.filtered_message(body, exchange.ident)
+                    body = self._answered(body, exchange, run)
                     await respond(send_down, answer.status, body, _returned(answer.headers))
                 self.metrics.add("downstream_bytes_total", len(body))
                 return
             except _Failed as failed:
-                if not last and failed.repeatable:
-                    self.metrics.add("reissues_total")
+                if failed.repeatable and await self.reissuer.again(run, failed.text):
                     continue
                 await self._fail(send_down, exchange, failed)
                 return
             finally:
                 await answer.aclose()
 
-    async def _opened(self, headers: dict[str, str], exchange: Exchange, deadline: float | None) -> Answer:
+    def _answered(self, data: bytes, exchange: Exchange, run: Attempts) -> bytes:
+        """An answer to this sending, as the client gets it: under its id, a listing's
+        tools learnt (their annotations) and filtered by the route's tool policy."""
+        data = run.answer(data)
+        if exchange.method == LIST:
+            self.reissuer.learn(data, exchange.ident)
+            if self.tools is not None:
+                data = self.tools.filtered_message(data, exchange.ident)
+        return data
+
+    async def _listed_tools(self) -> list[dict[str, Any]]:
+        """The upstream's tools as the gateway itself lists them (its credentials, its own
+        request): for annotations no relayed listing brought."""
+        async with Client(
+            self.upstream, profile=NEWEST.name, http=self._http(), listen=False, timeout=self.timeout
+        ) as client:
+            return await client.list_tools()
+
+    async def _opened(self, headers: dict[str, str], run: Attempts, deadline: float | None) -> Answer:
         """The upstream answer's head, or `_Failed`."""
         wait = self.timeout if deadline is None else max(deadline - time.monotonic(), 0.001)
         try:
@@ -179,7 +206,7 @@ class Passthrough:
                 "POST",
                 self.upstream,
                 headers,
-                bytes(exchange.body),
+                run.request(),
                 head_timeout=wait,
                 max_message_size=self.limit,
             )
@@ -266,25 +293,14 @@ class Passthrough:
         send_down: Any,
         answer: Answer,
         exchange: Exchange,
-        deadline: float | None,
-        may_retry: bool,
-    ) -> bool:
-        """Write an SSE answer down one complete event at a time; False (nothing written,
-        the head either) when it broke before its first message and may be sent again."""
-        source = self._events(answer, exchange, deadline, may_retry)
-        first = b""
-        if may_retry:  # a listing or a read: its head waits for its first event, so it can be sent again
-            try:
-                first = await _unless_gone(receive, source.__anext__())
-            except StopAsyncIteration:
-                pass
-            except (_Broke, _Gone) as ended:
-                await source.aclose()
-                if isinstance(ended, _Gone):
-                    raise
-                return False
+        run: Attempts,
+        up: dict[str, str],
+    ) -> None:
+        """Write an SSE answer down one complete event at a time, and after it, should it
+        break before the answer, the events of each re-issue."""
+        source = self._healed(answer, exchange, run, up)
         app = EventStreamResponse(
-            _prefixed(first, source),
+            source,
             keepalive=self.keepalive,
             status=answer.status,
             headers=[*_returned(answer.headers), ("content-type", SSE), ("cache-control", "no-cache")],
@@ -295,26 +311,75 @@ class Passthrough:
         finally:
             self.metrics.gauges["streams_open"] -= 1
             await source.aclose()
-        return True
 
-    async def _events(
-        self, answer: Answer, exchange: Exchange, deadline: float | None, may_retry: bool
+    async def _healed(
+        self, answer: Answer, exchange: Exchange, run: Attempts, up: dict[str, str]
     ) -> AsyncGenerator[bytes, None]:
-        """The upstream's complete events, re-encoded without ids; an explicit error event
-        ends a stream that broke, timed out or carried a message over the limit before the
-        request's answer. With ``may_retry``, `_Broke` when it broke before any message (nothing
-        written yet: it may be sent again)."""
-        answered = wrote = False
+        """The events of ``answer``, then (while it broke before the answer and the request
+        may be sent again) those of its re-issues; an explicit error event ends it when
+        nothing more can be sent."""
+        current: Answer | None = answer
+        while True:  # bounded: each pass is a re-issue, and `again` counts them
+            try:
+                if current is None:
+                    current = await self._opened(up, run, run.deadline)
+                if current.is_sse:
+                    async for data in self._events(current, exchange, run):
+                        yield data
+                else:  # a re-issue answered with a body: its message as the stream's last event
+                    with self.budget.reserve(0) as held:
+                        body = await self._whole(current, run.deadline, held)
+                        yield self._event_of(current, body, exchange, run)
+                return
+            except _Failed as failed:
+                if not (failed.repeatable and await self.reissuer.again(run, failed.text)):
+                    yield self._error_event(exchange, failed.kind, f"{exchange.method}: {failed.text}")
+                    return
+            except _Broke as broke:
+                if not await self.reissuer.again(run, str(broke)):
+                    yield self._error_event(exchange, "upstream", str(broke))
+                    return
+            finally:
+                if current is not None:
+                    await current.aclose()
+            current = None
+
+    def _event_of(self, answer: Answer, body: bytes, exchange: Exchange, run: Attempts) -> bytes:
+        """A re-issue's answer that came as a body, as an event: its message if it is the
+        answer, else the gateway's error naming the status."""
+        data = self._answered(body, exchange, run)
         try:
-            async for items in answer.events(until=deadline):
+            message = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            message = None
+        if isinstance(message, dict) and message.get("id") == exchange.ident:
+            self.metrics.add("messages_total")
+            return _event("message", data)
+        return self._error_event(
+            exchange, "upstream", f"{exchange.method}: the upstream answered {answer.status} with no answer"
+        )
+
+    async def _events(self, answer: Answer, exchange: Exchange, run: Attempts) -> AsyncGenerator[bytes, None]:
+        """The upstream's complete events, re-encoded without ids; an explicit error event
+        ends a stream that timed out or carried a message over the limit before the
+        request's answer. One that broke or ended before the answer raises `_Broke` when the
+        request may be sent again (`Attempts.repeat`), else ends with the error event."""
+        answered = False
+        try:
+            async for items in answer.events(until=run.deadline):
                 pieces: list[bytes] = []
                 for item in items:
                     if isinstance(item, Message):
                         data = item.data
-                        if item.kind.answers and item.id == exchange.ident:
+                        if item.kind.answers and item.id == run.sent_id:
                             answered = True
-                            if self.tools is not None and exchange.method == LIST:
-                                data = self.tools.filtered_message(data, exchange.ident)
+                            data = self._answered(data, exchange, run)
+                        elif (
+                            item.method == PROGRESS
+                            and run.repeat
+                            and not run.passes(item.payload.get("params"))
+                        ):
+                            continue  # a re-issue's run catching up: the client had it
                         pieces.append(_event("message", data))
                     elif isinstance(item, OtherEvent):
                         pieces.append(_event(item.event_type, item.data))
@@ -332,28 +397,27 @@ class Passthrough:
                     elif isinstance(item, TornTail):
                         raise Broken("the stream ended inside an event", answer.elapsed())
                 if pieces:
-                    wrote = True
                     data = b"".join(pieces)
                     self.metrics.add("messages_total", len(pieces))
                     self.metrics.add("downstream_bytes_total", len(data))
                     yield data
         except Broken as broken:
-            if not wrote and may_retry:
-                raise _Broke(f"{exchange.method}: the upstream's stream broke ({broken})") from None
             if exchange.request and not answered:
-                yield self._error_event(
-                    exchange, "upstream", f"{exchange.method}: the upstream's stream broke ({broken})"
-                )
+                text = f"{exchange.method}: the upstream's stream broke ({broken})"
+                if run.repeat:
+                    raise _Broke(text) from None
+                yield self._error_event(exchange, "upstream", text)
             return
         if exchange.request and not answered:
             if not answer.ended:
                 yield self._error_event(
                     exchange, "timeout", f"no answer from the upstream in {self.timeout:g} s"
                 )
-            else:
-                yield self._error_event(
-                    exchange, "upstream", f"{exchange.method}: the upstream's stream ended with no answer"
-                )
+                return
+            text = f"{exchange.method}: the upstream's stream ended with no answer"
+            if run.repeat:
+                raise _Broke(text)
+            yield self._error_event(exchange, "upstream", text)
 
     def _error_event(self, exchange: Exchange, kind: str, text: str) -> bytes:
         self.metrics.add("calls_failed_total")
@@ -427,13 +491,6 @@ async def _written(send_down: Any, body: bytes, *, more: bool = True) -> None:
         await send_down({"type": "http.response.body", "body": body, "more_body": more})
     except OSError:  # the client went away between two chunks
         raise _Gone from None
-
-
-async def _prefixed(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    if first:
-        yield first
-    async for piece in rest:
-        yield piece
 
 
 async def _unless_gone(receive: Any, work: Any) -> Any:

@@ -30,7 +30,6 @@ from ...jsonrpc import parsed
 from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, Unauthorized, delivering
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import named
-from ..protocol.wire import REPEATABLE
 from ..server.tools import LIST, ToolPolicy
 from ..streams.guard import UnsafeResumption
 from .errors import GATEWAY_ERROR, gateway_error, unauthorized_error
@@ -290,7 +289,7 @@ class Relay:
             method,
             params,
             on_progress=self._progress_to(outbox, token) if token is not None else None,
-            idempotent=method in REPEATABLE,
+            idempotent=None,  # as the client's reissue policy (the route's) says
             timeout=self.timeout,
             on_sent=sent,
         )
@@ -489,7 +488,7 @@ class Relay:
             "upstream_resets_absorbed_total": stats["resets"],
             "resumptions_total": stats["resumptions"],
             "unsafe_resumptions_total": stats["unsafe_resumptions"],
-            "reissues_total": stats["reissues"],
+            **{f"reissues_total:{why}": count for why, count in stats["reissue_reasons"].items()},
             "upstream_reinitializations_total": stats["reinitializations"],
         }
 

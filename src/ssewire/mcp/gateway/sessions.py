@@ -19,6 +19,7 @@ from ..._envelope import AVAILABLE as ENVELOPES
 from ..client import Client, StreamBroken
 from ..protocol import inbound
 from ..protocol.codes import SERVER_ERROR, SESSION_NOT_FOUND
+from ..protocol.reissue import ReissuePolicy
 from ..server.asgi import (
     climb,
     refuse,
@@ -62,6 +63,7 @@ class Sessions:
     replica: bool
     extra: dict[str, str]
     tools: ToolPolicy | None
+    reissue: ReissuePolicy | None
     quotas: Quotas
     budget: ByteBudget
     upstream_label: str
@@ -199,6 +201,7 @@ class Sessions:
             on_transport_event=self.telemetry.transport_event,
             # a large answer is relayed as its bytes, its envelope read alone (with msgspec)
             raw_above=LARGE if ENVELOPES else None,
+            reissue=self.reissue,  # a tool call whose answer cannot be resumed: by the route's policy
             **options,
         )
 
