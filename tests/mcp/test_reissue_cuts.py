@@ -29,6 +29,8 @@ import pytest
 
 from ssewire.mcp.bridge import Bridge, Settings
 from ssewire.mcp.client import Client
+from ssewire.mcp.gateway import Gateway
+from ssewire.mcp.gateway.bridged import Bridged
 from ssewire.mcp.protocol.reissue import OFF, ReissuePolicy
 from ssewire.mcp.transport.serving import running
 from tests.support.faultproxy import Cut, fault_proxy
@@ -54,11 +56,13 @@ UNSAFE = ("append", "remove")
 WRONG = ("torn", "duplicated", "lost", "hung")
 
 
-def clients(seed: int) -> dict[str, dict[str, object]]:
+def clients(seed: int, **ssewire_options: object) -> dict[str, dict[str, object]]:
     """Per client kind, a caller per tool."""
     return {
         "mcp-sdk": {tool: sdk_caller(tool, CALLS, seed=seed, size=SIZE) for tool in TOOLS},
-        "ssewire": {tool: ssewire_caller(tool, CALLS, seed=seed + 1, size=SIZE) for tool in TOOLS},
+        "ssewire": {
+            tool: ssewire_caller(tool, CALLS, seed=seed + 1, size=SIZE, **ssewire_options) for tool in TOOLS
+        },
     }
 
 
@@ -86,7 +90,7 @@ def test_through_the_gateway_safe_calls_are_healed_and_unsafe_ones_never_run_twi
     seed = 7 if share == 0.6 else 11
     with served_behind_cuts(share, seed) as (upstream, executions, proxy):
         with gateway_over(upstream, http=no_keepalive_httpx()) as gw:
-            callers = clients(seed)[kind]
+            callers = clients(seed, reissue=OFF)[kind]  # the client's own re-issue off: the gateway heals
             tallies = call_each(callers, gw.url)  # type: ignore[arg-type]
             figures = gw.app.metrics.snapshot()
             exposition = gw.app.metrics.render().decode()
@@ -142,38 +146,76 @@ def test_the_operator_decides_what_is_safe_off_turns_annotations_away_a_list_nam
 
 
 @contextlib.contextmanager
-def bridged_over_cuts(share: float, seed: int) -> Iterator[tuple[str, Bridge, object, object]]:
-    """The bridge, to 2026-07-28 clients, in front of the SDK server's 2025-11-25 side with
-    an event store, through a proxy cutting ``share`` of the tool calls' answers and of
-    their resumptions (a GET with Last-Event-ID)."""
+def bridged_over_cuts(share: float, seed: int) -> Iterator[tuple[str, Bridged, object, object]]:
+    """A route for both revisions (the gateway, and the bridge for 2026-07-28 clients) in
+    front of the SDK server's 2025-11-25 side with an event store, through a proxy cutting
+    ``share`` of the tool calls' answers and of their resumptions (a GET with
+    Last-Event-ID)."""
     app, executions = annotated_app(store=True)
     with (
         running(app) as root,
         fault_proxy(int(root.rsplit(":", 1)[1]), cut_share(share, seed, low=300, high=20000)) as proxy,
     ):
+        upstream = f"http://127.0.0.1:{proxy.port}/mcp"
         bridge = Bridge(
-            f"http://127.0.0.1:{proxy.port}/mcp",
+            upstream,
             upstream_revision="2025-11-25",
             settings=Settings(idle_timeout=10.0, timeout=60.0),
             http=no_keepalive_httpx(),
         )
-        with running(bridge) as served:
-            yield served + "/mcp", bridge, executions, proxy
+        route = Bridged(Gateway(upstream, http=no_keepalive_httpx()), bridge)
+        with running(route) as served:
+            yield served + "/mcp", route, executions, proxy
 
 
 @pytest.mark.parametrize("kind", ["mcp-sdk", "ssewire"])
 def test_through_the_bridge_every_cut_2025_answer_is_resumed_whole_for_a_2026_client(kind):
     seed = 23
-    with bridged_over_cuts(0.9, seed) as (url, bridge, executions, proxy):
+    with bridged_over_cuts(0.9, seed) as (url, route, executions, proxy):
         tallies = call_each(clients(seed)[kind], url)  # type: ignore[arg-type]
-        engines = [s.engine for s in bridge.sessions_mode.sessions.values() if s.engine is not None]
-        resumptions = sum(engine.statistics()["resumptions"] for engine in engines)
+        figures = route.gateway.metrics.snapshot()  # the route's metrics carry the bridge's legs
+        resumptions = figures["bridge_resumptions_total"]
+        exposition = route.gateway.metrics.render().decode()
     for tool, tally in tallies.items():
         assert tally.intact == CALLS, (tool, tally.counts(), tally.reasons)
     assert proxy.stats.cuts >= CALLS and resumptions >= proxy.stats.cuts // 2
+    assert f"ssewire_gateway_bridge_resumptions_total {resumptions:g}" in exposition
+    assert figures["bridge_unsafe_resumptions_total"] == 0
     seed = seed if kind == "mcp-sdk" else seed + 1
     for tool in UNSAFE:  # resumed, never re-sent
         assert set(runs_per_call(executions, tool, keys(tool, CALLS, seed)).values()) == {1}, tool
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mcp-sdk", "ssewire"])
+def test_through_the_bridge_a_2025_client_has_safe_calls_to_a_2026_upstream_healed(kind):
+    """A client with sessions in front of the SDK server's 2026-07-28 side: the bridge sends
+    safe calls again as the passthrough does; the others end with its explicit error."""
+    seed = 31
+    if kind == "mcp-sdk":
+        callers = {tool: sdk_caller(tool, CALLS, seed=seed, size=SIZE, mode="legacy") for tool in TOOLS}
+    else:
+        options = {"profile": "2025-11-25", "reissue": OFF}  # the client's own re-issue off: the bridge heals
+        callers = {tool: ssewire_caller(tool, CALLS, seed=seed, size=SIZE, **options) for tool in TOOLS}
+    with served_behind_cuts(0.9, seed) as (upstream, executions, proxy):
+        bridge = Bridge(
+            upstream,
+            upstream_revision="2026-07-28",
+            settings=Settings(timeout=60.0),
+            http=no_keepalive_httpx(),
+        )
+        with running(bridge) as served:
+            tallies = call_each(callers, served + "/mcp")  # type: ignore[arg-type]
+            figures = bridge.figures()
+    if kind == "mcp-sdk":  # a client with sessions: the bridge's side
+        assert {tally.client["version"] for tally in tallies.values()} == {"2025-11-25"}
+    judged(tallies, executions, seed)
+    assert proxy.stats.cuts >= CALLS
+    assert figures["reissues_total:read-only"] >= 1 and figures["reissues_total:idempotent"] >= 1
+    for tool in UNSAFE:
+        assert all("may have been processed" in reason for reason in tallies[tool].reasons), tallies[
+            tool
+        ].reasons
 
 
 class FirstCuts:

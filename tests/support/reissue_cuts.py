@@ -208,10 +208,12 @@ def sdk_caller(
     size: int = SIZE,
     count: int = COUNT,
     deadline: float = DEADLINE,
+    mode: str | None = None,
 ) -> Caller:
     """``calls`` calls of ``tool`` through the official SDK client (``mcp.Client``) in its
-    default mode, which negotiates 2026-07-28 with ``server/discover``; one connection per
-    request, so the proxy's plan is per request. The tally's ``client`` holds the version."""
+    default mode, which negotiates 2026-07-28 with ``server/discover`` (``mode="legacy"``:
+    the 2025 handshake); one connection per request, so the proxy's plan is per request.
+    The tally's ``client`` holds the version."""
 
     async def calls_through(url: str) -> Tally:
         import httpx2
@@ -222,7 +224,8 @@ def sdk_caller(
         http = httpx2.AsyncClient(
             timeout=httpx2.Timeout(30, read=300), limits=httpx2.Limits(max_keepalive_connections=0)
         )
-        async with http, SDKClient(streamable_http_client(url, http_client=http)) as client:
+        transport = streamable_http_client(url, http_client=http)
+        async with http, SDKClient(transport, **({"mode": mode} if mode else {})) as client:
             tally.client["version"] = client.protocol_version
             for key in keys(tool, calls, seed):
                 ticks: list[float] = []

@@ -80,8 +80,9 @@ class Bridge:
     :param tools: which of the upstream's tools are offered (the route's `ToolPolicy`): a
         refused tool is never called upstream, and ``tools/list`` answers are filtered.
     :param principals: only these principals are served (403 for the others; needs ``auth``).
-    :param reissue: which tool calls its upstream sessions send again when an answer broke
-        before any event id to resume from (`ReissuePolicy`, the gateway's default).
+    :param reissue: which tool calls are sent upstream again when an answer broke beyond
+        resumption (a 2026-07-28 upstream; a 2025 one before any event id) (`ReissuePolicy`,
+        the gateway's default).
     """
 
     def __init__(
@@ -122,7 +123,9 @@ class Bridge:
         self.sessions_mode = (
             ToSessions(self.upstream, self.profile, self.settings, reissue) if self.profile.sessions else None
         )
-        self.stateless_mode = None if self.profile.sessions else ToStateless(self.upstream, self.settings)
+        self.stateless_mode = (
+            None if self.profile.sessions else ToStateless(self.upstream, self.settings, reissue)
+        )
         self.max_body = self.settings.max_message_size or 1 << 30
         self.auth = auth
         self.quotas = Quotas(limits)
@@ -167,6 +170,11 @@ class Bridge:
             except Exception as failed:  # a sweep is best effort: the next one tries again
                 log.warning("sweeping sessions failed (%s)", type(failed).__name__)
             await asyncio.sleep(every)
+
+    def figures(self) -> dict[str, float]:
+        """How its upstream legs healed (to a relay's metrics): resumptions and re-issues."""
+        mode = self.sessions_mode or self.stateless_mode
+        return mode.figures() if mode is not None else {}
 
     async def drain(self, seconds: float) -> None:
         """A stopping process's drain: the calls in flight get ``seconds`` to end, then those

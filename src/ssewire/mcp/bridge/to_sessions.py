@@ -224,6 +224,7 @@ class ToSessions:
     ) -> None:
         self.upstream, self.profile, self.settings = upstream, profile, settings
         self.reissue = reissue  # a call cut before any event id: sent again only if safe
+        self._ended: dict[str, float] = {}  # the figures of the sessions let go (`figures`)
         self.sessions: SessionTable[UpSession] = SessionTable(
             max_sessions=settings.max_sessions, idle_timeout=settings.session_ttl
         )
@@ -334,8 +335,20 @@ class ToSessions:
             session.get_stream.cancel()
         engine, session.engine = session.engine, None
         if engine is not None:
+            for name, value in _figures(engine).items():
+                self._ended[name] = self._ended.get(name, 0.0) + value
             with contextlib.suppress(Exception):
                 await engine.close()
+
+    def figures(self) -> dict[str, float]:
+        """How the upstream legs healed, over every session since start (a relay's metrics
+        add them in): resets absorbed, resumptions, unsafe resumptions, re-issues by why."""
+        totals = dict(self._ended)
+        for session in self.sessions.values():
+            if session.engine is not None:
+                for name, value in _figures(session.engine).items():
+                    totals[name] = totals.get(name, 0.0) + value
+        return totals
 
     async def sweep(self) -> None:
         """Idle sessions let go; parked calls past their lifetime ended upstream."""
@@ -844,3 +857,13 @@ def _complete(message: dict[str, Any], ident: Any, session: UpSession, method: s
             result["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: info}
         answer["result"] = result
     return answer
+
+
+def _figures(engine: Client) -> dict[str, float]:
+    stats = engine.statistics()
+    return {
+        "bridge_resets_absorbed_total": stats["resets"],
+        "bridge_resumptions_total": stats["resumptions"],
+        "bridge_unsafe_resumptions_total": stats["unsafe_resumptions"],
+        **{f"reissues_total:{why}": count for why, count in stats["reissue_reasons"].items()},
+    }

@@ -15,6 +15,10 @@ stateless upstream (the newest revision).
   opened again with the new one).
 - ``ping`` is answered here; ``notifications/cancelled`` ends the named call (its upstream
   stream closed: the stateless revision's cancellation).
+- An answer that breaks cannot be resumed in the upstream's revision: a request safe to
+  repeat (a list or a read, a tool call the route's ``reissue`` policy admits) is sent
+  again under a fresh id, its progress kept increasing (``server/attempts.py``); any
+  other ends with an error that says it may have been processed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..client import Client
 from ..protocol.bridging import (
     ACKNOWLEDGED,
     INPUT_REQUEST_METHODS,
@@ -57,8 +62,10 @@ from ..protocol.codes import (
 )
 from ..protocol.handshake import DISCOVER
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
 from ..protocol.requests import post_headers, request
 from ..protocol.wire import METHOD, NAME, NAME_FIELDS
+from ..server.attempts import PROGRESS, Attempts, Reissuer
 from ..server.sessions import SessionsFull, SessionTable
 from .downstream import Refusal, Reply, bridge_error
 from .limits import Settings, room_for
@@ -101,12 +108,33 @@ class DownSession:
 
 
 class ToStateless:
-    def __init__(self, upstream: Upstream, settings: Settings) -> None:
+    def __init__(
+        self, upstream: Upstream, settings: Settings, reissue: ReissuePolicy | None = SAFE_TOOLS
+    ) -> None:
         self.upstream, self.settings = upstream, settings
         self.sessions: SessionTable[DownSession] = SessionTable(
             max_sessions=settings.max_sessions, idle_timeout=settings.session_ttl
         )
         self._ids = itertools.count(secrets.randbits(24) << 8)
+        self.reissued: dict[str, float] = {}  # re-issues by why (`figures`)
+        self.reissuer = Reissuer(reissue, self._reissued, self._listed_tools)
+
+    def _reissued(self, why: str) -> None:
+        self.reissued[why] = self.reissued.get(why, 0.0) + 1
+
+    def figures(self) -> dict[str, float]:
+        return {f"reissues_total:{why}": count for why, count in self.reissued.items()}
+
+    async def _listed_tools(self) -> list[dict[str, Any]]:
+        """The upstream's tools as the bridge lists them itself, for their annotations."""
+        async with Client(
+            self.upstream.url,
+            profile=NEWEST.name,
+            http=self.upstream.http,
+            listen=False,
+            timeout=self.settings.head_timeout,
+        ) as client:
+            return await client.list_tools()
 
     async def sweep(self) -> None:
         for session in self.sessions.expire():
@@ -291,16 +319,8 @@ class ToStateless:
         deadline = time.monotonic() + self.settings.timeout
         extra: dict[str, Any] = {}
         for round_ in itertools.count():
-            headers, body = self._up(session, method, {**params, **extra}, session.capabilities)
-            answer = await self.upstream.open("POST", headers, body)
-            try:
-                try:
-                    await refuse_status(answer, deadline)
-                except UpstreamFailed as failed:
-                    raise _passed_on(ident, failed) from None
-                result = await self._read(answer, body["id"], ident, reply, deadline)
-            finally:
-                await answer.aclose()
+            run = self.reissuer.attempts(ident, b"", method, {**params, **extra}, deadline)
+            result = await self._round(session, ident, method, {**params, **extra}, reply, run)
             if result is None:
                 return
             if round_ >= self.settings.max_rounds:
@@ -308,17 +328,60 @@ class ToStateless:
                 raise Refusal(bridge_error(ident, "rounds", text))
             extra = await self._ask(session, ident, result, reply, deadline)
 
-    async def _read(
-        self, answer: Any, up_id: Any, ident: Any, reply: Reply, deadline: float
+    async def _round(
+        self,
+        session: DownSession,
+        ident: Any,
+        method: str,
+        params: dict[str, Any],
+        reply: Reply,
+        run: Attempts,
     ) -> dict[str, Any] | None:
-        """The upstream's answer to one round: notifications on to the client, the result
-        to it (None), or an input-required result returned for the next round."""
+        """One round sent up, and sent again under a fresh id while its answer breaks and
+        ``run`` may be repeated: what `_read` returns."""
+        deadline = run.deadline if run.deadline is not None else time.monotonic() + self.settings.timeout
+        while True:  # bounded: each pass is a re-issue, and `again` counts them
+            headers, body = self._up(session, method, params, session.capabilities)
+            try:
+                answer = await self.upstream.open("POST", headers, body)
+            except UpstreamFailed as failed:
+                if await self.reissuer.again(run, str(failed)):
+                    continue
+                text = f"{failed}; the request may have been processed upstream"
+                raise Refusal(bridge_error(ident, failed.kind, text)) from None
+            try:
+                try:
+                    await refuse_status(answer, deadline)
+                except UpstreamFailed as failed:
+                    raise _passed_on(ident, failed) from None
+                return await self._read(answer, body["id"], ident, reply, run)
+            except _Broke as broke:
+                if not await self.reissuer.again(run, str(broke.failed)):
+                    text = f"{broke.failed}; the request may have been processed upstream"
+                    raise Refusal(bridge_error(ident, broke.failed.kind, text)) from None
+            finally:
+                await answer.aclose()
+
+    async def _read(
+        self, answer: Any, up_id: Any, ident: Any, reply: Reply, run: Attempts
+    ) -> dict[str, Any] | None:
+        """The upstream's answer to one round: notifications on to the client (progress
+        past a re-issue only above what it had), the result to it (None), or an
+        input-required result returned for the next round; `_Broke` when it broke before
+        its answer and may be sent again."""
+        deadline = run.deadline if run.deadline is not None else time.monotonic() + self.settings.timeout
         try:
             async with aclosing(batches(answer, until=deadline, idle=self.settings.idle_timeout)) as reading:
                 async for batch in reading:
                     for message in batch:
                         if "method" in message:
                             if "id" not in message:  # a notification of the call
+                                if (
+                                    message["method"] == PROGRESS
+                                    and run.repeat
+                                    and not run.passes(message.get("params"))
+                                ):
+                                    continue  # a re-issue's run catching up: the client had it
                                 await reply.event(message)
                             continue  # the stateless revision sends no requests
                         if message.get("id") != up_id:
@@ -327,13 +390,21 @@ class ToStateless:
                         if is_input_required(result):
                             return _dict(result)
                         if isinstance(result, dict):
+                            if run.method == "tools/list":
+                                self.reissuer.hints.learn(result)
                             result = {k: v for k, v in result.items() if k != RESULT_TYPE}
                             message = {**message, "result": result}
                         await reply.final({**message, "id": ident})
                         return None
         except UpstreamFailed as failed:
+            if run.repeat and failed.kind in ("broken", "idle"):
+                raise _Broke(failed) from None
             text = f"{failed}; the request may have been processed upstream"
             raise Refusal(bridge_error(ident, failed.kind, text)) from None
+        if run.repeat:
+            raise _Broke(
+                UpstreamFailed("no-answer", "the upstream ended the call's stream without its answer")
+            )
         raise Refusal(
             bridge_error(ident, "no-answer", "the upstream ended the call's stream without its answer")
         )
@@ -505,6 +576,14 @@ def _header_value(value: str) -> str:
     if value.isascii() and value.isprintable() and value == value.strip():
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+class _Broke(Exception):
+    """An answer broke before it came, and its request may be sent again."""
+
+    def __init__(self, failed: UpstreamFailed) -> None:
+        super().__init__(str(failed))
+        self.failed = failed
 
 
 def _passed_on(ident: Any, failed: UpstreamFailed) -> Refusal:

@@ -137,7 +137,7 @@ class Engine(Router):
         what the caller sees stays increasing and nothing comes twice."""
         if self._requests.get(record.ident) is record:
             del self._requests[record.ident]
-        record.ident, record.cursor, record.floor = ident, None, record.high
+        record.ident, record.cursor, record.reissued = ident, None, True
         self._requests[ident] = record
 
     async def _call(

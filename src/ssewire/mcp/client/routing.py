@@ -70,7 +70,7 @@ class _Pending:
     times: list[float] = field(default_factory=list)  # when each progress notification came
     repeat: str | None = None  # why it may be re-issued (a `reissue.REASONS` or "caller"), None: never
     high: float | None = None  # the highest progress value delivered
-    floor: float | None = None  # once re-issued: progress at or below it was delivered already
+    reissued: bool = False  # once re-issued, progress goes on only above ``high``
 
 
 class Router:
@@ -143,7 +143,7 @@ class Router:
             return False  # not a token of this client's
         value = params.get("progress")
         number = type(value) in (int, float)
-        if record.floor is not None and not (number and value > record.floor):
+        if record.reissued and not (number and (record.high is None or value > record.high)):
             self.stats.repeated_progress += 1  # a re-issue's run catching up: delivered once already
             return True
         if number and (record.high is None or value > record.high):

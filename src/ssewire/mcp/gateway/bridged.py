@@ -33,6 +33,7 @@ class Bridged:
         self.path = gateway.path
         self.upstream_label = f"{gateway.upstream_label} ({bridge.profile.name}, other revisions bridged)"
         self._upstream_stateless = bridge.profile.request_headers
+        gateway.metrics.collect.append(bridge.figures)  # the bridge's legs, in the route's figures
 
     def metrics_app(self) -> Any:
         return self.gateway.metrics_app()

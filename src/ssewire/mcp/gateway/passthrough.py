@@ -57,10 +57,10 @@ from ..protocol.profiles import NEWEST
 from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
+from ..server.attempts import PROGRESS, Attempts, Reissuer
 from ..server.budget import ByteBudget, Reservation
 from ..server.tools import LIST, ToolPolicy
 from ..transport.http import Answer, Broken, MessageTooLarge, send
-from .attempts import PROGRESS, Attempts, Reissuer
 from .errors import gateway_error
 from .metrics import Metrics
 
@@ -121,7 +121,7 @@ class Passthrough:
         self.timeout, self.keepalive, self.limit = timeout, keepalive, max_message_size
         self.budget, self.metrics = budget, metrics
         self.tools = tools  # the route's tool policy: its tools/list answers are filtered
-        self.reissuer = Reissuer(reissue, metrics, self._listed_tools)
+        self.reissuer = Reissuer(reissue, self._reissued, self._listed_tools)
         self.in_flight = 0  # requests being relayed now, subscriptions aside (a drain waits for them)
 
     async def relay(
@@ -188,6 +188,9 @@ class Passthrough:
             if self.tools is not None:
                 data = self.tools.filtered_message(data, exchange.ident)
         return data
+
+    def _reissued(self, why: str) -> None:
+        self.metrics.add_labelled("reissues_total", why)
 
     async def _listed_tools(self) -> list[dict[str, Any]]:
         """The upstream's tools as the gateway itself lists them (its credentials, its own

@@ -1,8 +1,9 @@
-"""The sendings of one 2026-07-28 request through the passthrough: whether it may be sent
-again when its answer breaks (``protocol.reissue``: lists and reads always, a tool call by
-the route's policy), under which id, and which of its messages still go down.
+"""The sendings of one request a relay sends up again when its answer breaks where nothing
+can resume it (the gateway's 2026-07-28 passthrough, the bridge's 2026-07-28 leg): whether
+it may be (``protocol.reissue``: lists and reads always, a tool call by the route's
+policy), under which id, and which of its messages still go down.
 
-A re-issue is the request as it came under a fresh id of the gateway's own, so an answer
+A re-issue is the request as it came under a fresh id of the relay's own, so an answer
 the broken sending still produces is never taken for the new one's; the new answer goes
 down under the client's id. Its progress goes down only past the highest value the
 client was given, so what the client sees stays increasing and nothing comes twice."""
@@ -13,19 +14,19 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..protocol.reissue import MAX_REISSUES, ReissuePolicy, ToolHints, needs_hints, pause, reason
-from .metrics import Metrics
 
-log = logging.getLogger("ssewire.mcp.gateway")
+log = logging.getLogger("ssewire.mcp.server")
 
 ASK = "ask"  # decided at the first break, once the tools' annotations are known
 PROGRESS = "notifications/progress"
-_fresh = itertools.count(1)  # the gateway's own ids for re-issues, unique in the process
+_fresh = itertools.count(1)  # the relay's own ids for re-issues, unique in the process
 
 
 @dataclass
@@ -42,7 +43,6 @@ class Attempts:
     sent_id: Any = None  # the id of the sending on the wire now (the client's, at first)
     reissues: int = 0
     high: float | None = None  # the highest progress value the client was given
-    floor: float | None = None  # from the first re-issue on: progress at or below it went down already
 
     def __post_init__(self) -> None:
         self.sent_id = self.ident
@@ -73,11 +73,12 @@ class Attempts:
 
     def passes(self, params: Any) -> bool:
         """Whether a progress notification (its params) goes down: always before a
-        re-issue; after one, only past what the client was given."""
+        re-issue (as the upstream sent it); after one, only above the highest value the
+        client was given, so what it sees stays increasing."""
         value = params.get("progress") if isinstance(params, dict) else None
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return self.floor is None  # no value to compare: only before a re-issue
-        if self.floor is not None and value <= self.floor:
+            return not self.reissued  # no value to compare
+        if self.reissued and self.high is not None and value <= self.high:
             return False
         if self.high is None or value > self.high:
             self.high = value
@@ -85,14 +86,22 @@ class Attempts:
 
 
 class Reissuer:
-    """A route's rule for sending a 2026-07-28 request again, and the upstream's tool
-    annotations it decides by (learnt from the listings relayed, or fetched when a break
-    needs them)."""
+    """A route's rule for sending a request again, and the upstream's tool annotations it
+    decides by (learnt from the listings relayed, or fetched when a break needs them).
 
-    def __init__(self, policy: ReissuePolicy | None, metrics: Metrics, list_tools: Any) -> None:
-        self.policy, self.metrics = policy, metrics
+    :param count: told why (a `reissue.REASONS`) each time a request is sent again.
+    :param list_tools: fetches the upstream's tools (a list), for annotations it lacks.
+    """
+
+    def __init__(
+        self,
+        policy: ReissuePolicy | None,
+        count: Callable[[str], None],
+        list_tools: Callable[[], Awaitable[list[dict[str, Any]]]],
+    ) -> None:
+        self.policy, self.count = policy, count
         self.hints = ToolHints()
-        self._list_tools = list_tools  # async () -> the upstream's tools (a list), for hints it lacks
+        self._list_tools = list_tools
         self._listing: asyncio.Task[None] | None = None  # one fetch at a time, shared by the calls waiting
 
     def attempts(
@@ -125,9 +134,8 @@ class Reissuer:
             return False
         await asyncio.sleep(wait)
         run.reissues += 1
-        run.floor = run.high
         run.sent_id = f"ssewire-reissue-{next(_fresh)}"
-        self.metrics.add_labelled("reissues_total", run.repeat)
+        self.count(run.repeat)
         log.info("%s re-issued (%s; attempt %d): %s", run.method, run.repeat, run.reissues + 1, why)
         return True
 
