@@ -33,7 +33,7 @@ from ssewire.mcp.gateway import Gateway
 from ssewire.mcp.gateway.bridged import Bridged
 from ssewire.mcp.protocol.reissue import OFF, ReissuePolicy
 from ssewire.mcp.transport.serving import running
-from tests.support.faultproxy import Cut, fault_proxy
+from tests.support.faultproxy import Cut
 from tests.support.gateway_runs import gateway_over
 from tests.support.reissue_cuts import (
     TOOLS,
@@ -151,12 +151,8 @@ def bridged_over_cuts(share: float, seed: int) -> Iterator[tuple[str, Bridged, o
     front of the SDK server's 2025-11-25 side with an event store, through a proxy cutting
     ``share`` of the tool calls' answers and of their resumptions (a GET with
     Last-Event-ID)."""
-    app, executions = annotated_app(store=True)
-    with (
-        running(app) as root,
-        fault_proxy(int(root.rsplit(":", 1)[1]), cut_share(share, seed, low=300, high=20000)) as proxy,
-    ):
-        upstream = f"http://127.0.0.1:{proxy.port}/mcp"
+    plan = cut_share(share, seed, low=300, high=20000)  # answers and resumptions alike
+    with served_behind_cuts(share, seed, store=True, plan=plan) as (upstream, executions, proxy):
         bridge = Bridge(
             upstream,
             upstream_revision="2025-11-25",

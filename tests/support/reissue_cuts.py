@@ -168,12 +168,14 @@ def tool_call_cuts(share: float, seed: int, *, low: int = ANSWER_HEAD, early: fl
 
 @contextlib.contextmanager
 def served_behind_cuts(
-    share: float, seed: int, *, store: bool = False
+    share: float, seed: int, *, store: bool = False, plan: Plan | None = None
 ) -> Iterator[tuple[str, Executions, FaultProxy]]:
-    """``annotated_app`` on 127.0.0.1 behind a fault proxy cutting as ``tool_call_cuts``
-    says; yields (the MCP URL through the proxy, what the server executed, the proxy)."""
+    """``annotated_app`` on 127.0.0.1 behind a fault proxy cutting as ``plan`` says
+    (``tool_call_cuts`` by default); yields (the MCP URL through the proxy, what the
+    server executed, the proxy)."""
     app, executions = annotated_app(store=store)
-    with running(app) as root, fault_proxy(int(root.rsplit(":", 1)[1]), tool_call_cuts(share, seed)) as proxy:
+    plan = plan or tool_call_cuts(share, seed)
+    with running(app) as root, fault_proxy(int(root.rsplit(":", 1)[1]), plan) as proxy:
         yield f"http://127.0.0.1:{proxy.port}/mcp", executions, proxy
     assert not proxy.stats.plan_errors, proxy.stats.plan_errors
 
