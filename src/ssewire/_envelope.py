@@ -31,7 +31,18 @@ try:
 except ImportError:  # pragma: no cover - an extra: the caller says which
     msgspec = None  # type: ignore[assignment]
 
-__all__ = ["AVAILABLE", "BODIES", "Body", "encoded", "parsed", "read", "require", "shape", "written"]
+__all__ = [
+    "AVAILABLE",
+    "BODIES",
+    "Body",
+    "encoded",
+    "parsed",
+    "read",
+    "readdressed",
+    "require",
+    "shape",
+    "written",
+]
 
 AVAILABLE = msgspec is not None
 BODIES = ("params", "result")  # the members kept as bytes
@@ -88,6 +99,42 @@ def read(data: bytes | bytearray) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:  # a member orjson refuses (a number past the float range)
         return None
     return message
+
+
+_ANY = object()
+
+
+def readdressed(data: bytes | bytearray, ident: Any, *, was: Any = _ANY) -> bytes | None:
+    """``data`` (one JSON-RPC message) under the id ``ident``, every other member the bytes
+    it came in (a relay's re-issue changes nothing else: no number reparsed). With ``was``,
+    only a response (``result`` or ``error``) whose id is ``was``. None otherwise, or when it
+    is no JSON object. Without msgspec the members are parsed and written by orjson."""
+    if _members is None:  # pragma: no cover - the mcp extra brings msgspec
+        try:
+            message = _loads(data)
+        except orjson.JSONDecodeError:
+            return None
+        members = message if isinstance(message, dict) else None
+        kept = members
+    else:
+        try:
+            members = _members.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        kept = {name: _Fragment(bytes(raw)) for name, raw in members.items()}
+    if members is None or kept is None:
+        return None
+    if was is not _ANY:
+        if ("result" not in members and "error" not in members) or "id" not in members:
+            return None
+        try:
+            found = members["id"] if _members is None else _loads(bytes(members["id"]))
+        except orjson.JSONDecodeError:
+            return None
+        if found != was:
+            return None
+    kept["id"] = ident
+    return orjson.dumps(kept)
 
 
 def _utf8(data: bytes | bytearray) -> bool:

@@ -138,3 +138,18 @@ def test_statistics_is_what_the_counters_say_beside_the_guard():
     assert statistics == counted and list(statistics) == KEYS
     assert (statistics["resets"], statistics["reissues"], statistics["resumptions"]) == (2, 1, 5)
     assert statistics["ttfb_s"] == [0.01]
+
+
+def test_idempotent_is_a_boolean_or_none_and_nothing_is_sent_otherwise():
+    async def main():
+        client = Client("http://127.0.0.1:9/mcp")  # never connected: nothing may be sent
+        try:
+            for wrong in ("false", "no", 1, "ask"):
+                with pytest.raises(TypeError):
+                    await client.request("ping", idempotent=wrong)  # type: ignore[arg-type]
+        finally:
+            await client.http.aclose()
+        return client.statistics()
+
+    figures = asyncio.run(main())
+    assert figures["resets"] == 0 and figures["reissues"] == 0

@@ -3,12 +3,17 @@ table of tool annotations the decision reads: the rule each relay and the client
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from ssewire.mcp.protocol.reissue import (
     IDEMPOTENT,
     LISTED,
+    MAX_HINT_PAGES,
     MAX_HINTS,
+    MAX_NAME,
     MAX_PAUSE,
     METHOD,
     OFF,
@@ -16,6 +21,7 @@ from ssewire.mcp.protocol.reissue import (
     SAFE_TOOLS,
     ReissuePolicy,
     ToolHints,
+    learn_tools,
     needs_hints,
     pause,
     reason,
@@ -72,6 +78,9 @@ def test_lists_and_reads_always_and_never_a_subscription_or_an_input_round(hints
     assert reason("completion/complete", {}, SAFE_TOOLS, hints) is None
     assert reason(*call("lookup", inputResponses={"a": {}}), SAFE_TOOLS, hints) is None
     assert reason(*call("lookup", requestState="s"), SAFE_TOOLS, hints) is None
+    for method in ("prompts/get", "resources/read"):  # their input-required rounds too
+        assert reason(method, {"name": "p", "inputResponses": {}}, SAFE_TOOLS, hints) is None
+        assert reason(method, {"uri": "u", "requestState": "s"}, SAFE_TOOLS, hints) is None
     assert reason("tools/call", {"name": 5}, SAFE_TOOLS, hints) is None
     assert reason("tools/call", ["lookup"], SAFE_TOOLS, hints) is None
 
@@ -91,8 +100,9 @@ def test_a_listing_is_needed_only_for_a_tool_the_table_does_not_know(hints):
     assert not needs_hints(*call("unlisted"), OFF, hints)
     assert not needs_hints(*call("unlisted"), ReissuePolicy.of(tools=["unlisted"]), hints)
     assert not needs_hints("tools/list", {}, SAFE_TOOLS, hints)
-    hints.missing("unlisted")  # fetched: not named, so unsafe until the TTL ends
+    hints.listed()  # a whole listing was read: a name it did not hold is unsafe until the TTL ends
     assert not needs_hints(*call("unlisted"), SAFE_TOOLS, hints)
+    assert not needs_hints(*call("another"), SAFE_TOOLS, hints)  # no fetch per unknown name
     assert reason(*call("unlisted"), SAFE_TOOLS, hints) is None
 
 
@@ -116,6 +126,8 @@ def test_hostile_listings_leave_the_table_bounded_and_unharmed():
         {"tools": [{"name": f"t{i}", "annotations": {"readOnlyHint": True}} for i in range(3 * MAX_HINTS)]}
     )
     assert len(table._hints) == MAX_HINTS
+    table.learn({"tools": [{"name": "x" * (MAX_NAME + 1), "annotations": {"readOnlyHint": True}}]})
+    assert table.safe("x" * (MAX_NAME + 1)) is None  # a name past the bound is never kept
     table.learn({"tools": [{"name": "late", "annotations": {"readOnlyHint": True}}]})
     assert table.safe("late") == READ_ONLY and len(table._hints) == MAX_HINTS
 
@@ -125,3 +137,27 @@ def test_the_pause_between_sendings_doubles_to_its_cap():
     assert pauses[0] == 0.01 and pauses[1] == 0.02
     assert pauses == sorted(pauses)
     assert max(pauses) == MAX_PAUSE
+
+
+def test_a_listing_of_ones_own_is_read_page_by_page_and_bounded():
+    table = ToolHints()
+    asked: list[str | None] = []
+
+    async def page(cursor):
+        asked.append(cursor)
+        n = len(asked)
+        return {"tools": [{"name": f"t{n}", "annotations": {"readOnlyHint": True}}], "nextCursor": f"c{n}"}
+
+    asyncio.run(learn_tools(table, page))  # a server whose cursor never ends
+    assert len(asked) == MAX_HINT_PAGES and asked[0] is None and asked[1] == "c1"
+    assert table.safe("t1") == READ_ONLY and table.safe(f"t{MAX_HINT_PAGES}") == READ_ONLY
+    assert table.knows("t999") and table.safe("t999") is None  # read: what it did not name is unsafe
+
+    async def never(cursor):
+        await asyncio.sleep(60)
+
+    slow = ToolHints()
+    started = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(learn_tools(slow, never, within=0.2))
+    assert time.monotonic() - started < 5 and not slow.knows("t1")

@@ -62,7 +62,7 @@ from ..protocol.codes import (
 )
 from ..protocol.handshake import DISCOVER
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
-from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
+from ..protocol.reissue import HINTS_FETCH, SAFE_TOOLS, ReissuePolicy, ToolHints
 from ..protocol.requests import post_headers, request
 from ..protocol.wire import METHOD, NAME, NAME_FIELDS
 from ..server.attempts import PROGRESS, Attempts, Reissuer
@@ -117,7 +117,7 @@ class ToStateless:
         )
         self._ids = itertools.count(secrets.randbits(24) << 8)
         self.reissued: dict[str, float] = {}  # re-issues by why (`figures`)
-        self.reissuer = Reissuer(reissue, self._reissued, self._listed_tools)
+        self.reissuer = Reissuer(reissue, self._reissued, self._learn_tools)
 
     def _reissued(self, why: str) -> None:
         self.reissued[why] = self.reissued.get(why, 0.0) + 1
@@ -125,22 +125,24 @@ class ToStateless:
     def figures(self) -> dict[str, float]:
         return {f"reissues_total:{why}": count for why, count in self.reissued.items()}
 
-    async def _listed_tools(self) -> list[dict[str, Any]]:
-        """The upstream's tools as the bridge lists them itself, for their annotations."""
+    async def _learn_tools(self, hints: ToolHints) -> None:
+        """The upstream's annotations, from a listing of the bridge's own."""
         async with Client(
             self.upstream.url,
             profile=NEWEST.name,
             http=self.upstream.http,
             listen=False,
-            timeout=self.settings.head_timeout,
+            timeout=HINTS_FETCH,
+            max_message_size=self.settings.max_message_size,
         ) as client:
-            return await client.list_tools()
+            await client.learn_hints(into=hints)
 
     async def sweep(self) -> None:
         for session in self.sessions.expire():
             self._end(session)
 
     async def aclose(self) -> None:
+        await self.reissuer.aclose()
         for sid in self.sessions:
             gone = self.sessions.pop(sid)
             if gone is not None:
@@ -343,9 +345,11 @@ class ToStateless:
         while True:  # bounded: each pass is a re-issue, and `again` counts them
             headers, body = self._up(session, method, params, session.capabilities)
             try:
-                answer = await self.upstream.open("POST", headers, body)
+                wait = min(self.settings.head_timeout, max(deadline - time.monotonic(), 0.001))
+                answer = await self.upstream.open("POST", headers, body, head_timeout=wait)
             except UpstreamFailed as failed:
-                if await self.reissuer.again(run, str(failed)):
+                # not reached is sent again if safe; no head in time may be a slow upstream at work
+                if failed.kind == "unreachable" and await self.reissuer.again(run, str(failed)):
                     continue
                 text = f"{failed}; the request may have been processed upstream"
                 raise Refusal(bridge_error(ident, failed.kind, text)) from None
@@ -397,7 +401,7 @@ class ToStateless:
                         await reply.final({**message, "id": ident})
                         return None
         except UpstreamFailed as failed:
-            if run.repeat and failed.kind in ("broken", "idle"):
+            if run.repeat and failed.kind == "broken":  # silence ("idle") may be an upstream at work
                 raise _Broke(failed) from None
             text = f"{failed}; the request may have been processed upstream"
             raise Refusal(bridge_error(ident, failed.kind, text)) from None

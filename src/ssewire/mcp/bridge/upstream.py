@@ -50,10 +50,17 @@ class Upstream:
         self.head_timeout, self.idle_timeout = head_timeout, idle_timeout
 
     async def open(
-        self, method: str, headers: dict[str, str], message: dict[str, Any] | None = None
+        self,
+        method: str,
+        headers: dict[str, str],
+        message: dict[str, Any] | None = None,
+        *,
+        head_timeout: float | None = None,
     ) -> Answer:
-        """Send a request; its answer once the head came (`UpstreamFailed` when none did)."""
+        """Send a request; its answer once the head came, within ``head_timeout`` (the
+        upstream's by default; `UpstreamFailed` when none did)."""
         content = orjson.dumps(message) if message is not None else None
+        wait = self.head_timeout if head_timeout is None else head_timeout
         try:
             return await send(
                 self.http,
@@ -61,13 +68,11 @@ class Upstream:
                 self.url,
                 headers,
                 content,
-                head_timeout=self.head_timeout,
+                head_timeout=wait,
                 max_message_size=self.max_message_size,
             )
         except asyncio.TimeoutError:
-            raise UpstreamFailed(
-                "timeout", f"{self.label} sent no answer within {self.head_timeout:g} s"
-            ) from None
+            raise UpstreamFailed("timeout", f"{self.label} sent no answer within {wait:g} s") from None
         except httpx.HTTPError as failed:
             raise UpstreamFailed(
                 "unreachable", f"{self.label} could not be reached ({type(failed).__name__})"

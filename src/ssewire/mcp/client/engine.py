@@ -9,6 +9,7 @@ deadline."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -50,11 +51,18 @@ class _Broken(Exception):
     ``delivered`` new messages."""
 
     def __init__(
-        self, reason: str, delivered: int = 0, *, clean: bool = False, stream: str | None = None
+        self,
+        reason: str,
+        delivered: int = 0,
+        *,
+        clean: bool = False,
+        stream: str | None = None,
+        slow: bool = False,
     ) -> None:
         super().__init__(reason)
         self.reason, self.delivered, self.clean = reason, delivered, clean
         self.stream = stream  # a resumption that broke: its name, the chain's now
+        self.slow = slow  # silence, not a break: the server may still be working on it
 
 
 ASK = "ask"  # a request's re-issue is decided when its answer breaks (`Engine._why_repeat`)
@@ -64,9 +72,10 @@ class _Reissue(Exception):
     """The answer broke and the request is safe to repeat (or `ASK`): send it again with a
     new id; ``lost`` says what broke, for the error when it may not be repeated after all."""
 
-    def __init__(self, reason: str, lost: str) -> None:
+    def __init__(self, reason: str, lost: str, *, slow: bool = False) -> None:
         super().__init__(reason)
         self.lost = lost
+        self.slow = slow  # silence, not a break: re-issued only when the caller said it may be
 
 
 async def _within(work: Awaitable[T], method: str, seconds: float) -> T:
@@ -134,7 +143,8 @@ class Engine(Router):
         """``record``'s request goes on under a new id: the broken one may still be answered,
         and is no longer listened to. Its progress token stays (it is in the params sent):
         the new run's progress reaches the caller only past the highest value delivered, so
-        what the caller sees stays increasing and nothing comes twice."""
+        the progress the caller sees stays increasing and none comes twice. In a 2025
+        session the broken one is cancelled (`_abandon`)."""
         if self._requests.get(record.ident) is record:
             del self._requests[record.ident]
         record.ident, record.cursor, record.reissued = ident, None, True
@@ -219,6 +229,9 @@ class Engine(Router):
                         )
                         break
                     except _Reissue as broke:
+                        if (broke.slow or record.asked) and record.repeat != "caller":
+                            # a slow server may still be at it; a user asked once is not asked again
+                            record.repeat = None
                         if record.repeat == ASK:  # decided now that it matters (the listing it needs)
                             record.repeat = await self._why_repeat(method, params)
                         if record.repeat is None:
@@ -234,6 +247,8 @@ class Engine(Router):
                         await asyncio.sleep(pause(reissues))
                         previous = record.ident
                         self._reissued(record, next(self._ids))
+                        if self.session is not None:  # a 2025 disconnect cancels nothing: say it
+                            self._abandon(previous)
                         self._told(
                             "reissue",
                             {"request": record.ident, "previous": previous, "attempt": reissues + 1},
@@ -267,7 +282,8 @@ class Engine(Router):
             self._told("reset", {"request": record.ident, "stage": "head"})
             lost = f"{body.get('method')}: the connection broke before an answer ({type(exc).__name__})"
             if idempotent:
-                raise _Reissue(f"no answer: {type(exc).__name__}", lost) from None
+                slow = isinstance(exc, (asyncio.TimeoutError, httpx.TimeoutException))
+                raise _Reissue(f"no answer: {type(exc).__name__}", lost, slow=slow) from None
             raise _lost(lost) from None
         if answer.status == 404 and self.session is not None and retry_gone:
             await answer.aclose()
@@ -300,7 +316,7 @@ class Engine(Router):
             self._told("reset", {"request": record.ident, "stage": "json"})
             lost = f"the JSON answer to request {record.ident} broke before its end ({exc}), and cannot be resumed"
             if idempotent:
-                raise _Reissue(f"the JSON answer broke: {exc}", lost) from None
+                raise _Reissue(f"the JSON answer broke: {exc}", lost, slow=isinstance(exc, Idle)) from None
             raise _lost(lost) from None
         except NotJSON:
             raise httpx.HTTPStatusError(
@@ -370,7 +386,9 @@ class Engine(Router):
                 )
                 lost = f"the answer's stream broke ({broke.reason}) {why}"
                 if recovery.action == REISSUE:
-                    raise _Reissue(f"the stream broke ({broke.reason}) before any event id", lost) from None
+                    raise _Reissue(
+                        f"the stream broke ({broke.reason}) before any event id", lost, slow=broke.slow
+                    ) from None
                 if recovery.action == RESUME:
                     raise StreamBroken(
                         f"the answer's stream broke {stalled} times in a row "
@@ -461,7 +479,9 @@ class Engine(Router):
                 self.stats.drained += 1
         except Idle as exc:
             self.stats.idle_timeouts += 1
-            raise _Broken(f"idle: no event and no keep-alive for {exc.seconds:g} s", delivered) from None
+            raise _Broken(
+                f"idle: no event and no keep-alive for {exc.seconds:g} s", delivered, slow=True
+            ) from None
         except Broken as exc:
             self.guard.feed(stream, answer.tail())  # count the torn tail; deliver nothing of it
             if draining:
@@ -516,6 +536,22 @@ class Engine(Router):
 
     async def _reinitialize(self) -> None:
         raise NotImplementedError  # the session's: Client's
+
+    def _abandon(self, ident: Any) -> None:
+        """Cancel a request that is sent again under a new id (its server may still be
+        running it; it also holds the progress token the new one takes over), in the
+        background and bounded: nothing of it is waited for."""
+
+        async def cancel() -> None:
+            body = requests.notification(
+                "notifications/cancelled", {"requestId": ident, "reason": "re-issued"}
+            )
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._post(body, self._post_headers("notifications/cancelled")), 5.0)
+
+        task = asyncio.ensure_future(cancel())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _why_repeat(self, method: str, params: dict[str, Any] | None) -> str | None:
         """Why a request sent with `ASK` may be re-issued, now that its answer broke; None:

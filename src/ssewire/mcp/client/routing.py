@@ -71,6 +71,7 @@ class _Pending:
     repeat: str | None = None  # why it may be re-issued (a `reissue.REASONS` or "caller"), None: never
     high: float | None = None  # the highest progress value delivered
     reissued: bool = False  # once re-issued, progress goes on only above ``high``
+    asked: bool = False  # the server sent a request on its stream (sampling, elicitation)
 
 
 class Router:
@@ -167,6 +168,9 @@ class Router:
                 record.future.set_result(message)
             return
         if "id" in message:
+            asking = self._requests.get(_DELIVERING.get())
+            if asking is not None:  # the user may be asked: that call is never re-issued by a policy
+                asking.asked = True
             if len(self._tasks) >= MAX_SERVING:  # a flood: bounded, never queued without end
                 if self.stats.dropped_request():  # the 1st, 2nd, 4th, 8th...: a flood logs little
                     log.warning(

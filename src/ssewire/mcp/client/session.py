@@ -51,7 +51,15 @@ from ..protocol.handshake import (
     handshake,
 )
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
-from ..protocol.reissue import MAX_REISSUES, SAFE_TOOLS, ReissuePolicy, ToolHints, needs_hints, reason
+from ..protocol.reissue import (
+    MAX_REISSUES,
+    SAFE_TOOLS,
+    ReissuePolicy,
+    ToolHints,
+    learn_tools,
+    needs_hints,
+    reason,
+)
 from ..protocol.wire import caller_headers
 from ..streams.guard import IdParser, ResumptionGuard
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
@@ -527,6 +535,8 @@ class Client(Listener):
         id each time the request is sent (a re-issue has a new one): the id a relay cancels
         it by (`notify`), and, with `position`, what another process needs to take the
         answer up (`resume_call`)."""
+        if idempotent is not None and not isinstance(idempotent, bool):
+            raise TypeError(f"idempotent is True, False or None, not {idempotent!r}")
         repeat: bool | str = idempotent if idempotent is not None else self._repeatable(method, params)
         work = self._call(method, params, on_progress=on_progress, idempotent=repeat, on_sent=on_sent)
         reply = await _within(work, method, timeout or self.timeout)
@@ -543,16 +553,25 @@ class Client(Listener):
 
     async def _why_repeat(self, method: str, params: dict[str, Any] | None) -> str | None:
         """The policy's verdict once a call's answer broke: a tool whose annotations are not
-        known (fresh) is listed first; one the listing does not name is not repeated."""
+        known (fresh) is listed first (`learn_hints`); one the listing does not name, or a
+        listing that fails, is not repeated."""
         if needs_hints(method, params, self.reissue, self.hints):
             try:
-                await self.list_tools()
-            except (RPCError, StreamBroken, RequestTimeout, httpx.HTTPError) as why:
+                await self.learn_hints()
+            except Exception as why:  # whatever it was, unknown is unsafe: the call's own error stands
                 log.info("could not list the tools to learn their annotations (%s)", type(why).__name__)
-            name = (params or {}).get("name")
-            if isinstance(name, str) and not self.hints.knows(name):
-                self.hints.missing(name)
         return reason(method, params, self.reissue, self.hints)
+
+    async def learn_hints(self, into: ToolHints | None = None) -> None:
+        """Learn the tools' annotations (what the ``reissue`` policy reads) from a listing of
+        this client's own, into ``into`` (its own table by default): each page learnt and let
+        go, bounded in pages and time (``protocol.reissue.learn_tools``); what `list_tools`
+        remembers is left as it was."""
+
+        async def page(cursor: str | None) -> Any:
+            return await self.request("tools/list", {"cursor": cursor} if cursor else None)
+
+        await learn_tools(self.hints if into is None else into, page)
 
     def position(self, ident: Any) -> str | None:
         """The cursor of request ``ident``'s answer so far, while it is unanswered (None

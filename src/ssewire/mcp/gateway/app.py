@@ -255,6 +255,7 @@ class Gateway(Lifecycle):
         """Stop every relay (ending the upstream sessions; a replica hands its calls over to
         the others), close the rest."""
         self.cut_streams()
+        await self.passthrough.reissuer.aclose()
         relays = list(self.relays.values())
         for sid in self.relays:
             self.relays.pop(sid)

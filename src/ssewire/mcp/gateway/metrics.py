@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..protocol.reissue import REASONS
 from ..server.asgi import plain, respond
 
 # seconds a message spends in the gateway: from its arrival (complete, past the guard) to
@@ -38,8 +39,9 @@ COUNTERS = {
     "unauthenticated_total": "downstream requests refused 401 or 403 (no, bad or insufficient credentials)",
     "budget_refusals_total": "downstream requests refused 503 because the bytes in flight were at the budget",
 }
-# counters whose samples carry a label of their own beside the route's: name -> the label
-LABELLED = {"reissues_total": "reason"}
+# counters whose samples carry a label of their own beside the route's: name -> (the label,
+# its values: each always rendered, 0 until counted, so no series appears or vanishes)
+LABELLED = {"reissues_total": ("reason", REASONS)}
 GAUGES = {
     "sessions_open": "downstream sessions held by this process",
     "streams_open": "downstream streams being written now",
@@ -138,15 +140,12 @@ def render(routes: list[tuple[str, Metrics]]) -> bytes:
 
 
 def _labelled(name: str, labels: list[str], snapshot: dict[str, float]) -> list[str]:
-    """A `LABELLED` counter's samples: one per label value counted (``name:value`` in the
-    snapshot), or one unlabelled 0 before any."""
-    values = sorted(key.partition(":")[2] for key in snapshot if key.startswith(name + ":"))
-    if not values:
-        return [f"{PREFIX}{name}{_braced(labels)} 0"]
+    """A `LABELLED` counter's samples: one per label value (``name:value`` in the snapshot)."""
+    label, values = LABELLED[name]
     lines = []
     for value in values:  # the values are the code's own names (reissue.REASONS): nothing to escape
-        pair = LABELLED[name] + '="' + value + '"'
-        lines.append(f"{PREFIX}{name}{_braced([*labels, pair])} {snapshot[name + ':' + value]:g}")
+        pair = label + '="' + value + '"'
+        lines.append(f"{PREFIX}{name}{_braced([*labels, pair])} {snapshot.get(name + ':' + value, 0.0):g}")
     return lines
 
 

@@ -42,6 +42,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,7 @@ from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
 from ..client import Client
 from ..protocol.profiles import NEWEST
-from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
+from ..protocol.reissue import HINTS_FETCH, SAFE_TOOLS, ReissuePolicy, ToolHints
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
 from ..server.attempts import PROGRESS, Attempts, Reissuer
@@ -121,7 +122,7 @@ class Passthrough:
         self.timeout, self.keepalive, self.limit = timeout, keepalive, max_message_size
         self.budget, self.metrics = budget, metrics
         self.tools = tools  # the route's tool policy: its tools/list answers are filtered
-        self.reissuer = Reissuer(reissue, self._reissued, self._listed_tools)
+        self.reissuer = Reissuer(reissue, self._reissued, self._learn_tools)
         self.in_flight = 0  # requests being relayed now, subscriptions aside (a drain waits for them)
 
     async def relay(
@@ -149,56 +150,78 @@ class Passthrough:
         run = self.reissuer.attempts(
             exchange.ident, exchange.body, exchange.method, exchange.params, deadline
         )
+        if not exchange.request:
+            run.repeat = None  # a notification has no answer to heal: sent once
         while True:  # bounded: each pass is a re-issue, and `again` counts them
-            try:
-                answer = await _unless_gone(receive, self._opened(up, run, deadline))
-            except _Failed as failed:
-                if failed.repeatable and await self.reissuer.again(run, failed.text):
-                    continue
+            failed = await self._answered_whole(scope, receive, send_down, up, exchange, run)
+            if failed is None:
+                return
+            if not (failed.repeatable and await _unless_gone(receive, self.reissuer.again(run, failed.text))):
                 await self._fail(send_down, exchange, failed)
                 return
-            try:
-                if answer.is_sse:  # from here on the client is sent events: the re-issues' too
-                    await self._stream(scope, receive, send_down, answer, exchange, run, up)
-                    return
-                if exchange.method == LISTEN:  # its body may never end: read whole, none would go down
-                    await self._piped(receive, send_down, answer, exchange)
-                    return
-                with self.budget.reserve(0) as held:  # held until the body is written down
-                    body = await _unless_gone(receive, self._whole(answer, deadline, held))
-                    await answer.aclose()
-                    body = self._answered(body, exchange, run)
-                    await respond(send_down, answer.status, body, _returned(answer.headers))
-                self.metrics.add("downstream_bytes_total", len(body))
-                return
-            except _Failed as failed:
-                if failed.repeatable and await self.reissuer.again(run, failed.text):
-                    continue
-                await self._fail(send_down, exchange, failed)
-                return
-            finally:
-                await answer.aclose()
 
-    def _answered(self, data: bytes, exchange: Exchange, run: Attempts) -> bytes:
+    async def _answered_whole(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send_down: Any,
+        up: dict[str, str],
+        exchange: Exchange,
+        run: Attempts,
+    ) -> _Failed | None:
+        """One sending, its answer written down (a stream goes on with the re-issues' events
+        itself); the failure to write instead, the answer closed by then."""
+        try:
+            answer = await _unless_gone(receive, self._opened(up, run, run.deadline))
+        except _Failed as failed:
+            return failed
+        try:
+            if answer.is_sse:  # from here on the client is sent events: the re-issues' too
+                await self._stream(scope, receive, send_down, answer, exchange, run, up)
+                return None
+            if exchange.method == LISTEN:  # its body may never end: read whole, none would go down
+                await self._piped(receive, send_down, answer, exchange)
+                return None
+            with self.budget.reserve(0) as held:  # held until the body is written down
+                body = await _unless_gone(receive, self._whole(answer, run.deadline, held))
+                await answer.aclose()
+                answered = self._answered(body, exchange, run)
+                if answered is None:
+                    return _no_answer(exchange, answer.status)
+                await respond(send_down, answer.status, answered, _returned(answer.headers))
+            self.metrics.add("downstream_bytes_total", len(answered))
+            return None
+        except _Failed as failed:
+            return failed
+        finally:
+            await answer.aclose()
+
+    def _answered(self, data: bytes, exchange: Exchange, run: Attempts) -> bytes | None:
         """An answer to this sending, as the client gets it: under its id, a listing's
-        tools learnt (their annotations) and filtered by the route's tool policy."""
-        data = run.answer(data)
-        if exchange.method == LIST:
-            self.reissuer.learn(data, exchange.ident)
+        tools learnt (their annotations) and filtered by the route's tool policy; None when
+        a re-issue brought back something that is not its answer."""
+        answered = run.answer(data)
+        if answered is not None and exchange.method == LIST:
+            self.reissuer.learn(answered, exchange.ident)
             if self.tools is not None:
-                data = self.tools.filtered_message(data, exchange.ident)
-        return data
+                answered = self.tools.filtered_message(answered, exchange.ident)
+        return answered
 
     def _reissued(self, why: str) -> None:
         self.metrics.add_labelled("reissues_total", why)
 
-    async def _listed_tools(self) -> list[dict[str, Any]]:
-        """The upstream's tools as the gateway itself lists them (its credentials, its own
-        request): for annotations no relayed listing brought."""
+    async def _learn_tools(self, hints: ToolHints) -> None:
+        """The upstream's annotations, from a listing of the gateway's own (its credentials,
+        its limit on a message): for those no relayed listing brought."""
         async with Client(
-            self.upstream, profile=NEWEST.name, http=self._http(), listen=False, timeout=self.timeout
+            self.upstream,
+            profile=NEWEST.name,
+            http=self._http(),
+            listen=False,
+            timeout=HINTS_FETCH,
+            max_message_size=self.limit,
         ) as client:
-            return await client.list_tools()
+            await client.learn_hints(into=hints)
 
     async def _opened(self, headers: dict[str, str], run: Attempts, deadline: float | None) -> Answer:
         """The upstream answer's head, or `_Failed`."""
@@ -320,47 +343,45 @@ class Passthrough:
     ) -> AsyncGenerator[bytes, None]:
         """The events of ``answer``, then (while it broke before the answer and the request
         may be sent again) those of its re-issues; an explicit error event ends it when
-        nothing more can be sent."""
+        nothing more can be sent. Each broken answer is closed before the next sending."""
         current: Answer | None = answer
         while True:  # bounded: each pass is a re-issue, and `again` counts them
+            why, kind = "", "upstream"
             try:
                 if current is None:
                     current = await self._opened(up, run, run.deadline)
                 if current.is_sse:
-                    async for data in self._events(current, exchange, run):
-                        yield data
+                    async with aclosing(self._events(current, exchange, run)) as events:
+                        async for data in events:
+                            yield data
                 else:  # a re-issue answered with a body: its message as the stream's last event
                     with self.budget.reserve(0) as held:
                         body = await self._whole(current, run.deadline, held)
                         yield self._event_of(current, body, exchange, run)
                 return
             except _Failed as failed:
-                if not (failed.repeatable and await self.reissuer.again(run, failed.text)):
+                if not failed.repeatable:
                     yield self._error_event(exchange, failed.kind, f"{exchange.method}: {failed.text}")
                     return
+                why, kind = f"{exchange.method}: {failed.text}", failed.kind
             except _Broke as broke:
-                if not await self.reissuer.again(run, str(broke)):
-                    yield self._error_event(exchange, "upstream", str(broke))
-                    return
+                why = str(broke)
             finally:
                 if current is not None:
                     await current.aclose()
-            current = None
+                current = None
+            if not await self.reissuer.again(run, why):
+                yield self._error_event(exchange, kind, why)
+                return
 
     def _event_of(self, answer: Answer, body: bytes, exchange: Exchange, run: Attempts) -> bytes:
-        """A re-issue's answer that came as a body, as an event: its message if it is the
-        answer, else the gateway's error naming the status."""
+        """A re-issue's answer that came as a body, as an event; `_Failed` (repeatable: a
+        proxy's error page, say) when it is not the answer."""
         data = self._answered(body, exchange, run)
-        try:
-            message = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            message = None
-        if isinstance(message, dict) and message.get("id") == exchange.ident:
-            self.metrics.add("messages_total")
-            return _event("message", data)
-        return self._error_event(
-            exchange, "upstream", f"{exchange.method}: the upstream answered {answer.status} with no answer"
-        )
+        if data is None:
+            raise _no_answer(exchange, answer.status)
+        self.metrics.add("messages_total")
+        return _event("message", data)
 
     async def _events(self, answer: Answer, exchange: Exchange, run: Attempts) -> AsyncGenerator[bytes, None]:
         """The upstream's complete events, re-encoded without ids; an explicit error event
@@ -376,7 +397,12 @@ class Passthrough:
                         data = item.data
                         if item.kind.answers and item.id == run.sent_id:
                             answered = True
-                            data = self._answered(data, exchange, run)
+                            readdressed = self._answered(data, exchange, run)
+                            if readdressed is None:  # its id matched: only a member orjson refuses
+                                text = f"{exchange.method}: the upstream's answer could not be read"
+                                pieces.append(self._error_event(exchange, "upstream", text))
+                                continue
+                            data = readdressed
                         elif (
                             item.method == PROGRESS
                             and run.repeat
@@ -439,6 +465,20 @@ def _error(exchange: Exchange, kind: str, text: str) -> dict[str, Any]:
     if kind in ("upstream", "timeout") and exchange.method not in REPEATABLE:
         text += "; the request may have been processed: check its effects before sending it again"
     return gateway_error(exchange.ident, kind, scrub_urls(text))
+
+
+def _no_answer(exchange: Exchange, status: int) -> _Failed:
+    """A re-issue's answer that carries no answer to it (an error page, another id)."""
+    text = f"the upstream answered HTTP {status} with no answer to the request"
+    return _Failed(502, "upstream", text, repeatable=True)
+
+
+def _event_error(
+    exchange: Exchange, data: bytes
+) -> bytes:  # pragma: no cover - readdressed reads what matched
+    return orjson.dumps(
+        _error(exchange, "upstream", f"{exchange.method}: the upstream's answer could not be read")
+    )
 
 
 class _Failed(Exception):

@@ -26,9 +26,10 @@ A re-issue is the same request under a fresh id, sent again after a short pause
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,12 @@ REASONS = (METHOD, READ_ONLY, IDEMPOTENT, LISTED)
 MAX_REISSUES = 100  # in a row: at 90% cuts, 0.9**100 leaves 1 call in 37,000 unhealed
 MAX_PAUSE = 0.25  # seconds between two sendings at most: a cut is no overload to back off from
 HINTS_TTL = 300.0  # seconds a learnt listing is trusted before it is fetched again
-MAX_HINTS = 4096  # tools whose annotations are kept (a hostile listing cannot grow the table)
+MAX_HINTS = (
+    10_000  # tools whose verdicts are kept, as many as the client lists (a hostile listing cannot grow it)
+)
+MAX_NAME = 256  # characters of a tool name kept (the spec's names are 1-128): a longer one is unknown
+MAX_HINT_PAGES = 16  # pages of tools/list read to learn the annotations it lacks
+HINTS_FETCH = 10.0  # seconds that listing may take in all (a call waits for it at most until its deadline)
 
 
 def pause(reissues: int) -> float:
@@ -76,12 +82,16 @@ SAFE_TOOLS = ReissuePolicy()  # the tools the server's annotations call safe to 
 OFF = ReissuePolicy(annotations=False)  # no tool call is re-issued (lists and reads still are)
 
 
+def _input_round(params: Any) -> bool:
+    """A retry answering an input-required result (a tool call, a prompt, a read): the user
+    answered once, so it is never sent again."""
+    return isinstance(params, dict) and (INPUT_RESPONSES in params or REQUEST_STATE in params)
+
+
 def tool_of(method: str | None, params: Any) -> str | None:
     """The tool a ``tools/call`` names, if it may be re-issued at all (not an input-required
     round); else None."""
-    if method != CALL or not isinstance(params, dict):
-        return None
-    if INPUT_RESPONSES in params or REQUEST_STATE in params:
+    if method != CALL or not isinstance(params, dict) or _input_round(params):
         return None
     name = params.get("name")
     return name if isinstance(name, str) else None
@@ -91,7 +101,7 @@ def reason(
     method: str | None, params: Any, policy: ReissuePolicy | None, hints: ToolHints | None
 ) -> str | None:
     """Why this request may be sent again (one of `REASONS`), or None: it may not."""
-    if method == LISTEN:
+    if method == LISTEN or _input_round(params):
         return None
     if method in REPEATABLE:
         return METHOD
@@ -116,14 +126,17 @@ def needs_hints(method: str | None, params: Any, policy: ReissuePolicy | None, h
 
 
 class ToolHints:
-    """The tools' annotations as the server last listed them, by name: learnt from every
-    ``tools/list`` result a client or relay sees; a name older than `HINTS_TTL` is unknown
-    again (a tool's annotations may change with the server's list). Bounded: `MAX_HINTS`
-    names, the oldest forgotten first."""
+    """What the tools' annotations make of a second call, as the server last listed them,
+    by name (the verdict only, never the tool): learnt from every ``tools/list`` result a
+    client or relay sees; a name older than `HINTS_TTL` is unknown again (a tool's
+    annotations may change with the server's list). After a whole listing (`listed`) a name
+    it did not hold is known as unsafe for as long. Bounded: `MAX_HINTS` names of at most
+    `MAX_NAME` characters, the oldest forgotten first."""
 
     def __init__(self, ttl: float = HINTS_TTL, clock: Any = time.monotonic) -> None:
         self.ttl, self.clock = ttl, clock
         self._hints: OrderedDict[str, tuple[float, str | None]] = OrderedDict()  # name -> (when, verdict)
+        self._listed_at: float | None = None  # when a whole listing was last read
 
     def learn(self, result: Any) -> None:
         """Take a ``tools/list`` result's tools (one page of them)."""
@@ -133,16 +146,24 @@ class ToolHints:
         now = self.clock()
         for tool in tools[:MAX_HINTS]:
             name = tool.get("name") if isinstance(tool, dict) else None
-            if not isinstance(name, str):
+            if not isinstance(name, str) or len(name) > MAX_NAME:
                 continue
             self._hints.pop(name, None)
             self._hints[name] = (now, _verdict(tool.get("annotations")))
             if len(self._hints) > MAX_HINTS:
                 self._hints.popitem(last=False)
 
+    def listed(self) -> None:
+        """A whole listing was read (every page, or as many as are read): a name it did not
+        hold is unsafe, and not fetched for, until the TTL ends."""
+        self._listed_at = self.clock()
+
     def knows(self, name: str) -> bool:
+        now = self.clock()
+        if self._listed_at is not None and now - self._listed_at <= self.ttl:
+            return True
         entry = self._hints.get(name)
-        return entry is not None and self.clock() - entry[0] <= self.ttl
+        return entry is not None and now - entry[0] <= self.ttl
 
     def safe(self, name: str) -> str | None:
         """`READ_ONLY` or `IDEMPOTENT` when the listing (fresh) says so; else None."""
@@ -150,14 +171,6 @@ class ToolHints:
         if entry is None or self.clock() - entry[0] > self.ttl:
             return None
         return entry[1]
-
-    def missing(self, name: str) -> None:
-        """A listing was fetched and did not name the tool: unknown means unsafe, and is not
-        fetched again until the TTL ends."""
-        self._hints.pop(name, None)
-        self._hints[name] = (self.clock(), None)
-        if len(self._hints) > MAX_HINTS:
-            self._hints.popitem(last=False)
 
 
 def _verdict(annotations: Any) -> str | None:
@@ -172,3 +185,24 @@ def _verdict(annotations: Any) -> str | None:
     if annotations.get("idempotentHint") is True and annotations.get("destructiveHint") is not True:
         return IDEMPOTENT
     return None
+
+
+async def learn_tools(
+    hints: ToolHints, page: Callable[[str | None], Awaitable[Any]], *, within: float = HINTS_FETCH
+) -> None:
+    """Learn the tools' annotations from a listing of one's own: ``page(cursor)`` is one
+    ``tools/list`` result; `MAX_HINT_PAGES` pages at most, each learnt and let go (never
+    the listing whole), ``within`` seconds in all (`HINTS_FETCH`). What it did not get stays
+    unknown, and unknown is unsafe."""
+
+    async def pages() -> None:
+        cursor: str | None = None
+        for _ in range(MAX_HINT_PAGES):
+            result = await page(cursor)
+            hints.learn(result)
+            cursor = result.get("nextCursor") if isinstance(result, dict) else None
+            if not isinstance(cursor, str) or not cursor:
+                break
+        hints.listed()
+
+    await asyncio.wait_for(pages(), within)

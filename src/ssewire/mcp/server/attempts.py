@@ -6,7 +6,8 @@ policy), under which id, and which of its messages still go down.
 A re-issue is the request as it came under a fresh id of the relay's own, so an answer
 the broken sending still produces is never taken for the new one's; the new answer goes
 down under the client's id. Its progress goes down only past the highest value the
-client was given, so what the client sees stays increasing and nothing comes twice."""
+client was given, so its progress stays increasing and none comes twice (other
+notifications of a new sending are that sending's own, and go down)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,13 @@ from typing import Any
 
 import orjson
 
+from ..._envelope import readdressed
 from ..protocol.reissue import MAX_REISSUES, ReissuePolicy, ToolHints, needs_hints, pause, reason
 
 log = logging.getLogger("ssewire.mcp.server")
 
 ASK = "ask"  # decided at the first break, once the tools' annotations are known
+FETCH_RETRY = 10.0  # seconds after a listing failed before another is tried (unknown is unsafe meanwhile)
 PROGRESS = "notifications/progress"
 _fresh = itertools.count(1)  # the relay's own ids for re-issues, unique in the process
 
@@ -52,24 +55,21 @@ class Attempts:
         return self.reissues > 0
 
     def request(self) -> bytes:
-        """The request to send now: as it came, or under the id of this re-issue."""
+        """The request to send now: as it came, or under the id of this re-issue (every
+        other member the bytes it came in)."""
         if not self.reissued:
             return bytes(self.body)
-        message = orjson.loads(self.body)  # it parsed once already
-        message["id"] = self.sent_id
-        return orjson.dumps(message)
+        again = readdressed(self.body, self.sent_id)
+        if again is None:  # pragma: no cover - it parsed as an object before it got here
+            raise ValueError("the request is no JSON-RPC object")
+        return again
 
-    def answer(self, data: bytes) -> bytes:
-        """An answer to the sending now, under the client's id."""
+    def answer(self, data: bytes) -> bytes | None:
+        """The answer to the sending now (a response under its id) under the client's id;
+        None for anything else a re-issue brought back (an error page, another id)."""
         if not self.reissued:
             return data
-        try:
-            message = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return data
-        if isinstance(message, dict):
-            message["id"] = self.ident
-        return orjson.dumps(message)
+        return readdressed(data, self.ident, was=self.sent_id)
 
     def passes(self, params: Any) -> bool:
         """Whether a progress notification (its params) goes down: always before a
@@ -90,19 +90,27 @@ class Reissuer:
     decides by (learnt from the listings relayed, or fetched when a break needs them).
 
     :param count: told why (a `reissue.REASONS`) each time a request is sent again.
-    :param list_tools: fetches the upstream's tools (a list), for annotations it lacks.
+    :param learn_tools: learns the upstream's annotations into the table it is given, from a
+        listing of the relay's own (bounded: ``protocol.reissue.learn_tools``).
     """
 
     def __init__(
         self,
         policy: ReissuePolicy | None,
         count: Callable[[str], None],
-        list_tools: Callable[[], Awaitable[list[dict[str, Any]]]],
+        learn_tools: Callable[[ToolHints], Awaitable[None]],
     ) -> None:
         self.policy, self.count = policy, count
         self.hints = ToolHints()
-        self._list_tools = list_tools
+        self._learn_tools = learn_tools
         self._listing: asyncio.Task[None] | None = None  # one fetch at a time, shared by the calls waiting
+        self._failed_at = -FETCH_RETRY  # when a fetch last failed (monotonic): none again for a while
+
+    async def aclose(self) -> None:
+        """Stop a listing still being fetched (its waiters have their deadlines)."""
+        if self._listing is not None and not self._listing.done():
+            self._listing.cancel()
+            await asyncio.gather(self._listing, return_exceptions=True)
 
     def attempts(
         self, ident: Any, body: bytes | bytearray, method: str | None, params: Any, deadline: float | None
@@ -141,20 +149,24 @@ class Reissuer:
 
     async def _decide(self, run: Attempts) -> str | None:
         """The policy's verdict for a tool whose annotations were not known: the upstream's
-        listing fetched (one fetch for all who wait); a tool it does not name is unsafe."""
-        if needs_hints(run.method, run.params, self.policy, self.hints):
+        listing fetched (one fetch for all who wait, awaited until the call's deadline at
+        most); a tool it does not name, or a listing that did not come, is unsafe."""
+        recently_failed = time.monotonic() - self._failed_at < FETCH_RETRY
+        if needs_hints(run.method, run.params, self.policy, self.hints) and not recently_failed:
             if self._listing is None or self._listing.done():
                 self._listing = asyncio.ensure_future(self._fetch())
-            await asyncio.shield(self._listing)
-            name = run.params.get("name") if isinstance(run.params, dict) else None
-            if isinstance(name, str) and not self.hints.knows(name):
-                self.hints.missing(name)
+            left = None if run.deadline is None else max(run.deadline - time.monotonic(), 0.0)
+            try:
+                await asyncio.wait_for(asyncio.shield(self._listing), left)
+            except asyncio.TimeoutError:
+                return None  # (the listing goes on for the calls after this one)
         return reason(run.method, run.params, self.policy, self.hints)
 
     async def _fetch(self) -> None:
         try:
-            self.hints.learn({"tools": await self._list_tools()})
+            await self._learn_tools(self.hints)
         except Exception as failed:  # unknown stays unsafe: the call gets the explicit error
+            self._failed_at = time.monotonic()
             log.warning(
                 "could not list the upstream's tools for their annotations (%s)", type(failed).__name__
             )
