@@ -52,6 +52,7 @@ from ..protocol.handshake import (
 )
 from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.reissue import (
+    HINTS_FETCH,
     MAX_REISSUES,
     SAFE_TOOLS,
     ReissuePolicy,
@@ -571,7 +572,7 @@ class Client(Listener):
         async def page(cursor: str | None) -> Any:
             return await self.request("tools/list", {"cursor": cursor} if cursor else None)
 
-        await learn_tools(self.hints if into is None else into, page)
+        await asyncio.wait_for(learn_tools(self.hints if into is None else into, page), HINTS_FETCH)
 
     def position(self, ident: Any) -> str | None:
         """The cursor of request ``ident``'s answer so far, while it is unanswered (None

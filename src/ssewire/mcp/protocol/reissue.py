@@ -26,7 +26,6 @@ A re-issue is the same request under a fresh id, sent again after a short pause
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
@@ -187,22 +186,16 @@ def _verdict(annotations: Any) -> str | None:
     return None
 
 
-async def learn_tools(
-    hints: ToolHints, page: Callable[[str | None], Awaitable[Any]], *, within: float = HINTS_FETCH
-) -> None:
+async def learn_tools(hints: ToolHints, page: Callable[[str | None], Awaitable[Any]]) -> None:
     """Learn the tools' annotations from a listing of one's own: ``page(cursor)`` is one
     ``tools/list`` result; `MAX_HINT_PAGES` pages at most, each learnt and let go (never
-    the listing whole), ``within`` seconds in all (`HINTS_FETCH`). What it did not get stays
-    unknown, and unknown is unsafe."""
-
-    async def pages() -> None:
-        cursor: str | None = None
-        for _ in range(MAX_HINT_PAGES):
-            result = await page(cursor)
-            hints.learn(result)
-            cursor = result.get("nextCursor") if isinstance(result, dict) else None
-            if not isinstance(cursor, str) or not cursor:
-                break
-        hints.listed()
-
-    await asyncio.wait_for(pages(), within)
+    the listing whole). The caller bounds its time (`HINTS_FETCH`). What it did not get
+    stays unknown, and unknown is unsafe."""
+    cursor: str | None = None
+    for _ in range(MAX_HINT_PAGES):
+        result = await page(cursor)
+        hints.learn(result)
+        cursor = result.get("nextCursor") if isinstance(result, dict) else None
+        if not isinstance(cursor, str) or not cursor:
+            break
+    hints.listed()
