@@ -215,14 +215,18 @@ def test_through_the_bridge_a_2025_client_has_safe_calls_to_a_2026_upstream_heal
 
 
 class FirstCuts:
-    """Cut the first ``left`` tool calls' answers at ``at`` bytes (among the progress events)."""
+    """Cut the first ``left`` tool calls' answers at ``at`` bytes (among the progress
+    events), and the first ``lists`` listings' answers."""
 
-    def __init__(self, left: int, at: int = 400) -> None:
-        self.left, self.at = left, at
+    def __init__(self, left: int, at: int = 400, lists: int = 0) -> None:
+        self.left, self.at, self.lists = left, at, lists
 
     def __call__(self, n: int, head: bytes) -> Cut | None:
         if self.left and is_tool_call(head):
             self.left -= 1
+            return Cut(at=self.at)
+        if self.lists and head.startswith(b"POST ") and b'"tools/list"' in head:
+            self.lists -= 1
             return Cut(at=self.at)
         return None
 
@@ -244,11 +248,12 @@ def test_a_call_cut_before_any_listing_is_decided_by_the_gateways_own_and_its_pr
             return result, progress
 
     app, executions = annotated_app()
-    with running(app) as root, gateway_over(root + "/mcp", FirstCuts(2), http=no_keepalive_httpx()) as gw:
+    cuts = FirstCuts(2, lists=1)  # the gateway's own listing is cut once too: it is a list, sent again
+    with running(app) as root, gateway_over(root + "/mcp", cuts, http=no_keepalive_httpx()) as gw:
         result, progress = asyncio.run(one_call(gw.url))
         hints = gw.app.passthrough.reissuer.hints
         assert hints.safe("lookup") == "read-only" and hints.safe("remove") is None
-        assert gw.proxy is not None and gw.proxy.stats.cuts == 2
+        assert gw.proxy is not None and gw.proxy.stats.cuts == 3
     assert result["content"][0]["text"] == expected_text("k", SIZE)
     assert progress == [1, 2, 3]
     assert executions.runs("lookup")["k"] == 3  # two cut, the third whole

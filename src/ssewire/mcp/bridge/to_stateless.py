@@ -34,7 +34,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client import Client
+from ..client import learn_tool_hints
 from ..protocol.bridging import (
     ACKNOWLEDGED,
     INPUT_REQUEST_METHODS,
@@ -62,7 +62,7 @@ from ..protocol.codes import (
 )
 from ..protocol.handshake import DISCOVER
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
-from ..protocol.reissue import HINTS_FETCH, SAFE_TOOLS, ReissuePolicy, ToolHints
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy, ToolHints
 from ..protocol.requests import post_headers, request
 from ..protocol.wire import METHOD, NAME, NAME_FIELDS
 from ..server.attempts import PROGRESS, Attempts, Reissuer
@@ -127,15 +127,9 @@ class ToStateless:
 
     async def _learn_tools(self, hints: ToolHints) -> None:
         """The upstream's annotations, from a listing of the bridge's own."""
-        async with Client(
-            self.upstream.url,
-            profile=NEWEST.name,
-            http=self.upstream.http,
-            listen=False,
-            timeout=HINTS_FETCH,
-            max_message_size=self.settings.max_message_size,
-        ) as client:
-            await client.learn_hints(into=hints)
+        await learn_tool_hints(
+            self.upstream.url, hints, http=self.upstream.http, max_message_size=self.settings.max_message_size
+        )
 
     async def sweep(self) -> None:
         for session in self.sessions.expire():

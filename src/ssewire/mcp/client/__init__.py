@@ -17,6 +17,7 @@ from .session import (
     StreamBroken,
     Unauthorized,
     delivering,
+    learn_tool_hints,
 )
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "StreamBroken",
     "Unauthorized",
     "delivering",
+    "learn_tool_hints",
 ]

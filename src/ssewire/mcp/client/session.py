@@ -50,7 +50,7 @@ from ..protocol.handshake import (
     client_info,
     handshake,
 )
-from ..protocol.profiles import NEWEST_WITH_SESSIONS, Profile, resolve
+from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.reissue import (
     HINTS_FETCH,
     MAX_REISSUES,
@@ -308,11 +308,12 @@ class Client(Listener):
         if self.listen and self.session is not None and self._listener is None:
             self._listener = asyncio.ensure_future(self._listen())
 
-    async def attach(self, profile: str, session: str) -> None:
+    async def attach(self, profile: str, session: str | None) -> None:
         """Take up a session opened before, by this client or another process (a gateway
         replica): no handshake, since the server would open a new session; the standalone
         GET stream opens as ``connect`` would. ``profile`` is the revision agreed then
-        (``version``)."""
+        (``version``). Under 2026-07-28 (no sessions: ``session`` None) it speaks that
+        revision to a server known to, with no ``server/discover`` first."""
         self.profile, self.session = resolve(profile)[0], session
         if self.guard.profile != self.profile:
             self.guard = ResumptionGuard(self.profile, parse_id=self.parse_id)
@@ -634,3 +635,18 @@ def _parsed_result(reply: dict[str, Any]) -> Any:
         return parsed(reply.get("result"))
     except orjson.JSONDecodeError as exc:
         raise RPCError({"code": PARSE_ERROR, "message": f"the result cannot be read: {exc}"}) from None
+
+
+async def learn_tool_hints(
+    url: str, into: ToolHints, *, http: httpx.AsyncClient, max_message_size: int | None
+) -> None:
+    """A 2026-07-28 server's tool annotations, learnt into ``into`` by a listing of a
+    relay's own (`Client.learn_hints`, bounded): no handshake, since the revision needs none
+    and a cut ``server/discover`` would cost the listing; ``http`` carries the relay's
+    credentials."""
+    client = Client(url, http=http, listen=False, timeout=HINTS_FETCH, max_message_size=max_message_size)
+    try:
+        await client.attach(NEWEST.name, None)
+        await client.learn_hints(into=into)
+    finally:
+        await client.close(end_session=False)

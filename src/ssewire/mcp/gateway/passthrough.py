@@ -53,9 +53,8 @@ from ..._encoder import encode_raw_event
 from ..._secrets import scrub_urls
 from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
-from ..client import Client
-from ..protocol.profiles import NEWEST
-from ..protocol.reissue import HINTS_FETCH, SAFE_TOOLS, ReissuePolicy, ToolHints
+from ..client import learn_tool_hints
+from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy, ToolHints
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
 from ..server.attempts import PROGRESS, Attempts, Reissuer
@@ -213,15 +212,7 @@ class Passthrough:
     async def _learn_tools(self, hints: ToolHints) -> None:
         """The upstream's annotations, from a listing of the gateway's own (its credentials,
         its limit on a message): for those no relayed listing brought."""
-        async with Client(
-            self.upstream,
-            profile=NEWEST.name,
-            http=self._http(),
-            listen=False,
-            timeout=HINTS_FETCH,
-            max_message_size=self.limit,
-        ) as client:
-            await client.learn_hints(into=hints)
+        await learn_tool_hints(self.upstream, hints, http=self._http(), max_message_size=self.limit)
 
     async def _opened(self, headers: dict[str, str], run: Attempts, deadline: float | None) -> Answer:
         """The upstream answer's head, or `_Failed`."""
