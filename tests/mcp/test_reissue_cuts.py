@@ -183,16 +183,12 @@ def test_through_the_bridge_every_cut_2025_answer_is_resumed_whole_for_a_2026_cl
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["mcp-sdk", "ssewire"])
-def test_through_the_bridge_a_2025_client_has_safe_calls_to_a_2026_upstream_healed(kind):
-    """A client with sessions in front of the SDK server's 2026-07-28 side: the bridge sends
-    safe calls again as the passthrough does; the others end with its explicit error."""
+def test_through_the_bridge_a_2025_client_has_safe_calls_to_a_2026_upstream_healed():
+    """The official client with sessions (its 2025 handshake) in front of the SDK server's
+    2026-07-28 side: the bridge sends safe calls again as the passthrough does; the others
+    end with its explicit error."""
     seed = 31
-    if kind == "mcp-sdk":
-        callers = {tool: sdk_caller(tool, CALLS, seed=seed, size=SIZE, mode="legacy") for tool in TOOLS}
-    else:
-        options = {"profile": "2025-11-25", "reissue": OFF}  # the client's own re-issue off: the bridge heals
-        callers = {tool: ssewire_caller(tool, CALLS, seed=seed, size=SIZE, **options) for tool in TOOLS}
+    callers = {tool: sdk_caller(tool, CALLS, seed=seed, size=SIZE, mode="legacy") for tool in TOOLS}
     with served_behind_cuts(0.9, seed) as (upstream, executions, proxy):
         bridge = Bridge(
             upstream,
@@ -203,8 +199,7 @@ def test_through_the_bridge_a_2025_client_has_safe_calls_to_a_2026_upstream_heal
         with running(bridge) as served:
             tallies = call_each(callers, served + "/mcp")  # type: ignore[arg-type]
             figures = bridge.figures()
-    if kind == "mcp-sdk":  # a client with sessions: the bridge's side
-        assert {tally.client["version"] for tally in tallies.values()} == {"2025-11-25"}
+    assert {tally.client["version"] for tally in tallies.values()} == {"2025-11-25"}  # the bridge's side
     judged(tallies, executions, seed)
     assert proxy.stats.cuts >= CALLS
     assert figures["reissues_total:read-only"] >= 1 and figures["reissues_total:idempotent"] >= 1
