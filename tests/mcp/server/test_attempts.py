@@ -12,8 +12,8 @@ from collections import Counter
 import orjson
 
 from ssewire.mcp.gateway.metrics import Metrics
-from ssewire.mcp.protocol.reissue import MAX_REISSUES, OFF, SAFE_TOOLS
-from ssewire.mcp.server.attempts import ASK, Reissuer
+from ssewire.mcp.protocol.reissue import ASK, MAX_REISSUES, OFF, SAFE_TOOLS
+from ssewire.mcp.server.attempts import Reissuer
 
 CALL = {
     "jsonrpc": "2.0",

@@ -26,7 +26,7 @@ from ..protocol.handshake import (
     supported_versions,
 )
 from ..protocol.profiles import PROFILES, Profile
-from ..protocol.reissue import pause
+from ..protocol.reissue import ASK, pause
 from ..protocol.retry import retry_after
 from ..streams.ledger import REISSUE, RESUME
 from ..transport.http import Answer, Broken, Idle, NotJSON, send
@@ -63,9 +63,6 @@ class _Broken(Exception):
         self.reason, self.delivered, self.clean = reason, delivered, clean
         self.stream = stream  # a resumption that broke: its name, the chain's now
         self.slow = slow  # silence, not a break: the server may still be working on it
-
-
-ASK = "ask"  # a request's re-issue is decided when its answer breaks (`Engine._why_repeat`)
 
 
 class _Reissue(Exception):

@@ -52,6 +52,7 @@ from ..protocol.handshake import (
 )
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.reissue import (
+    ASK,
     HINTS_FETCH,
     MAX_REISSUES,
     SAFE_TOOLS,
@@ -68,8 +69,8 @@ from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call o
 from .auth import adapted
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
-from .engine import ASK, _stop, _within
 from .engine import MAX_RETRY_WAIT as MAX_RETRY_WAIT
+from .engine import _stop, _within
 from .errors import InputRequired, RequestTimeout, RPCError, StreamBroken, Unauthorized
 from .listener import Listener
 from .routing import Handler, _Pending, delivering

@@ -39,6 +39,7 @@ CALL = "tools/call"
 # why a request may be sent again: the label of the relays' reissues_total{reason}
 METHOD, READ_ONLY, IDEMPOTENT, LISTED = "method", "read-only", "idempotent", "listed"
 REASONS = (METHOD, READ_ONLY, IDEMPOTENT, LISTED)
+ASK = "ask"  # not known yet: decided at the first break, once the tools' annotations are known
 MAX_REISSUES = 100  # in a row: at 90% cuts, 0.9**100 leaves 1 call in 37,000 unhealed
 MAX_PAUSE = 0.25  # seconds between two sendings at most: a cut is no overload to back off from
 HINTS_TTL = 300.0  # seconds a learnt listing is trusted before it is fetched again

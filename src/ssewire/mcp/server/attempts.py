@@ -22,11 +22,10 @@ from typing import Any
 import orjson
 
 from ..._envelope import readdressed
-from ..protocol.reissue import MAX_REISSUES, ReissuePolicy, ToolHints, needs_hints, pause, reason
+from ..protocol.reissue import ASK, MAX_REISSUES, ReissuePolicy, ToolHints, needs_hints, pause, reason
 
 log = logging.getLogger("ssewire.mcp.server")
 
-ASK = "ask"  # decided at the first break, once the tools' annotations are known
 FETCH_RETRY = 10.0  # seconds after a listing failed before another is tried (unknown is unsafe meanwhile)
 PROGRESS = "notifications/progress"
 _fresh = itertools.count(1)  # the relay's own ids for re-issues, unique in the process
