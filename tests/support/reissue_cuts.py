@@ -38,7 +38,7 @@ from mcp_types import ToolAnnotations
 from ssewire.mcp.client import Client
 from ssewire.mcp.transport.serving import running
 from tests.support.faultproxy import Cut, FaultProxy, Plan, fault_proxy
-from tests.support.resets import Tally, no_keepalive_httpx
+from tests.support.resets import Tally, no_keepalive_httpx, sdk_session
 from tests.support.sdk_servers import MemoryEventStore, text_of_size
 
 SIZE = 65536  # characters of each result (multi-byte ones among them: ~1.45 bytes each)
@@ -218,16 +218,8 @@ def sdk_caller(
     The tally's ``client`` holds the version."""
 
     async def calls_through(url: str) -> Tally:
-        import httpx2
-        from mcp import Client as SDKClient
-        from mcp.client.streamable_http import streamable_http_client
-
         tally = Tally()
-        http = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(30, read=300), limits=httpx2.Limits(max_keepalive_connections=0)
-        )
-        transport = streamable_http_client(url, http_client=http)
-        async with http, SDKClient(transport, **({"mode": mode} if mode else {})) as client:
+        async with sdk_session(url, mode) as client:
             tally.client["version"] = client.protocol_version
             for key in keys(tool, calls, seed):
                 ticks: list[float] = []

@@ -179,6 +179,23 @@ def ssewire_client(
     return calls_through
 
 
+@contextlib.asynccontextmanager
+async def sdk_session(url: str, mode: str | None = None, max_sse_event_size: int | None = None) -> Any:
+    """The official MCP Python SDK client (``mcp.Client`` on its Streamable HTTP transport)
+    on one connection per request, so a fault proxy's plan is a per-request plan; ``mode``
+    as the SDK takes it (None: its default, which negotiates 2026-07-28)."""
+    import httpx2
+    from mcp import Client as SDKClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(
+        timeout=httpx2.Timeout(30, read=300), limits=httpx2.Limits(max_keepalive_connections=0)
+    )
+    transport = streamable_http_client(url, http_client=http, max_sse_event_size=max_sse_event_size)
+    async with http, SDKClient(transport, **({"mode": mode} if mode else {})) as client:
+        yield client
+
+
 def sdk_client(
     max_sse_event_size: int | None = None,
     *,
@@ -191,15 +208,7 @@ def sdk_client(
     which negotiates 2026-07-28), its SSE event cap as given."""
 
     async def calls_through(url: str, calls: int, tally: Tally, deadline: float) -> None:
-        import httpx2
-        from mcp import Client as SDKClient
-        from mcp.client.streamable_http import streamable_http_client
-
-        http = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(30, read=300), limits=httpx2.Limits(max_keepalive_connections=0)
-        )
-        transport = streamable_http_client(url, http_client=http, max_sse_event_size=max_sse_event_size)
-        async with http, SDKClient(transport, **({"mode": mode} if mode != "default" else {})) as client:
+        async with sdk_session(url, None if mode == "default" else mode, max_sse_event_size) as client:
             for _ in range(calls):
                 ticks: list[float] = []
 

@@ -315,8 +315,9 @@ class ToStateless:
         deadline = time.monotonic() + self.settings.timeout
         extra: dict[str, Any] = {}
         for round_ in itertools.count():
-            run = self.reissuer.attempts(ident, b"", method, {**params, **extra}, deadline)
-            result = await self._round(session, ident, method, {**params, **extra}, reply, run)
+            sent = {**params, **extra}
+            run = self.reissuer.attempts(ident, b"", method, sent, deadline)
+            result = await self._round(session, ident, method, sent, reply, run, deadline)
             if result is None:
                 return
             if round_ >= self.settings.max_rounds:
@@ -332,10 +333,10 @@ class ToStateless:
         params: dict[str, Any],
         reply: Reply,
         run: Attempts,
+        deadline: float,
     ) -> dict[str, Any] | None:
         """One round sent up, and sent again under a fresh id while its answer breaks and
         ``run`` may be repeated: what `_read` returns."""
-        deadline = run.deadline if run.deadline is not None else time.monotonic() + self.settings.timeout
         while True:  # bounded: each pass is a re-issue, and `again` counts them
             headers, body = self._up(session, method, params, session.capabilities)
             try:
@@ -345,29 +346,26 @@ class ToStateless:
                 # not reached is sent again if safe; no head in time may be a slow upstream at work
                 if failed.kind == "unreachable" and await self.reissuer.again(run, str(failed)):
                     continue
-                text = f"{failed}; the request may have been processed upstream"
-                raise Refusal(bridge_error(ident, failed.kind, text)) from None
+                raise _maybe_processed(ident, failed) from None
             try:
                 try:
                     await refuse_status(answer, deadline)
                 except UpstreamFailed as failed:
                     raise _passed_on(ident, failed) from None
-                return await self._read(answer, body["id"], ident, reply, run)
+                return await self._read(answer, body["id"], ident, reply, run, deadline)
             except _Broke as broke:
                 if not await self.reissuer.again(run, str(broke.failed)):
-                    text = f"{broke.failed}; the request may have been processed upstream"
-                    raise Refusal(bridge_error(ident, broke.failed.kind, text)) from None
+                    raise _maybe_processed(ident, broke.failed) from None
             finally:
                 await answer.aclose()
 
     async def _read(
-        self, answer: Any, up_id: Any, ident: Any, reply: Reply, run: Attempts
+        self, answer: Any, up_id: Any, ident: Any, reply: Reply, run: Attempts, deadline: float
     ) -> dict[str, Any] | None:
         """The upstream's answer to one round: notifications on to the client (progress
         past a re-issue only above what it had), the result to it (None), or an
         input-required result returned for the next round; `_Broke` when it broke before
         its answer and may be sent again."""
-        deadline = run.deadline if run.deadline is not None else time.monotonic() + self.settings.timeout
         try:
             async with aclosing(batches(answer, until=deadline, idle=self.settings.idle_timeout)) as reading:
                 async for batch in reading:
@@ -397,15 +395,11 @@ class ToStateless:
         except UpstreamFailed as failed:
             if run.repeat and failed.kind == "broken":  # silence ("idle") may be an upstream at work
                 raise _Broke(failed) from None
-            text = f"{failed}; the request may have been processed upstream"
-            raise Refusal(bridge_error(ident, failed.kind, text)) from None
+            raise _maybe_processed(ident, failed) from None
+        ended = UpstreamFailed("no-answer", "the upstream ended the call's stream without its answer")
         if run.repeat:
-            raise _Broke(
-                UpstreamFailed("no-answer", "the upstream ended the call's stream without its answer")
-            )
-        raise Refusal(
-            bridge_error(ident, "no-answer", "the upstream ended the call's stream without its answer")
-        )
+            raise _Broke(ended)
+        raise Refusal(bridge_error(ident, ended.kind, str(ended)))
 
     async def _ask(
         self, session: DownSession, ident: Any, result: dict[str, Any], reply: Reply, deadline: float
@@ -574,6 +568,13 @@ def _header_value(value: str) -> str:
     if value.isascii() and value.isprintable() and value == value.strip():
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def _maybe_processed(ident: Any, failed: UpstreamFailed) -> Refusal:
+    """The error for a call whose answer the upstream did not get through: it says so, and
+    that the request may have been processed."""
+    text = f"{failed}; the request may have been processed upstream"
+    return Refusal(bridge_error(ident, failed.kind, text))
 
 
 class _Broke(Exception):

@@ -27,6 +27,7 @@ from ..protocol.bridging import (
 from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
 from ..protocol.handshake import capabilities
 from ..protocol.profiles import Profile
+from ..protocol.reissue import ProgressSeen
 from ..streams.guard import IdParser, ResumptionGuard
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
@@ -69,8 +70,8 @@ class _Pending:
     cursor: str | None = None  # the cursor of its answer so far, while unanswered (``Client.position``)
     times: list[float] = field(default_factory=list)  # when each progress notification came
     repeat: str | None = None  # why it may be re-issued (a `reissue.REASONS` or "caller"), None: never
-    high: float | None = None  # the highest progress value delivered
-    reissued: bool = False  # once re-issued, progress goes on only above ``high``
+    progress: ProgressSeen = field(default_factory=ProgressSeen)  # the progress delivered
+    reissued: bool = False  # once re-issued, progress goes on only above what was delivered
     asked: bool = False  # the server sent a request on its stream (sampling, elicitation)
 
 
@@ -142,13 +143,9 @@ class Router:
                 self.stats.late_progress += 1
                 return True
             return False  # not a token of this client's
-        value = params.get("progress")
-        number = type(value) in (int, float)
-        if record.reissued and not (number and (record.high is None or value > record.high)):
+        if not record.progress.passes(params.get("progress"), record.reissued):
             self.stats.repeated_progress += 1  # a re-issue's run catching up: delivered once already
             return True
-        if number and (record.high is None or value > record.high):
-            record.high = value  # (a value that is no number passes, and never counts as higher)
         record.times.append(time.monotonic())
         try:
             record.on_progress(params)

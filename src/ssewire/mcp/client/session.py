@@ -52,7 +52,6 @@ from ..protocol.handshake import (
 )
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, Profile, resolve
 from ..protocol.reissue import (
-    ASK,
     HINTS_FETCH,
     MAX_REISSUES,
     SAFE_TOOLS,
@@ -550,9 +549,7 @@ class Client(Listener):
     def _repeatable(self, method: str, params: dict[str, Any] | None) -> str | bool:
         """Why the policy lets ``method`` be re-issued, `ASK` when that needs the tools'
         annotations (fetched only if its answer breaks), or False."""
-        if needs_hints(method, params, self.reissue, self.hints):
-            return ASK
-        return reason(method, params, self.reissue, self.hints) or False
+        return reason(method, params, self.reissue, self.hints, ask=True) or False
 
     async def _why_repeat(self, method: str, params: dict[str, Any] | None) -> str | None:
         """The policy's verdict once a call's answer broke: a tool whose annotations are not

@@ -59,7 +59,7 @@ from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SS
 from ..server.asgi import respond
 from ..server.attempts import PROGRESS, Attempts, Reissuer
 from ..server.budget import ByteBudget, Reservation
-from ..server.tools import LIST, ToolPolicy
+from ..server.tools import LIST, ToolPolicy, listing_answer
 from ..transport.http import Answer, Broken, MessageTooLarge, send
 from .errors import gateway_error
 from .metrics import Metrics
@@ -171,7 +171,7 @@ class Passthrough:
         """One sending, its answer written down (a stream goes on with the re-issues' events
         itself); the failure to write instead, the answer closed by then."""
         try:
-            answer = await _unless_gone(receive, self._opened(up, run, run.deadline))
+            answer = await _unless_gone(receive, self._opened(up, run))
         except _Failed as failed:
             return failed
         try:
@@ -186,7 +186,7 @@ class Passthrough:
                 await answer.aclose()
                 answered = self._answered(body, exchange, run)
                 if answered is None:
-                    return _no_answer(exchange, answer.status)
+                    return _no_answer(answer.status)
                 await respond(send_down, answer.status, answered, _returned(answer.headers))
             self.metrics.add("downstream_bytes_total", len(answered))
             return None
@@ -201,9 +201,11 @@ class Passthrough:
         a re-issue brought back something that is not its answer."""
         answered = run.answer(data)
         if answered is not None and exchange.method == LIST:
-            self.reissuer.learn(answered, exchange.ident)
-            if self.tools is not None:
-                answered = self.tools.filtered_message(answered, exchange.ident)
+            message = listing_answer(answered, exchange.ident)
+            if message is not None:
+                self.reissuer.hints.learn(message["result"])
+                if self.tools is not None:
+                    answered = self.tools.filtered_answer(message)
         return answered
 
     def _reissued(self, why: str) -> None:
@@ -214,9 +216,9 @@ class Passthrough:
         its limit on a message): for those no relayed listing brought."""
         await learn_tool_hints(self.upstream, hints, http=self._http(), max_message_size=self.limit)
 
-    async def _opened(self, headers: dict[str, str], run: Attempts, deadline: float | None) -> Answer:
-        """The upstream answer's head, or `_Failed`."""
-        wait = self.timeout if deadline is None else max(deadline - time.monotonic(), 0.001)
+    async def _opened(self, headers: dict[str, str], run: Attempts) -> Answer:
+        """The upstream answer's head to this sending, or `_Failed`."""
+        wait = self.timeout if run.deadline is None else max(run.deadline - time.monotonic(), 0.001)
         try:
             answer = await send(
                 self._http(),
@@ -340,7 +342,7 @@ class Passthrough:
             why, kind = "", "upstream"
             try:
                 if current is None:
-                    current = await self._opened(up, run, run.deadline)
+                    current = await self._opened(up, run)
                 if current.is_sse:
                     async with aclosing(self._events(current, exchange, run)) as events:
                         async for data in events:
@@ -370,7 +372,7 @@ class Passthrough:
         proxy's error page, say) when it is not the answer."""
         data = self._answered(body, exchange, run)
         if data is None:
-            raise _no_answer(exchange, answer.status)
+            raise _no_answer(answer.status)
         self.metrics.add("messages_total")
         return _event("message", data)
 
@@ -458,18 +460,10 @@ def _error(exchange: Exchange, kind: str, text: str) -> dict[str, Any]:
     return gateway_error(exchange.ident, kind, scrub_urls(text))
 
 
-def _no_answer(exchange: Exchange, status: int) -> _Failed:
+def _no_answer(status: int) -> _Failed:
     """A re-issue's answer that carries no answer to it (an error page, another id)."""
     text = f"the upstream answered HTTP {status} with no answer to the request"
     return _Failed(502, "upstream", text, repeatable=True)
-
-
-def _event_error(
-    exchange: Exchange, data: bytes
-) -> bytes:  # pragma: no cover - readdressed reads what matched
-    return orjson.dumps(
-        _error(exchange, "upstream", f"{exchange.method}: the upstream's answer could not be read")
-    )
 
 
 class _Failed(Exception):

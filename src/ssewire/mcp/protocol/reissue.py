@@ -98,9 +98,16 @@ def tool_of(method: str | None, params: Any) -> str | None:
 
 
 def reason(
-    method: str | None, params: Any, policy: ReissuePolicy | None, hints: ToolHints | None
+    method: str | None,
+    params: Any,
+    policy: ReissuePolicy | None,
+    hints: ToolHints | None,
+    *,
+    ask: bool = False,
 ) -> str | None:
-    """Why this request may be sent again (one of `REASONS`), or None: it may not."""
+    """Why this request may be sent again (one of `REASONS`), or None: it may not. With
+    ``ask``, `ASK` where the verdict needs annotations the table does not hold (fresh);
+    without, unknown is unsafe."""
     if method == LISTEN or _input_round(params):
         return None
     if method in REPEATABLE:
@@ -112,17 +119,14 @@ def reason(
         return LISTED
     if not policy.annotations or hints is None:
         return None
+    if ask and not hints.knows(name):
+        return ASK
     return hints.safe(name)
 
 
 def needs_hints(method: str | None, params: Any, policy: ReissuePolicy | None, hints: ToolHints) -> bool:
     """Whether deciding for this request needs a listing the table does not hold (fresh)."""
-    name = tool_of(method, params)
-    if name is None or policy is None or not policy.annotations:
-        return False
-    if name in policy.never or name in policy.tools:
-        return False
-    return not hints.knows(name)
+    return reason(method, params, policy, hints, ask=True) == ASK
 
 
 class ToolHints:
@@ -171,6 +175,26 @@ class ToolHints:
         if entry is None or self.clock() - entry[0] > self.ttl:
             return None
         return entry[1]
+
+
+@dataclass
+class ProgressSeen:
+    """The highest progress value one request's caller was given, over all its sendings:
+    before a re-issue progress passes as the server sent it; after one, only above that
+    value, so what the caller sees stays increasing and none comes twice (the client's and
+    the relays' one rule)."""
+
+    high: float | None = None
+
+    def passes(self, value: Any, reissued: bool) -> bool:
+        """Whether a notification of progress ``value`` reaches the caller (noted if so)."""
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return not reissued  # no value to compare
+        if reissued and self.high is not None and value <= self.high:
+            return False
+        if self.high is None or value > self.high:
+            self.high = value
+        return True
 
 
 def _verdict(annotations: Any) -> str | None:

@@ -16,13 +16,20 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..._envelope import readdressed
-from ..protocol.reissue import ASK, MAX_REISSUES, ReissuePolicy, ToolHints, needs_hints, pause, reason
+from ..protocol.reissue import (
+    ASK,
+    MAX_REISSUES,
+    ProgressSeen,
+    ReissuePolicy,
+    ToolHints,
+    needs_hints,
+    pause,
+    reason,
+)
 
 log = logging.getLogger("ssewire.mcp.server")
 
@@ -44,7 +51,7 @@ class Attempts:
     deadline: float | None
     sent_id: Any = None  # the id of the sending on the wire now (the client's, at first)
     reissues: int = 0
-    high: float | None = None  # the highest progress value the client was given
+    progress: ProgressSeen = field(default_factory=ProgressSeen)  # what the client was given
 
     def __post_init__(self) -> None:
         self.sent_id = self.ident
@@ -75,13 +82,7 @@ class Attempts:
         re-issue (as the upstream sent it); after one, only above the highest value the
         client was given, so what it sees stays increasing."""
         value = params.get("progress") if isinstance(params, dict) else None
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return not self.reissued  # no value to compare
-        if self.reissued and self.high is not None and value <= self.high:
-            return False
-        if self.high is None or value > self.high:
-            self.high = value
-        return True
+        return self.progress.passes(value, self.reissued)
 
 
 class Reissuer:
@@ -114,19 +115,8 @@ class Reissuer:
     def attempts(
         self, ident: Any, body: bytes | bytearray, method: str | None, params: Any, deadline: float | None
     ) -> Attempts:
-        repeat = reason(method, params, self.policy, self.hints)
-        if repeat is None and needs_hints(method, params, self.policy, self.hints):
-            repeat = ASK
+        repeat = reason(method, params, self.policy, self.hints, ask=True)
         return Attempts(ident, body, method, params, repeat, deadline)
-
-    def learn(self, data: bytes, ident: Any) -> None:
-        """A ``tools/list`` answer relayed (its bytes): its tools' annotations, learnt."""
-        try:
-            message = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return
-        if isinstance(message, dict) and message.get("id") == ident:
-            self.hints.learn(message.get("result"))
 
     async def again(self, run: Attempts, why: str) -> bool:
         """Whether ``run`` is sent again after its answer broke (``why``): safe to repeat,

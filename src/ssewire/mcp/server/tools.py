@@ -51,13 +51,24 @@ class ToolPolicy:
     def filtered_message(self, data: bytes, ident: Any) -> bytes:
         """The bytes of an answer to ``tools/list`` request ``ident``, filtered; other
         messages (and what is not JSON) unchanged."""
-        try:
-            message = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return data
-        if not isinstance(message, dict) or message.get("id") != ident or "result" not in message:
-            return data
+        message = listing_answer(data, ident)
+        return data if message is None else self.filtered_answer(message)
+
+    def filtered_answer(self, message: dict[str, Any]) -> bytes:
+        """A `listing_answer`, filtered, as bytes."""
         return orjson.dumps({**message, "result": self.filtered(message["result"])})
+
+
+def listing_answer(data: bytes, ident: Any) -> dict[str, Any] | None:
+    """The answer to request ``ident`` with a result (a ``tools/list`` relayed), parsed once
+    for all who read it; None for other messages and for what is not JSON."""
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(message, dict) or message.get("id") != ident or "result" not in message:
+        return None
+    return message
 
 
 def tool_refused(ident: Any, name: str) -> dict[str, Any]:
