@@ -1,7 +1,10 @@
 """The one parser for ssewire's two switches, used by the build backend and at import.
 
-``SSEWIRE_NO_EXTENSIONS``      build a pure wheel / import the pure-Python twin.
-``SSEWIRE_REQUIRE_EXTENSIONS`` a failed compile or a missing extension is an error.
+``SSEWIRE_NO_EXTENSIONS``      build a pure wheel / import the pure-Python twin, and serve
+                               and send HTTP without the C-accelerated libraries
+                               (`accelerated`: h11, asyncio's loop, httpx's transport).
+``SSEWIRE_REQUIRE_EXTENSIONS`` a failed compile or a missing extension is an error, and so
+                               is a missing accelerated library.
 
 On an interpreter other than CPython the compiled twin is never built or imported: it
 writes CPython object internals (compact str layout, ``PyBytes`` resizing).
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from importlib.util import find_spec
 
 NO_EXTENSIONS = "SSEWIRE_NO_EXTENSIONS"
 REQUIRE_EXTENSIONS = "SSEWIRE_REQUIRE_EXTENSIONS"
@@ -53,3 +57,19 @@ def extension_mode(environ: Mapping[str, str] | None = None, implementation: str
     if disabled:
         return "off"
     return "required" if required else "optional"
+
+
+def accelerated(module: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the optional C-accelerated library ``module`` (httptools, uvloop, aiohttp) is
+    to be used: installed, and not switched off; when required, its absence is an
+    ``ImportError`` naming it."""
+    mode = extension_mode(environ)
+    if mode == "off":
+        return False
+    if find_spec(module) is not None:
+        return True
+    if mode == "required":
+        raise ImportError(
+            f"{REQUIRE_EXTENSIONS} is set, but {module} is not installed (pip install 'ssewire[mcp]')"
+        )
+    return False

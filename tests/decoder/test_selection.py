@@ -127,3 +127,22 @@ def test_importing_the_mcp_tooling_pulls_in_no_io_libraries():
 
 def test_the_cli_loads_a_commands_libraries_only_when_it_runs():
     assert _loaded_after("ssewire.cli", ("orjson", "ssewire.mcp", "ssewire.jsonrpc", *IO)) == []
+
+
+@pytest.mark.parametrize(
+    ("environ", "installed", "expected"),
+    [
+        ({}, True, True),
+        ({}, False, False),
+        ({"SSEWIRE_NO_EXTENSIONS": "1"}, True, False),  # the same switch turns off the fast HTTP
+        ({"SSEWIRE_REQUIRE_EXTENSIONS": "1"}, True, True),
+        ({"SSEWIRE_REQUIRE_EXTENSIONS": "1"}, False, ImportError),
+    ],
+)
+def test_an_accelerated_library_is_used_when_installed_unless_switched_off(environ, installed, expected):
+    module = "json" if installed else "ssewire_no_such_module"
+    if expected is ImportError:
+        with pytest.raises(ImportError, match=module):
+            _env.accelerated(module, environ)
+    else:
+        assert _env.accelerated(module, environ) is expected

@@ -374,7 +374,7 @@ def _serve(router: Any, args: argparse.Namespace) -> int:
     and its exit code."""
     import asyncio
 
-    from ..mcp.server.serving import Draining, bind, config
+    from ..mcp.server.serving import Draining, bind, config, run
 
     listeners = [(args.host, args.port), *([("127.0.0.1", args.metrics_port)] if args.metrics_port else [])]
     sockets = []
@@ -431,7 +431,7 @@ def _serve(router: Any, args: argparse.Namespace) -> int:
         await asyncio.gather(*running[1:])
         return EXIT_OK
 
-    return asyncio.run(serving())
+    return run(serving())
 
 
 async def _ready_to_start(router: Any, wait: float) -> int:

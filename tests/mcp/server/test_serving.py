@@ -2,7 +2,9 @@
 closed by the head deadline while a normal client is served; connections past the cap are
 answered 503 at once while the first ones are held; an idle kept connection is closed; a
 request whose head is complete is never cut by the head timer, however long its answer; a
-refusal sent before the request's body is read reaches its client (a lingering close)."""
+refusal sent before the request's body is read reaches its client (a lingering close).
+Every case runs on both of uvicorn's HTTP/1.1 protocols: h11 (the pure path) and httptools
+(the fast path the servers take where it is installed)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from importlib.util import find_spec
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ import pytest
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ssewire import _env
 from ssewire.mcp.server import serving
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
@@ -44,11 +46,27 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+PROTOCOL = {"http": "h11"}  # what the running test serves with (the fixture below sets it)
+
+
+@pytest.fixture(autouse=True, params=["h11", "httptools"])
+def protocol(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setitem(PROTOCOL, "http", request.param)
+    return str(request.param)
+
+
 @contextlib.contextmanager
 def served(**bounds: Any) -> Iterator[int]:
     """serving.config's uvicorn in a thread on a free 127.0.0.1 port; yield the port."""
     config = serving.config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", log_config=None, **bounds
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="off",
+        log_config=None,
+        http=PROTOCOL["http"],
+        **bounds,
     )
     config.timeout_graceful_shutdown = 1
     server = uvicorn.Server(config)
@@ -99,10 +117,11 @@ def test_the_protocol_class_is_uvicorns_own_subclassed_and_its_hooks_are_there()
     assert issubclass(serving.protocol_class("h11"), H11Protocol)
     for hook in ("connection_made", "data_received", "on_response_complete", "connection_lost", "shutdown"):
         assert callable(getattr(H11Protocol, hook))
-    if find_spec("httptools") is None:
-        assert serving.protocol_class("auto") is serving.protocol_class("h11")
-    else:
+    # auto: httptools where it serves (installed, not switched off by SSEWIRE_NO_EXTENSIONS)
+    if _env.accelerated("httptools"):
         assert serving.protocol_class("auto") is serving.protocol_class("httptools")
+    else:
+        assert serving.protocol_class("auto") is serving.protocol_class("h11")
     with pytest.raises(ValueError):
         serving.protocol_class("zttp")
     config = serving.config(app, host="127.0.0.1", port=0, keepalive_timeout=0.5, head_timeout=1)
@@ -301,3 +320,16 @@ def test_a_lingering_connection_is_closed_by_the_deadline_when_its_client_keeps_
                 got += sock.recv(65536)
         assert got.startswith(b"HTTP/1.1 415"), got
         assert ended is not None and serving.LINGER_CLOSE - 0.5 < ended < serving.LINGER_CLOSE + 2, ended
+
+
+def test_the_fast_path_is_taken_where_installed_and_switched_off_by_no_extensions(monkeypatch):
+    monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "1")
+    pure = serving.config(app, host="127.0.0.1", port=0)
+    assert pure.http is serving.protocol_class("h11") and pure.loop == "asyncio"
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
+    fast = serving.config(app, host="127.0.0.1", port=0)
+    if _env.accelerated("httptools"):
+        assert fast.http is serving.protocol_class("httptools")
+    if _env.accelerated("uvloop"):
+        assert fast.loop == "uvloop"

@@ -51,6 +51,7 @@ from ..server.budget import ByteBudget
 from ..server.front import Front, Handler, Request
 from ..server.quotas import Limits, Quotas
 from ..server.tools import LIST, ToolPolicy, tool_refused
+from ..transport.http import new_client
 from .downstream import ClientGone, Refusal, Reply, bridge_error, watched
 from .limits import Settings
 from .to_sessions import ToSessions
@@ -110,7 +111,7 @@ class Bridge:
         if http is not None and extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self._own_http = http is None
-        self.http = http or httpx.AsyncClient(
+        self.http = http or new_client(
             timeout=httpx.Timeout(self.settings.head_timeout, read=None), headers=extra
         )
         self.upstream = Upstream(

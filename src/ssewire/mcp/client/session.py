@@ -63,7 +63,7 @@ from ..protocol.reissue import (
 )
 from ..protocol.wire import caller_headers
 from ..streams.guard import IdParser, ResumptionGuard
-from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
+from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE, new_client
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 from .auth import adapted
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
@@ -214,7 +214,7 @@ class Client(Listener):
         self.max_message_size = max_message_size
         self.declared, self.info = capabilities, info or CLIENT_INFO
         self._own_http = http is None
-        self.http = http or httpx.AsyncClient(
+        self.http = http or new_client(
             timeout=httpx.Timeout(timeout, read=None), headers=extra, auth=adapted(auth)
         )
         self.max_input_rounds, self.meta_client_info = max_input_rounds, meta_client_info

@@ -28,6 +28,7 @@ from ..server.budget import ByteBudget
 from ..server.quotas import QuotaExceeded, Quotas
 from ..server.sessions import SessionsFull, SessionTable
 from ..server.tools import ToolPolicy
+from ..transport.http import new_client
 from .metrics import Metrics
 from .observe import Telemetry, current
 from .passthrough import Passthrough
@@ -177,11 +178,11 @@ class Sessions:
     def _upstream_http(self) -> httpx.AsyncClient:
         """The one upstream connection pool (the operator's headers on every request)."""
         if self._http is None:
-            self._http = httpx.AsyncClient(
+            self._http = new_client(
+                max_connections=4 * self.max_sessions,
                 timeout=httpx.Timeout(self.timeout, read=None),
                 headers=self.extra,
                 event_hooks={"request": [self.telemetry.upstream_hook], "response": [self._upstream_heard]},
-                limits=httpx.Limits(max_connections=4 * self.max_sessions, max_keepalive_connections=64),
             )
         return self._http
 

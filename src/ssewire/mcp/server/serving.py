@@ -31,7 +31,9 @@ What uvicorn (read at 0.54; the same since 0.29) does and does not do, and what 
 
 The protocol class is uvicorn's own for ``http`` ("auto": httptools when installed, else
 h11; "h11"; "httptools"), subclassed. WebSocket is off unless ``ws`` is given (the
-servers do not use it)."""
+servers do not use it). The event loop is uvloop's where it is installed (`run`, and
+uvicorn's ``loop``). ``SSEWIRE_NO_EXTENSIONS=1`` keeps both pure (h11, asyncio's loop);
+``SSEWIRE_REQUIRE_EXTENSIONS=1`` makes a missing httptools or uvloop an error."""
 
 from __future__ import annotations
 
@@ -42,15 +44,16 @@ import math
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from functools import cache
-from importlib.util import find_spec
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ... import _env
 
 log = logging.getLogger("ssewire.mcp.server")
 
@@ -276,10 +279,11 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
 
 
 def protocol_class(http: str = "auto") -> type[asyncio.Protocol]:
-    """The bounded protocol class for uvicorn's ``http`` setting ("auto", "h11",
-    "httptools"); another is refused (its bounds could not be vouched for)."""
+    """The bounded protocol class for uvicorn's ``http`` setting ("auto": httptools where it
+    serves, else h11; "h11"; "httptools"); another is refused (its bounds could not be
+    vouched for)."""
     if http == "auto":
-        http = "httptools" if find_spec("httptools") is not None else "h11"
+        http = "httptools" if _env.accelerated("httptools") else "h11"
     if http == "h11":
         return BoundedH11Protocol
     if http == "httptools":
@@ -326,6 +330,7 @@ def config(
         "host": host,
         "port": port,
         "http": protocol_class(uvicorn_options.get("http", "auto")),
+        "loop": uvicorn_options.get("loop", "uvloop" if _env.accelerated("uvloop") else "asyncio"),
         "timeout_keep_alive": keepalive_timeout,  # a float works: it is a call_later delay
         "h11_max_incomplete_event_size": max_head_size,
     }
@@ -350,6 +355,19 @@ def serve(app: Any, **options: Any) -> None:
         pass
     if not server.started:
         sys.exit(STARTUP_FAILURE)
+
+
+_T = TypeVar("_T")
+
+
+def run(main: Coroutine[Any, Any, _T]) -> _T:
+    """``asyncio.run(main)`` on uvloop's loop where it serves (a C loop: asyncio's own, in
+    Python, was a third of the gateway's CPU per relayed call), else on asyncio's."""
+    if _env.accelerated("uvloop"):
+        import uvloop
+
+        return uvloop.run(main)
+    return asyncio.run(main)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, Protocol
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
+from ... import _env
 from ..._envelope import read as read_envelope
 from ..._envelope import require as require_envelopes
 from ..._http import media_type
@@ -38,6 +40,25 @@ from ..protocol.wire import JSON, SSE
 DEFAULT_MAX_MESSAGE_SIZE: int | None = 16 * 1024 * 1024
 LINE_SLACK = 64  # a line may hold a message of the limit plus its field name ("data: ")
 _timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
+
+
+def new_client(
+    *, max_connections: int = 100, keepalive_expiry: float = 5.0, **options: Any
+) -> httpx.AsyncClient:
+    """The httpx client the I/O components make for themselves (``options`` are httpx's):
+    on aiohttp's C parser and pool (`ssewire.mcp.transport.aio`) where aiohttp is installed,
+    else on httpx's own transport (httpcore, h11); ``SSEWIRE_NO_EXTENSIONS=1`` keeps httpx's,
+    ``SSEWIRE_REQUIRE_EXTENSIONS=1`` makes a missing aiohttp an error. A proxy named by the
+    environment (``HTTP(S)_PROXY``, ``ALL_PROXY``) is httpx's to use: its own transport then."""
+    proxied = options.get("trust_env", True) and any(
+        scheme in ("http", "https", "all") for scheme in urllib.request.getproxies()
+    )
+    if not proxied and _env.accelerated("aiohttp"):
+        from .aio import httpx_client
+
+        return httpx_client(max_connections=max_connections, keepalive_expiry=keepalive_expiry, **options)
+    limits = httpx.Limits(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
+    return httpx.AsyncClient(limits=limits, **options)
 
 
 class Idle(Exception):

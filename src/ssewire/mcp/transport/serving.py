@@ -15,6 +15,8 @@ def running(app: Any, *, port: int = 0, lifespan: Literal["on", "off", "auto"] =
     """Serve ``app`` with uvicorn on 127.0.0.1 in a thread; yield its base URL; stop it."""
     import uvicorn
 
+    from ... import _env
+
     # log_config=None: leave the caller's logging alone (dictConfig is not thread-safe either);
     # a bounded graceful shutdown: an open GET stream would otherwise hold the stop forever
     config = uvicorn.Config(
@@ -25,6 +27,9 @@ def running(app: Any, *, port: int = 0, lifespan: Literal["on", "off", "auto"] =
         lifespan=lifespan,
         log_config=None,
         timeout_graceful_shutdown=1,
+        # uvicorn's "auto" would take them whatever SSEWIRE_NO_EXTENSIONS says
+        http="httptools" if _env.accelerated("httptools") else "h11",
+        loop="uvloop" if _env.accelerated("uvloop") else "asyncio",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -1,0 +1,311 @@
+"""The transport path on both HTTP stacks under it: httpx's own (httpcore, h11) and aiohttp's
+(`ssewire.mcp.transport.aio`, the fast path). One raw HTTP/1.1 server on 127.0.0.1 writes the
+exact bytes of each case; every test runs on both stacks and asserts the same outcome, so the
+swap is invisible to the transport path's users (the client, the gateway, the probe)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import json
+import threading
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from ssewire.mcp.transport import aio
+from ssewire.mcp.transport.http import Broken, Idle, new_client, send
+
+STACKS = ("httpx", "aiohttp")
+
+
+def _response(status: int, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:
+    head = f"HTTP/1.1 {status} X\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    return head.encode() + body
+
+
+class RawServer:
+    """HTTP/1.1 on 127.0.0.1 in a thread, keep-alive, one behaviour a path; it notes each
+    request's head and body and the peer port it came from (a connection's identity)."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, object]] = []
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def start() -> None:
+            server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+            self.port = server.sockets[0].getsockname()[1]
+            self._ready.set()
+
+        self.loop.run_until_complete(start())
+        self.loop.run_forever()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")[1]
+        try:
+            while True:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ")
+                headers = [tuple(part.strip() for part in line.split(":", 1)) for line in lines[1:] if line]
+                length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
+                body = await reader.readexactly(length) if length else b""
+                self.seen.append(
+                    {"method": method, "path": path, "headers": headers, "body": body, "peer": peer}
+                )
+                if not await self._answer(path, body, writer):
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+            return
+        finally:
+            writer.close()
+
+    async def _answer(self, path: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
+        """Write the answer of ``path``; False: the connection ends with it."""
+        if path == "/json":
+            text = json.dumps({"echo": body.decode()}).encode()
+            writer.write(
+                _response(
+                    200, [("content-type", "application/json"), ("content-length", str(len(text)))], text
+                )
+            )
+        elif path == "/gzip":
+            packed = gzip.compress(b'{"packed": true}')
+            headers = [
+                ("content-type", "application/json"),
+                ("content-encoding", "gzip"),
+                ("content-length", str(len(packed))),
+            ]
+            writer.write(_response(200, headers, packed))
+        elif path == "/sse":  # chunked, three events in four pieces, a pause between them
+            writer.write(
+                _response(200, [("content-type", "text/event-stream"), ("transfer-encoding", "chunked")])
+            )
+            for piece in (b"id: 1\ndata: one\n\n", b"data: tw", b"o\n\n", b"data: three\n\n"):
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+                await asyncio.sleep(0.02)
+            writer.write(b"0\r\n\r\n")
+        elif path == "/cut":  # promises 1000 bytes, sends 10, closes
+            writer.write(
+                _response(
+                    200, [("content-type", "application/json"), ("content-length", "1000")], b'{"partial'
+                )
+            )
+            await writer.drain()
+            return False
+        elif path == "/silent":  # a head, then nothing
+            writer.write(
+                _response(200, [("content-type", "text/event-stream"), ("transfer-encoding", "chunked")])
+            )
+            await writer.drain()
+            await asyncio.sleep(5)
+            return False
+        elif path == "/long":  # a long body, to be left half read
+            writer.write(
+                _response(
+                    200, [("content-type", "text/plain"), ("content-length", str(1 << 20))], b"x" * (1 << 20)
+                )
+            )
+        else:
+            writer.write(_response(404, [("content-length", "0")]))
+        await writer.drain()
+        return True
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        assert self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:  # the handlers still running (a silent answer) end first
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RawServer]:
+    with RawServer() as running:
+        yield running
+
+
+def client(stack: str) -> httpx.AsyncClient:
+    return aio.httpx_client() if stack == "aiohttp" else httpx.AsyncClient()
+
+
+def run(stack: str, body: Callable[[httpx.AsyncClient], object]) -> object:
+    async def main() -> object:
+        async with client(stack) as http:
+            return await body(http)  # type: ignore[misc]
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_json_answer_comes_back_as_sent_and_the_request_goes_up_as_httpx_built_it(server, stack):
+    async def body(http: httpx.AsyncClient) -> tuple[int, object, dict[str, object]]:
+        answer = await send(
+            http,
+            "POST",
+            server.url("/json"),
+            {"content-type": "application/json", "x-mine": "1"},
+            b"hello",
+            head_timeout=5,
+        )
+        try:
+            return answer.status, await answer.json(), server.seen[-1]
+        finally:
+            await answer.aclose()
+
+    status, value, seen = run(stack, body)
+    assert status == 200 and value == {"echo": "hello"}
+    names = sorted(name.lower() for name, _ in seen["headers"])
+    # the same request on both stacks: httpx's headers, nothing added or dropped
+    assert names == sorted(
+        [
+            "host",
+            "accept",
+            "accept-encoding",
+            "connection",
+            "user-agent",
+            "content-type",
+            "x-mine",
+            "content-length",
+        ]
+    )
+    assert seen["body"] == b"hello"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_compressed_answer_is_undone_once(server, stack):
+    async def body(http: httpx.AsyncClient) -> object:
+        answer = await send(http, "GET", server.url("/gzip"), {}, head_timeout=5)
+        try:
+            return await answer.json()
+        finally:
+            await answer.aclose()
+
+    assert run(stack, body) == {"packed": True}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_event_stream_is_read_event_by_event_across_chunk_boundaries(server, stack):
+    async def body(http: httpx.AsyncClient) -> list[object]:
+        answer = await send(http, "GET", server.url("/sse"), {}, head_timeout=5)
+        got: list[object] = []
+        try:
+            async for items in answer.events(idle=5):
+                got += [item.data for item in items if hasattr(item, "data")]
+            return [answer.ended, answer.events_seen, *got]
+        finally:
+            await answer.aclose()
+
+    ended, seen, *_ = run(stack, body)
+    assert ended is True and seen == 3
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_body_cut_short_is_broken_not_a_clean_end(server, stack):
+    async def body(http: httpx.AsyncClient) -> BaseException | None:
+        answer = await send(http, "GET", server.url("/cut"), {}, head_timeout=5)
+        try:
+            async for _ in answer.chunks(idle=5):
+                pass
+        except Broken as broken:
+            return broken
+        finally:
+            await answer.aclose()
+        return None
+
+    broken = run(stack, body)
+    assert isinstance(broken, Broken) and broken.error in ("RemoteProtocolError", "ReadError")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_silent_body_is_idle_within_the_deadline(server, stack):
+    async def body(http: httpx.AsyncClient) -> BaseException | None:
+        answer = await send(http, "GET", server.url("/silent"), {}, head_timeout=5)
+        try:
+            async for _ in answer.chunks(idle=0.3):
+                pass
+        except Idle as idle:
+            return idle
+        finally:
+            await answer.aclose()
+        return None
+
+    assert isinstance(run(stack, body), Idle)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_nothing_listening_is_a_connect_error_nothing_was_sent(stack):
+    with contextlib.closing(__import__("socket").socket()) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound, never listening: refused
+
+        async def body(http: httpx.AsyncClient) -> BaseException | None:
+            try:
+                await send(http, "GET", f"http://127.0.0.1:{port}/", {}, head_timeout=5)
+            except httpx.HTTPError as failed:
+                return failed
+            return None
+
+        assert isinstance(run(stack, body), httpx.ConnectError)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_connection_is_kept_after_a_body_read_to_its_end_and_not_after_one_left_half_read(server, stack):
+    async def body(http: httpx.AsyncClient) -> list[object]:
+        peers = []
+        for path in ("/json", "/json", "/long", "/json"):
+            answer = await send(http, "POST", server.url(path), {}, b"x", head_timeout=5)
+            if path == "/long":
+                async for _ in answer.chunks(idle=5):
+                    break  # one chunk of a megabyte: the rest is left unread
+            else:
+                await answer.json()
+            await answer.aclose()
+            peers.append(server.seen[-1]["peer"])
+        return peers
+
+    first, second, half_read, after = run(stack, body)
+    assert first == second == half_read  # kept while each answer was read whole
+    assert after != half_read  # a connection with unread bytes is never handed on
+
+
+def test_new_client_takes_aiohttp_unless_switched_off_or_proxied(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
+
+    def stack() -> type:
+        made = new_client()
+        transport = made._transport
+        asyncio.run(made.aclose())
+        return type(transport)
+
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
+    assert stack() is aio.AiohttpTransport
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "1")
+    assert stack() is httpx.AsyncHTTPTransport
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # httpx's to honour: its own transport
+    assert stack() is httpx.AsyncHTTPTransport
