@@ -51,6 +51,15 @@ async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncGenerator[An
                 pass
 
 
+class _Pace:
+    """When a response last wrote, and the lock that keeps a keep-alive out of an item."""
+
+    def __init__(self, now: float) -> None:
+        self.now = asyncio.get_running_loop().time
+        self.last = now
+        self.writing = asyncio.Lock()
+
+
 class EventStreamResponse:
     """An ASGI application sending ``events`` as ``text/event-stream``."""
 
@@ -89,45 +98,52 @@ class EventStreamResponse:
         raise TypeError(f"cannot send {type(item).__name__} as an event")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Two tasks for the whole response, none per item: one pumps the items and writes
+        each (one hop from whoever produces an item to its write), this one waits for the
+        client's disconnect and, while the pump waits for an item, writes the keep-alives."""
         if scope["type"] != "http":
             raise RuntimeError(f"EventStreamResponse serves http, not {scope['type']}")
         await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
-        disconnected = asyncio.ensure_future(self._until_disconnect(receive))
         iterator = _aiter(self.events)
-        pending: asyncio.Future[Any] = asyncio.ensure_future(iterator.__anext__())
-        open_ = True
+        pace = _Pace(asyncio.get_running_loop().time())
+        pump = asyncio.ensure_future(self._pump(iterator, send, pace))
+        disconnected = asyncio.ensure_future(self._until_disconnect(receive))
         try:
             while True:
+                wait = None if not self.keepalive else max(pace.last + self.keepalive - pace.now(), 0.0)
                 done, _ = await asyncio.wait(
-                    {pending, disconnected},
-                    timeout=self.keepalive or None,
-                    return_when=asyncio.FIRST_COMPLETED,
+                    {pump, disconnected}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
                 )
+                if pump in done:
+                    pump.result()  # what the pump raised (a send that failed its caller's way)
+                    break
                 if disconnected in done:
-                    open_ = False
                     break
-                if pending in done:
-                    try:
-                        item = pending.result()
-                    except StopAsyncIteration:
-                        break
-                    body = self._encode(item)
-                    pending = asyncio.ensure_future(iterator.__anext__())
-                else:
-                    body = self._ping  # idle for `keepalive` seconds
-                if not await self._send(send, body, more=True):
-                    open_ = False
-                    break
-            if open_:
-                await self._send(send, b"", more=False)
+                if pace.now() - pace.last >= self.keepalive and not pace.writing.locked():
+                    async with pace.writing:  # idle for `keepalive` seconds: never inside an item
+                        if not await self._send(send, self._ping, more=True):
+                            break
+                    pace.last = pace.now()
         finally:
-            for task in (pending, disconnected):
+            for task in (pump, disconnected):
                 task.cancel()
-            await asyncio.gather(pending, disconnected, return_exceptions=True)
+            await asyncio.gather(pump, disconnected, return_exceptions=True)
             await iterator.aclose()
             closer = getattr(self.events, "aclose", None)
             if closer is not None:
                 await closer()
+
+    async def _pump(self, iterator: AsyncGenerator[Any, None], send: Any, pace: _Pace) -> None:
+        """Each item written as it comes, then the body's end (unless a write failed: the
+        client is gone)."""
+        async for item in iterator:
+            body = self._encode(item)
+            async with pace.writing:
+                if not await self._send(send, body, more=True):
+                    return
+            pace.last = pace.now()
+        async with pace.writing:
+            await self._send(send, b"", more=False)
 
     @staticmethod
     async def _until_disconnect(receive: Any) -> None:

@@ -1,6 +1,8 @@
 """One downstream stream's messages on their way to the store, written in order by one
 task of their own (the upstream client's callbacks are synchronous, a store's writes are
-not), tried again on failure within a deadline, never a silent gap."""
+not), tried again on failure within a deadline, never a silent gap. A store in memory
+takes them in the callback itself (``append_now``): the upstream read's task hands each
+message straight to the downstream writer, one task hop in all."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import orjson
 
 from ...jsonrpc import encoded
 from ..client import Client
+from ..transport.deadline import within
 from .errors import gateway_error
-from .stores import Gap, Position, Store, StreamGone, redacted
+from .stores import Gap, MemoryStore, Position, Store, StreamGone, redacted
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -58,6 +61,8 @@ class Outbox:
         self.sealed = False  # its last event is queued (an explicit error): nothing comes after it
         self.failed = False  # ended by the store's failure (with the explicit error)
         self.handing: Position | None = None  # handed over (a replica draining): where the call stands
+        # a store that takes events in the caller's step (in memory): no hop through the task
+        self._now = MemoryStore.immediate(store)
         self.task = asyncio.ensure_future(self._drain())
         held_until_done(self.task, DRAINING)
 
@@ -87,7 +92,23 @@ class Outbox:
             self._unencodable(message, why)
             return
         self.items.append((data, time.time() if arrived is None else arrived))
-        self.wake.set()
+        if self._now is not None and not self.closing:
+            self._store_now()
+        else:
+            self.wake.set()
+
+    def _store_now(self) -> None:
+        """What is queued, stored in this step (a store in memory cannot fail but by `Gap`:
+        the stream is no longer kept, so its writer is cut and its client resumes or is
+        told; the outbox ends as the task's path ends it)."""
+        assert self._now is not None
+        items, self.items = self.items, []
+        try:
+            self._now(self.session, self.stream, items, self._position())
+        except Gap as gone:
+            log.warning("stream %s of a session is no longer this writer's: %s", self.stream, gone)
+            self.ended = True
+            self.wake.set()  # the task ends with it
 
     def _unencodable(self, message: dict[str, Any], why: Exception) -> None:
         """An upstream message that cannot be re-encoded: its call ends with an explicit error
@@ -112,6 +133,8 @@ class Outbox:
             while True:
                 await self.wake.wait()
                 self.wake.clear()
+                if self.ended:  # (`_store_now` met the stream's end)
+                    return
                 items, self.items = self.items, []
                 if self.closing and self.handing is not None:
                     await self._hand_over(items)
@@ -150,7 +173,7 @@ class Outbox:
                     writing = self.store.append(self.session, self.stream, items, position, final=final)
                 else:
                     writing = self.store.finish(self.session, self.stream)
-                await asyncio.wait_for(writing, left)
+                await within(writing, left)
                 if tries > 1:
                     log.warning("stream %s stored after %d tries", self.stream, tries)
                 return True

@@ -24,6 +24,7 @@ from ..server.asgi import (
     plain,
 )
 from ..server.log import written
+from ..transport.deadline import within
 from .errors import gateway_error
 from .observe import session_hash
 from .relay import Relay
@@ -87,7 +88,7 @@ class Writer(Sessions):
             nonlocal opened
             opened = opened or message["type"] == "http.response.start"
             try:
-                await asyncio.wait_for(send(message), self.write_timeout)
+                await within(send(message), self.write_timeout)
             except asyncio.TimeoutError:
                 self.metrics.add("stalled_readers_total")
                 raise ConnectionAbortedError(

@@ -33,13 +33,13 @@ from ..._envelope import require as require_envelopes
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
 from ..protocol.wire import JSON, SSE
+from .deadline import _timeout
 
 # 16 MiB: above the official servers' 4 MB request cap and the multi-megabyte results this
 # package is for (the official Python client's 1 MiB cap refuses a screenshot or a PDF page),
 # while a hostile peer costs at most this (plus parsing) before the call ends. None: unbounded.
 DEFAULT_MAX_MESSAGE_SIZE: int | None = 16 * 1024 * 1024
 LINE_SLACK = 64  # a line may hold a message of the limit plus its field name ("data: ")
-_timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
 def new_client(

@@ -85,6 +85,19 @@ class MemoryStore:
         """Add events (each its payload and the ``time.time()`` its message arrived) in
         order; `Gap` if the stream is no longer kept. ``position``: where the upstream
         answer stands once these are stored; ``final``: they end the stream."""
+        self.append_now(session, stream, items, position, final=final)
+
+    def append_now(
+        self,
+        session: str,
+        stream: int,
+        items: list[tuple[bytes, float]],
+        position: Position | None = None,
+        *,
+        final: bool = False,
+    ) -> None:
+        """`append` in the caller's own step: a log in memory takes a relayed message
+        without a task between the upstream read and the downstream writer (the outbox's)."""
         self.log.append(self._stream(session, stream), items, final=final)
         if position is not None:
             self.positions[(session, stream)] = position
@@ -123,6 +136,16 @@ class MemoryStore:
         if kept is None:
             raise Gap(f"stream {stream} of the session is no longer kept")
         return kept
+
+    @staticmethod
+    def immediate(store: Any) -> Callable[..., None] | None:
+        """``store.append_now`` when it is what ``store.append`` does: a store in memory whose
+        ``append`` is this class's own (a subclass that fails or counts its writes in
+        ``append`` is written through that)."""
+        kind = type(store)
+        if isinstance(store, MemoryStore) and kind.append is MemoryStore.append:
+            return store.append_now
+        return None
 
     # -- answers to the server's requests ----------------------------------------------
 
