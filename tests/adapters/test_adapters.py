@@ -358,6 +358,53 @@ def test_asgi_refuses_an_unserialisable_item_and_never_ends_the_stream_cleanly()
         EventStreamResponse([], keepalive=-1)
 
 
+def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_between_items():
+    """A relay's hot path: the tasks a response makes do not grow with its items (one
+    pumps them, one waits for the disconnect), and a keep-alive never lands inside an item
+    whose write is held up by a slow client."""
+    sent: list[bytes] = []
+    tasks = 0
+
+    async def receive():
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        body = message.get("body", b"")
+        if body.startswith(b"data: slow"):
+            await asyncio.sleep(0.3)  # the client reads slowly: a keep-alive falls due meanwhile
+        sent.append(body)
+
+    async def items():
+        for n in range(1000):
+            yield Event("message", str(n))
+        yield Event("message", "slow")
+        await asyncio.sleep(0.3)  # idle: now keep-alives go
+        yield Event("message", "last")
+
+    async def main() -> None:
+        nonlocal tasks
+        loop = asyncio.get_running_loop()
+
+        def counting(loop, coro, **kwargs):
+            nonlocal tasks
+            tasks += 1
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(counting)
+        try:
+            await EventStreamResponse(items(), keepalive=0.1)({"type": "http"}, receive, send)
+        finally:
+            loop.set_task_factory(None)
+
+    asyncio.run(asyncio.wait_for(main(), 5))
+    assert tasks == 2  # the pump and the disconnect's watch: not one per item
+    bodies = [body for body in sent if body]
+    assert bodies[:1000] == [f"data: {n}\n\n".encode() for n in range(1000)]
+    assert bodies[1000] == b"data: slow\n\n"  # no keep-alive went in while it was being written
+    assert b": keep-alive\n" in bodies[1001:-1] and bodies[-1] == b"data: last\n\n"
+
+
 def test_importing_ssewire_does_not_import_clients():
     import subprocess
     import sys
