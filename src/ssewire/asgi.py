@@ -4,7 +4,8 @@
 
 Items may be [`Event`][ssewire.Event] / [`RawEvent`][ssewire.RawEvent] (written with
 [`encode_event`][ssewire.encode_event]; ``id`` is the last event ID, written when it changes),
-``str`` (one event's data) or ``bytes`` (already encoded, sent as is). A sync iterable is
+``str`` (one event's data) or bytes-like (already encoded, sent as is: a ``memoryview`` of a large
+buffer is not copied). A sync iterable is
 pulled in a worker thread. After ``keepalive`` idle seconds a comment is sent so proxies
 keep the connection open (0 turns it off). When the client disconnects, the iterator is
 closed and the response ends.
@@ -83,8 +84,8 @@ class EventStreamResponse:
         self.headers = list(merged.items())
         self._last_id: str | None = ""  # None: unknown, after raw bytes were sent
 
-    def _encode(self, item: Any) -> bytes:
-        if isinstance(item, bytes):
+    def _encode(self, item: Any) -> bytes | bytearray | memoryview:
+        if isinstance(item, (bytes, bytearray, memoryview)):
             self._last_id = None  # they may have set an id: write the next event's id
             return item
         if isinstance(item, str):
@@ -153,7 +154,7 @@ class EventStreamResponse:
                 return
 
     @staticmethod
-    async def _send(send: Any, body: bytes, *, more: bool) -> bool:
+    async def _send(send: Any, body: bytes | bytearray | memoryview, *, more: bool) -> bool:
         try:
             await send({"type": "http.response.body", "body": body, "more_body": more})
         except OSError:  # the peer went away between two events

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import orjson
@@ -39,6 +39,25 @@ from .stores import (
 log = logging.getLogger("ssewire.mcp.gateway")
 
 SLICE = 256 * 1024  # bytes: a large event is written downstream in pieces of this size
+
+
+def _sliced(pieces: list[bytes]) -> Iterator[bytes | memoryview]:
+    """A batch holding a large event, in writes the socket takes as it drains (one write of
+    megabytes is copied whole by the HTTP layer and again by the transport's buffer, into
+    fresh memory): the large ones in `SLICE`s viewed in place, not copied; the small pieces
+    around them (field names, ids, line ends) joined to the next write, not one write each."""
+    small: list[bytes | memoryview] = []
+    for piece in pieces:
+        if len(piece) < SLICE:
+            small.append(piece)
+            continue
+        view = memoryview(piece)
+        yield b"".join([*small, view[:SLICE]]) if small else view[:SLICE]
+        small = []
+        for at in range(SLICE, len(view), SLICE):
+            yield view[at : at + SLICE]
+    if small:
+        yield b"".join(small)
 
 
 class Writer(Sessions):
@@ -125,7 +144,7 @@ class Writer(Sessions):
 
     async def _events(
         self, sid: str, stream: int, after: int, writer: asyncio.Task[Any]
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncIterator[bytes | memoryview]:
         sent = after
         while True:
             try:
@@ -141,11 +160,8 @@ class Writer(Sessions):
                     if max(map(len, pieces)) < LARGE:
                         yield b"".join(pieces)  # small events: one write
                     else:
-                        for piece in pieces:  # a large one: written as stored, in slices the
-                            # socket takes as it drains (one write of megabytes is copied whole
-                            # by h11 and again by the transport's buffer, into fresh memory)
-                            for at in range(0, len(piece), SLICE):
-                                yield piece[at : at + SLICE] if len(piece) > SLICE else piece
+                        for write in _sliced(pieces):
+                            yield write
                     if writer in self._writers:
                         self._writers[writer] = True  # its client has an event id now
                     if writer in self._cut_after:
