@@ -155,3 +155,26 @@ def test_a_large_body_spread_over_data_lines_is_written_on_as_it_came(upstream):
             got = members(events[0].data.encode())
             assert got["result"] == bodies[name]  # verbatim, its line ends included
             assert orjson.loads(got["id"]) == ident
+
+
+def test_a_large_2026_answer_goes_through_the_passthrough_as_its_bytes(upstream):
+    """Under 2026-07-28 too (the passthrough) a large answer is read for its envelope only:
+    its body reaches the client verbatim, a number no JSON library could write again
+    included (parsed whole, it would not even be read)."""
+    url, bodies = upstream
+    with gateway_over(url) as gw, httpx.Client(timeout=WAIT) as http:
+        for ident, name in enumerate(("odd", "lines-huge-number"), 11):
+            call = {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": name}}
+            headers = {
+                "accept": "application/json, text/event-stream",
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "tools/call",
+                "mcp-name": name,
+            }
+            reply = http.post(gw.url, json=call, headers=headers)
+            assert reply.status_code == 200, reply.text[:400]
+            events = [event for event in Decoder().feed(reply.content) if event.data]
+            assert len(events) == 1, [event.data[:100] for event in events]
+            got = members(events[0].data.encode())
+            assert got["result"] == bodies[name]  # verbatim
+            assert orjson.loads(got["id"]) == ident

@@ -50,6 +50,7 @@ import httpx
 import orjson
 
 from ..._encoder import encode_raw_event
+from ..._envelope import AVAILABLE as ENVELOPES
 from ..._secrets import scrub_urls
 from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
@@ -63,6 +64,9 @@ from ..server.tools import LIST, ToolPolicy, listing_answer
 from ..transport.http import Answer, Broken, MessageTooLarge, send
 from .errors import gateway_error
 from .metrics import Metrics
+
+LARGE = 64 * 1024  # bytes: a message past this is read for its envelope only, written with no joining copy
+RAW_ABOVE = LARGE if ENVELOPES else None  # (msgspec reads envelopes: the mcp extra brings it)
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -383,7 +387,7 @@ class Passthrough:
         request may be sent again (`Attempts.repeat`), else ends with the error event."""
         answered = False
         try:
-            async for items in answer.events(until=run.deadline):
+            async for items in answer.events(until=run.deadline, raw_above=RAW_ABOVE):
                 pieces: list[bytes] = []
                 for item in items:
                     if isinstance(item, Message):

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 
-from ..._envelope import AVAILABLE as ENVELOPES
 from ..client import Client, StreamBroken
 from ..protocol import inbound
 from ..protocol.codes import SERVER_ERROR, SESSION_NOT_FOUND
@@ -31,7 +30,7 @@ from ..server.tools import ToolPolicy
 from ..transport.http import new_client
 from .metrics import Metrics
 from .observe import Telemetry, current
-from .passthrough import Passthrough
+from .passthrough import RAW_ABOVE, Passthrough
 from .relay import Relay
 from .stores import (
     SessionRecord,
@@ -40,7 +39,6 @@ from .stores import (
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
-LARGE = 64 * 1024  # bytes: a message past this is read for its envelope only, written with no joining copy
 MAX_SESSIONS = 1024  # relayed at once; past it the least recently used idle one goes, else 503
 BUSY_RETRY_AFTER = 5  # seconds a client refused for want of room waits: a session frees when a call ends
 
@@ -201,7 +199,7 @@ class Sessions:
             max_message_size=self.max_message_size,
             on_transport_event=self.telemetry.transport_event,
             # a large answer is relayed as its bytes, its envelope read alone (with msgspec)
-            raw_above=LARGE if ENVELOPES else None,
+            raw_above=RAW_ABOVE,
             reissue=self.reissue,  # a tool call whose answer cannot be resumed: by the route's policy
             **options,
         )

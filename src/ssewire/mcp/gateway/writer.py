@@ -27,8 +27,9 @@ from ..server.log import written
 from ..transport.deadline import within
 from .errors import gateway_error
 from .observe import session_hash
+from .passthrough import LARGE
 from .relay import Relay
-from .sessions import _ANYONE, LARGE, Sessions
+from .sessions import _ANYONE, Sessions
 from .stores import (
     Abandoned,
     CallRecord,
