@@ -5,8 +5,8 @@ benchmark's thread only submits calls and waits, bounded) that runs one ``tools/
 countdown {count, size}`` per call and returns ``(progress notifications seen, result
 text length)``: a contender that loses a notification or a byte fails the benchmark.
 
-The floors are not clients: they read the same answers on the same HTTP stack (an httpx
-``AsyncClient`` with keep-alive) and do the least a client must do, so the ratios say what
+The floors are not clients: they read the same answers on the same HTTP stack as ssewire's
+client (``new_client()``: httpx over aiohttp where installed, keep-alive) and do the least a client must do, so the ratios say what
 a client adds to that.
 
 - ``floor: read``: the answer's bytes, read to its end, nothing else;
@@ -207,10 +207,12 @@ def _floor(parse: bool) -> Callable[[str], contextlib.AbstractAsyncContextManage
         import httpx
 
         from ssewire import RawDecoder
+        from ssewire.mcp.transport.http import new_client
 
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         numbers = iter(range(1, 1 << 62))
-        async with httpx.AsyncClient(timeout=httpx.Timeout(30, read=300), headers=headers) as http:
+        # the client's own HTTP stack (httpx over aiohttp where installed), so a ratio is the client's cost
+        async with new_client(timeout=httpx.Timeout(30, read=300), headers=headers) as http:
 
             async def call(progress: int, size: int, ids: bool) -> tuple[int, int]:
                 ident = next(numbers)
