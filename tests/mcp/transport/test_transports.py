@@ -309,3 +309,24 @@ def test_new_client_takes_aiohttp_unless_switched_off_or_proxied(monkeypatch):
     monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # httpx's to honour: its own transport
     assert stack() is httpx.AsyncHTTPTransport
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_bytes_that_came_before_a_cut_are_delivered_before_it_is_broken(server, stack):
+    """A stream cut mid-event resumes from its last complete event's id: the bytes the
+    connection brought before it broke must reach the reader first, on either stack."""
+
+    async def body(http: httpx.AsyncClient) -> tuple[bytes, BaseException | None]:
+        answer = await send(http, "GET", server.url("/cut"), {}, head_timeout=5)
+        got = b""
+        try:
+            async for chunk in answer.chunks(idle=5):
+                got += chunk
+        except Broken as broken:
+            return got, broken
+        finally:
+            await answer.aclose()
+        return got, None
+
+    got, broken = run(stack, body)
+    assert got == b'{"partial' and isinstance(broken, Broken)

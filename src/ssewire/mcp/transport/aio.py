@@ -116,6 +116,9 @@ class _Body(httpx.AsyncByteStream):
             try:
                 chunk = await content.read(READ_SIZE)
             except BaseException as failed:
+                rest = _salvaged(content) if not isinstance(failed, asyncio.CancelledError) else b""
+                if rest:
+                    yield rest
                 raise _mapped(failed, self.request, connecting=False) from failed
             if not chunk:
                 return
@@ -127,6 +130,19 @@ class _Body(httpx.AsyncByteStream):
             response.release()
         else:
             response.close()
+
+
+def _salvaged(content: aiohttp.StreamReader) -> bytes:
+    """What the connection brought before it broke: aiohttp raises the break ahead of the
+    bytes still in its buffer, where httpx's own transport hands them over first, and a
+    stream cut mid-event needs its last complete event (its id is where it resumes from).
+    Read with aiohttp's ``_read_nowait``, its one read that does not look at the error
+    first (there since 3.0); without it, nothing is salvaged."""
+    read = getattr(content, "_read_nowait", None)
+    try:
+        return bytes(read(-1)) if read is not None else b""
+    except Exception:
+        return b""
 
 
 def _mapped(failed: BaseException, request: httpx.Request, *, connecting: bool) -> BaseException:
