@@ -39,13 +39,17 @@ TOOL = {
 SLOT = b"\x00"  # where a template takes the call's bytes; never in a rendered answer
 
 
+def text(size: int) -> bytes:
+    """A result's text: 1 KiB lines that count, like the reference server's."""
+    line = b"".join(b"%07d " % n for n in range(1, 129))
+    return (line * (size // len(line) + 1))[:size]
+
+
 @functools.lru_cache(maxsize=32)
 def template(count: int, size: int, ids: bool) -> tuple[bytes, ...]:
     """The SSE answer as the pieces between its slots. The slots, in order: for each
     progress notification (the stream's name, with ``ids``) and the token; for the result
     (the stream's name) and the JSON-RPC id."""
-    line = b"".join(b"%07d " % n for n in range(1, 129))  # 1 KiB that counts, like the reference server's
-    text = (line * (size // len(line) + 1))[:size]
     pieces: list[bytes] = []
     piece = b""
     for step in range(1, count + 2):
@@ -58,7 +62,9 @@ def template(count: int, size: int, ids: bool) -> tuple[bytes, ...]:
             )
             piece = b',"progress":%d,"total":%d}}\n\n' % (step, count)
     pieces.append(piece + b'data: {"jsonrpc":"2.0","id":')
-    pieces.append(b',"result":{"content":[{"type":"text","text":"' + text + b'"}],"isError":false}}\n\n')
+    pieces.append(
+        b',"result":{"content":[{"type":"text","text":"' + text(size) + b'"}],"isError":false}}\n\n'
+    )
     return tuple(pieces)
 
 
@@ -202,6 +208,9 @@ class Handler(socketserver.StreamRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 overflows when a relay opens connections in a
+    # burst, and each dropped SYN costs its call the kernel's 1 s retransmission (G4)
+    request_queue_size = 1024
 
 
 def main() -> None:

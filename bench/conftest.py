@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import relays
 import report
 
 
@@ -53,6 +54,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 
     machine_info["ssewire"] = {"version": ssewire.__version__, "implementation": ssewire.IMPLEMENTATION}
     machine_info["platform_detail"] = platform.platform()
+    machine_info["nginx"] = relays.nginx_version()  # the relays' bench's byte relay
     packages = {}
     for name in (
         "httpx-sse",
@@ -64,6 +66,13 @@ def pytest_benchmark_update_machine_info(config, machine_info):
         "jiter",
         "mcp",
         "Cython",
+        # the HTTP stacks of the gateway, of its bench's SDK upstream and of the lean client
+        "aiohttp",
+        "uvloop",
+        "uvicorn",
+        "httptools",
+        "starlette",
+        "sse-starlette",
     ):
         try:
             packages[name] = importlib.metadata.version(name)

@@ -1,6 +1,7 @@
 """The gateway bench's processes, each in its own process on 127.0.0.1, and what they cost.
 
-- the upstream: the official Python SDK server (``sdk_upstream.py``);
+- the upstream: the official Python SDK server (``sdk_upstream.py``), or, where the
+  upstream must cost little (G4), ``cheap_server.py``;
 - nginx as a byte relay: a plain reverse proxy (HTTP/1.1 keep-alive upstream, no buffering,
   no compression), Debian's ``nginx-light`` with a configuration written here; absent, the
   bench skips naming it (``SSEWIRE_REQUIRE_NGINX=1`` fails instead);
@@ -9,7 +10,8 @@
 A process's cost is read from ``/proc``: CPU as the time its threads ran
 (``/proc/PID/task/*/schedstat``, user and system alike), peak memory as ``VmHWM``
 (``/proc/PID/status``). For nginx
-the process that relays is its one worker, the master's child.
+the process that relays is its one worker, the master's child. A `Window` reads, over a
+stretch of load, each process's CPU and how busy each core was (``/proc/stat``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,14 +75,7 @@ class Relay:
     pid: int | None  # None: nothing between the client and the upstream
 
     def cpu(self) -> float:
-        """Seconds the process's threads have run on a CPU so far (``schedstat``, in
-        nanoseconds: the clock-tick counts of ``stat`` are too coarse for one message)."""
-        if self.pid is None:
-            return 0.0
-        return (
-            sum(int(p.read_text().split()[0]) for p in Path(f"/proc/{self.pid}/task").glob("*/schedstat"))
-            / 1e9
-        )
+        return 0.0 if self.pid is None else cpu_seconds(self.pid)
 
     def peak(self) -> int:
         """The process's resident high-water mark, in bytes."""
@@ -91,6 +87,94 @@ class Relay:
         return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """Seconds the process's threads have run on a CPU so far (``schedstat``, in
+    nanoseconds: the clock-tick counts of ``stat`` are too coarse for one message)."""
+    return sum(int(p.read_text().split()[0]) for p in Path(f"/proc/{pid}/task").glob("*/schedstat")) / 1e9
+
+
+TICK = os.sysconf("SC_CLK_TCK")  # /proc's clock ticks a second
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """Seconds the process has run, its ended threads included (``/proc/PID/stat``, in
+    clock ticks: for windows of seconds, and for a server whose threads come and go, which
+    ``schedstat``'s per-thread sums would lose)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def core_times() -> dict[int, tuple[int, int, int]]:
+    """Each core's clock ticks so far (``/proc/stat``): (busy, all, tasks). Busy is
+    anything that ran, ours or another tenant's, interrupts and the time the hypervisor
+    took (steal) included; tasks is what processes ran, user and system."""
+    cores = {}
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *values = line.split()
+        if name.startswith("cpu") and name != "cpu":
+            ticks = [int(value) for value in values[:8]]  # user nice system idle iowait irq softirq steal
+            cores[int(name[3:])] = (sum(ticks) - ticks[3] - ticks[4], sum(ticks), sum(ticks[:3]))
+    return cores
+
+
+@dataclass
+class _Reading:
+    wall: float
+    relay: float
+    upstream: float
+    client: float
+    cores: dict[int, tuple[int, int, int]]
+
+
+class Window:
+    """A stretch of load: its wall time, what the relay, the upstream and this process
+    ran meanwhile, the share of it each core was busy, and what other work ran: the
+    processes' time on every core beyond ours, so a run disturbed by another tenant says so."""
+
+    def __init__(self, relay: Relay, upstream: Relay) -> None:
+        self.relay, self.upstream = relay, upstream
+        self.start = self._read()
+
+    def _read(self) -> _Reading:
+        assert self.upstream.pid is not None
+        return _Reading(
+            time.perf_counter(),
+            self.relay.cpu(),
+            process_cpu_seconds(self.upstream.pid),
+            time.process_time(),
+            core_times(),
+        )
+
+    def close(self, ours: float = 0.0) -> dict[str, float]:
+        """Seconds of each (``wall``, ``relay``, ``upstream``, ``client``: this process);
+        ``core0``, ``core1``...: the share of the window each core was busy; ``others``:
+        the cores' task time beyond ours (``ours``: the seconds of any other process of
+        the bench), as a share of one core over the window."""
+        end, start = self._read(), self.start
+        spent = {
+            "wall": end.wall - start.wall,
+            "relay": end.relay - start.relay,
+            "upstream": end.upstream - start.upstream,
+            "client": end.client - start.client,
+        }
+        tasks = 0
+        for core, (busy, total, ran) in end.cores.items():
+            busy_before, total_before, ran_before = start.cores[core]
+            spent[f"core{core}"] = (busy - busy_before) / max(1, total - total_before)
+            tasks += ran - ran_before
+        ours += spent["relay"] + spent["upstream"] + spent["client"]
+        spent["others"] = max(0.0, tasks / TICK - ours) / spent["wall"]
+        return spent
+
+
+def pin(pid: int, cores: set[int]) -> None:
+    """Every thread of the process onto ``cores`` (a thread started later inherits its
+    starter's cores, so the process stays there)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task.name), cores)
+
+
 @contextlib.contextmanager
 def upstream() -> Iterator[Relay]:
     """The SDK server (its own cost is ``cpu``); the client goes to it "direct"."""
@@ -99,14 +183,35 @@ def upstream() -> Iterator[Relay]:
         yield Relay("upstream", url, process.pid)
 
 
+@contextlib.contextmanager
+def cheap_upstream() -> Iterator[Relay]:
+    """``cheap_server.py``, whose answers are pre-rendered: an upstream that costs little."""
+    port = free_port()
+    argv = [sys.executable, str(HERE / "cheap_server.py"), "--port", str(port)]
+    with started(argv, port) as (process, url):
+        yield Relay("upstream", url, process.pid)
+
+
+def _find_nginx() -> str | None:
+    return shutil.which("nginx", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]))
+
+
 def nginx_binary() -> str:
-    found = shutil.which("nginx", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]))
+    found = _find_nginx()
     if found is None:
         text = "nginx not found: install Debian's nginx-light (apt-get install nginx-light)"
         if os.environ.get(NGINX_SWITCH) == "1":
             pytest.fail(f"{NGINX_SWITCH}=1 but {text}")
         pytest.skip(text)
     return found
+
+
+def nginx_version() -> str:
+    found = _find_nginx()
+    if found is None:
+        return "not installed"
+    done = subprocess.run([found, "-v"], capture_output=True, text=True, timeout=10)
+    return done.stderr.strip().rsplit("/", 1)[-1]  # "nginx version: nginx/1.22.1"
 
 
 @contextlib.contextmanager

@@ -4,6 +4,13 @@ docs quote from the benchmarks.
 
 python bench/render.py bench/results.json           # writes docs/benchmarks.md, docs/benchmarks.png, docs/client.md's table
 python bench/render.py bench/results.json --check   # exit 1 if those pages do not quote this run (CI)
+python bench/render.py bench/results.json --merge PART.json   # PART's workloads into the run, then render
+
+``--merge`` is for re-running some bench files rather than all (the relays' take minutes,
+the whole suite much longer): every benchmark of PART (a ``--benchmark-json`` file)
+replaces the saved run's of the same workload (same kind of record, same name), the
+saved run's file is rewritten with them, and the page says which workloads come from
+which run (the saved file's ``merged``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ COMMAND = (
     "pip install '.[bench]' && python -m pytest bench --benchmark-only "
     "--benchmark-min-rounds=5 --benchmark-json=bench/results.json && "
     "python bench/render.py bench/results.json"
+)
+RELAYS_MINUTES = 3  # what the relays' bench takes on a quiet machine of the page's kind
+RELAYS_COMMAND = (
+    "$ python -m pytest bench/test_gateway.py --benchmark-only --benchmark-json=/tmp/relays.json\n"
+    "$ python bench/render.py bench/results.json --merge /tmp/relays.json"
 )
 
 
@@ -44,7 +56,48 @@ def machine(data: dict) -> str:
         state = " (with uncommitted changes)" if commit.get("dirty") else ""
         lines.append(f"- measured commit: `{commit['id'][:12]}`{state}, {commit.get('time', '?')}")
     lines.append(f"- run at {data.get('datetime', '?')}; timings are the minimum over rounds")
+    for part in data.get("merged", []):
+        lines.append(f"- {', '.join(part['workloads'])}: re-run on their own, {_part(part)}")
     return "\n".join(lines)
+
+
+def _part(part: dict) -> str:
+    """Where a merged part's figures come from: its commit, time and versions."""
+    commit, info = part.get("commit_info", {}), part.get("machine_info", {})
+    state = " (with uncommitted changes)" if commit.get("dirty") else ""
+    versions = {**info.get("packages", {}), "nginx": info.get("nginx", "?")}
+    cpu = info.get("cpu", {})
+    return (
+        f"measured commit `{str(commit.get('id', '?'))[:12]}`{state}, run at {part.get('datetime', '?')}; "
+        f"{cpu.get('brand_raw', '?')}, {cpu.get('count', '?')} logical CPUs, "
+        f"Python {info.get('python_version', '?')}, ssewire {info.get('ssewire', {}).get('version', '?')}; "
+        + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+    )
+
+
+def merge(saved: dict, part: dict) -> dict:
+    """``saved`` with ``part``'s benchmarks in place of those of the same workloads, and
+    under ``merged`` the run each re-run workload comes from."""
+
+    def workload(bench: dict) -> tuple[str | None, str | None]:
+        info = bench.get("extra_info") or {}
+        return info.get("kind"), info.get("workload")
+
+    fresh = [bench for bench in part.get("benchmarks", []) if workload(bench)[0]]
+    if not fresh:
+        raise SystemExit("nothing to merge: no benchmark records (was it run with --benchmark-disable?)")
+    replaced = {workload(bench) for bench in fresh}
+    names = sorted({name for _, name in replaced if name})
+    earlier = [
+        {**m, "workloads": [name for name in m["workloads"] if name not in names]}
+        for m in saved.get("merged", [])
+    ]
+    source = {key: part.get(key, {}) for key in ("datetime", "commit_info", "machine_info")}
+    return {
+        **saved,
+        "benchmarks": [b for b in saved.get("benchmarks", []) if workload(b) not in replaced] + fresh,
+        "merged": [m for m in earlier if m["workloads"]] + [{"workloads": names, **source}],
+    }
 
 
 def measured(data: dict) -> str:
@@ -106,6 +159,11 @@ def render(data: dict, records: list[report.Record], *, draw: bool = True) -> st
         "",
         f"```sh\n{COMMAND}\n```",
         "",
+        "The MCP relays alone (bench/test_gateway.py, G1 to G4: nginx installed, about "
+        f"{RELAYS_MINUTES} minutes), their figures merged into the saved run:",
+        "",
+        f"```console\n{RELAYS_COMMAND}\n```",
+        "",
         "## Environment",
         "",
         machine(data),
@@ -159,6 +217,12 @@ def pages(json_path: Path, *, draw: bool = True) -> dict[Path, str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[2:3] == ["--merge"] and len(argv) == 4:
+        saved = Path(argv[1])
+        merged = merge(json.loads(saved.read_text()), json.loads(Path(argv[3]).read_text()))
+        saved.write_text(json.dumps(merged, indent=4))  # as pytest-benchmark writes it
+        print(f"merged {argv[3]} into {argv[1]}")
+        argv = argv[:2]
     if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--check"):
         print(__doc__, file=sys.stderr)
         return 2

@@ -230,22 +230,245 @@ def node_rows(records: Iterable[Record]) -> list[list[str]]:
     return rows
 
 
+SATURATED = 0.9  # a core busy this share of a window or more bounds what ran on it
+DISTURBED = 0.1  # other work on the machine, of one core, that makes a figure suspect
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def _load_groups(records: Iterable[Record]) -> list[tuple[str, list[Record]]]:
+    """G3's workloads, fewest sessions first."""
+    return sorted(_by(records, "gateway-load").items(), key=lambda item: item[1][0].get("sessions", 0))
+
+
 def gateway_load_rows(records: Iterable[Record]) -> list[list[str]]:
+    """Latency under load, what a relay adds to direct's p99, the CPU a call costs the
+    relay (against nginx's, and against its own at the fewest sessions: flat as sessions
+    grow), how busy the machine's cores were meanwhile and what bounds the row."""
     rows = []
-    for workload, group in _by(records, "gateway-load").items():
+    fewest: dict[str, float] = {}  # each relay's CPU per call at the fewest sessions
+    for workload, group in _load_groups(records):
+        nginx = [r["cpu"] for r in group if r["contender"] == "nginx" and r["cpu"]]
         for r in group:
+            cpu = r["cpu"]
+            if cpu is not None:
+                fewest.setdefault(r["contender"], cpu)
             rows.append(
                 [
                     workload,
                     r["contender"],
-                    _per_unit(r["min"]),
+                    _per_unit(r["p50"]),
                     _per_unit(r["p99"]),
-                    "-" if r["contender"] == "direct" else f"{r['added_p99'] * 1e3:+,.1f} ms",
-                    _per_unit(r["cpu"]) if r["cpu"] is not None else "-",
+                    "-" if r["reference"] else f"{r['added_p99'] * 1e3:+,.1f} ms",
+                    _per_unit(cpu) if cpu is not None else "-",
+                    f"{cpu / nginx[0]:.2f}x" if cpu is not None and nginx else "-",
+                    f"{cpu / fewest[r['contender']]:.2f}x" if cpu is not None else "-",
+                    _percent(r["busy"]),
+                    _load_bound(r),
                     f"{r['peak'] / 2**20:,.0f}" if r.get("peak") else "-",
                 ]
             )
     return rows
+
+
+def _load_bound(r: Record) -> str:
+    """What bounds a G3 row: other work on the machine, if there was any to speak of;
+    else its busiest process at a whole core (the upstream, the relay or the client,
+    each Python on one core at a time); else the two cores they share; else nothing."""
+    if r.get("others", 0.0) >= DISTURBED:
+        return f"other work on the machine, {_percent(r['others'])} of a core: re-run"
+    processes = {"upstream": r["upstream_busy"], "relay": r["relay_busy"], "client": r["client_busy"]}
+    name, busiest = max(processes.items(), key=lambda item: item[1])
+    if busiest >= SATURATED:
+        return f"the {name}, {_percent(busiest)} of a core"
+    if r["busy"] >= SATURATED:
+        return f"the two cores, {_percent(r['busy'])} busy"
+    return f"nothing saturated (the {name} busiest, {_percent(busiest)} of a core)"
+
+
+def gateway_load_notes(records: Iterable[Record]) -> list[str]:
+    """Under G3's table, from the run: what a call cost the upstream and the client beside
+    the relay, and how each relay's CPU per call moved as the sessions grew."""
+    lines = []
+    cpu: dict[str, dict[int, float]] = defaultdict(dict)
+    for workload, group in _load_groups(records):
+        upstream = [r["upstream_cpu"] for r in group]
+        client = [r["client_cpu"] for r in group]
+        lines.append(
+            f"- **{workload}**: the client, the upstream and the relay share the two cores. A call "
+            f"cost the SDK upstream {_per_unit(min(upstream))} to {_per_unit(max(upstream))} of CPU "
+            f"and the lean client {_per_unit(min(client))} to {_per_unit(max(client))}, beside the "
+            "relay's own column."
+        )
+        for r in group:
+            if r["cpu"] is not None:
+                cpu[r["contender"]][r["sessions"]] = r["cpu"]
+    growth = [
+        f"{relay} {by[max(by)] / by[min(by)]:.2f}x"
+        for relay, by in cpu.items()
+        if len(by) > 1 and by[min(by)]
+    ]
+    if growth:
+        counts = sorted({n for by in cpu.values() for n in by})
+        lines.append(
+            f"- As sessions grow from {counts[0]} to {counts[-1]}, CPU per call: "
+            + ", ".join(growth)
+            + " (1.00x: flat)."
+        )
+    rows = [
+        (f"{r['workload']} through {r['contender']}", r) for _, group in _load_groups(records) for r in group
+    ]
+    return lines + _disturbed(rows)
+
+
+def _disturbed(measured: list[tuple[str, Record]]) -> list[str]:
+    """A warning where other work ran on the machine beside the bench's own processes."""
+    worst = max(measured, key=lambda pair: pair[1].get("others", 0.0), default=None)
+    if worst is None or worst[1].get("others", 0.0) < DISTURBED:
+        return []
+    return [
+        f"- **Disturbed**: other work on the machine took {_percent(worst[1]['others'])} of a core "
+        f"during {worst[0]}; re-run these figures on a quiet machine."
+    ]
+
+
+def _capacity(records: Iterable[Record]) -> list[Record]:
+    return [r for group in _by(records, "gateway-capacity").values() for r in group]
+
+
+def _first_rate(r: Record) -> float:
+    return r["ladder"][0][0] if r["ladder"] else 0
+
+
+def _bound(r: Record) -> str:
+    """What ended a relay's climb, read from the level that broke: a saturated core (the
+    relay's, or the one the load and the upstream share), or its latency alone."""
+    broke, cores = r["broke"], r["cores"]
+    if broke is None:
+        return "the ladder's top"
+    if broke.get("others", 0.0) >= DISTURBED:
+        return f"other work on the machine, {_percent(broke['others'])} of a core: re-run"
+    if broke["load_core"] >= SATURATED:
+        return f"core {cores['load']} (load + upstream), {_percent(broke['load_core'])} busy"
+    if broke["relay_core"] >= SATURATED:
+        return f"its core, {_percent(broke['relay_core'])} busy"
+    return (
+        f"its latency: no core saturated (core {cores['relay']} {_percent(broke['relay_core'])}, "
+        f"core {cores['load']} {_percent(broke['load_core'])})"
+    )
+
+
+def gateway_capacity_rows(records: Iterable[Record]) -> list[list[str]]:
+    """G4: the last level of the ladder each relay held, what it cost there, the level
+    that broke and what bounded it."""
+    rows = []
+    group = _capacity(records)
+    nginx = [r["rate"] for r in group if r["contender"] == "nginx" and r["rate"]]
+    nginx_cpu = [r["top"]["cpu"] for r in group if r["contender"] == "nginx" and r["top"]]
+    for r in group:
+        top, broke = r["top"], r["broke"]
+        relayed = r["contender"] != "direct"
+        rows.append(
+            [
+                r["contender"],
+                f"{r['rate']:,}" if top else f"< {_first_rate(r):,}",
+                f"{r['rate'] / nginx[0]:.2f}x" if nginx and top else "-",
+                f"{_per_unit(top['p50'])} / {_per_unit(top['p99'])}" if top else "-",
+                _per_unit(top["cpu"]) if top and relayed else "-",
+                f"{top['cpu'] / nginx_cpu[0]:.2f}x" if top and relayed and nginx_cpu else "-",
+                _percent(top["relay_busy"]) if top and relayed else "-",
+                (
+                    f"{broke['rate']:,}: "
+                    + (_per_unit(broke["p99"]) if broke["p99"] is not None else "no answer")
+                    + (f", {broke['refused']} refused" if broke["refused"] else "")
+                    + (f", {broke['late']} unanswered" if broke["late"] else "")
+                )
+                if broke
+                else "-",
+                _bound(r),
+                f"{r['peak'] / 2**20:,.0f}" if r.get("peak") else "-",
+            ]
+        )
+    return rows
+
+
+LADDER = ("direct", "nginx", "gateway")  # the ladder table's columns
+
+
+def gateway_ladder_rows(records: Iterable[Record]) -> list[list[str]]:
+    """G4's whole climb: each relay's p99 at each rate it ran (a level that broke was run
+    once more, and this is the second try)."""
+    p99 = {
+        r["contender"]: {rate: (value, held) for rate, value, held in r["ladder"]} for r in _capacity(records)
+    }
+    rows = []
+    for rate in sorted({rate for climbed in p99.values() for rate in climbed}):
+        cells = []
+        for relay in LADDER:
+            value, held = p99.get(relay, {}).get(rate, (None, None))
+            shown = _per_unit(value) if value is not None else "no answer"
+            cells.append("" if held is None else shown if held else f"**{shown}** (broke)")
+        rows.append([f"{rate:,}", *cells])
+    return rows
+
+
+def gateway_capacity_notes(records: Iterable[Record]) -> list[str]:
+    """What bounds G4's figures, read from the run: direct's figure is the ceiling of the
+    core the load and the upstream share, which bounds every row."""
+    by = {r["contender"]: r for r in _capacity(records)}
+    if not {"direct", "nginx", "gateway"} <= set(by) or not by["direct"]["top"]:
+        return []
+    direct, nginx, gateway = (by[name]["rate"] for name in ("direct", "nginx", "gateway"))
+    load, top = by["direct"]["cores"]["load"], by["direct"]["top"]
+    spent = (
+        f"the load generator spent {_per_unit(top['load_cpu'])} of CPU a call there and the upstream "
+        f"{_per_unit(top['upstream_cpu'])}"
+    )
+    ceiling = by["direct"]["broke"] is not None
+    lines = [
+        f"- **direct** carries {direct:,} calls/s"
+        + (
+            f", then broke with core {load} {_percent(by['direct']['broke']['load_core'])} busy: the "
+            f"ceiling of that core, where the load generator and the upstream run for every row "
+            f"({spent}), bounds every figure here, within a step of the ladder (each level is one try "
+            "at it)."
+            if ceiling
+            else f", the ladder's top ({spent})."
+        )
+    ]
+    if gateway:
+        lines.append(
+            f"- **gateway**: {gateway:,} calls/s, {gateway / direct:.0%} of direct's"
+            + (
+                ", so neither the upstream nor the load generator bounds it."
+                if gateway <= 0.5 * direct
+                else ": near it, so the gateway's own bound may lie above."
+            )
+        )
+    if nginx and gateway:
+        broke, nginx_top = by["nginx"]["broke"], by["nginx"]["top"]
+        own = f"it ran {_percent(nginx_top['relay_busy'])} of its own core there"
+        why = (
+            f"nginx held the ladder's top ({own})"
+            if broke is None
+            else f"nginx's figure is bound by core {load}, not by nginx ({own})"
+            if broke["load_core"] >= SATURATED
+            else ""
+        )
+        lines.append(
+            f"- **gateway / nginx**: {gateway / nginx:.2f}x the calls a second with p99 under "
+            f"{by['gateway']['limit'] * 1e3:g} ms"
+            + (f". {why}: its own capacity is higher, and the ratio to it lower." if why else ".")
+        )
+    levels = [
+        (f"{r['contender']}'s level at {level['rate']:,} calls/s", level)
+        for r in by.values()
+        for level in (r["top"], r["broke"])
+        if level
+    ]
+    return lines + _disturbed(levels)
 
 
 def _by_contender(records: Iterable[Record], kind: str) -> dict[str, list[Record]]:
@@ -323,9 +546,48 @@ TABLES = (
         gateway_rows,
     ),
     (
-        "MCP relays under load: sessions calling at once (p99 added = this p99 - direct p99, same run)",
-        ["workload", "relay", "p50", "p99", "p99 added", "relay CPU per call", "relay peak RSS MiB"],
+        "MCP relays under load: sessions of a lean client calling at once, the official SDK server "
+        "upstream (p99 added = this p99 - direct p99, same run; CPU per call over every call of the "
+        "workload)",
+        [
+            "workload",
+            "relay",
+            "p50",
+            "p99",
+            "p99 added",
+            "relay CPU per call",
+            "CPU x nginx's",
+            "CPU x its own at the fewest sessions",
+            "cores busy",
+            "what bounds it",
+            "relay peak RSS MiB",
+        ],
         gateway_load_rows,
+        gateway_load_notes,
+    ),
+    (
+        "MCP relays on one core: the calls a second each carries with p99 under 50 ms (the relay "
+        "pinned to one core, the cheap upstream and the load generator to the other; open loop, "
+        "a ladder of rates)",
+        [
+            "relay",
+            "calls/s, p99 < 50 ms",
+            "x nginx's",
+            "p50 / p99 there",
+            "relay CPU per call there",
+            "CPU x nginx's",
+            "its core used there",
+            "next level, calls/s: p99",
+            "what bounds it",
+            "relay peak RSS MiB",
+        ],
+        gateway_capacity_rows,
+        gateway_capacity_notes,
+    ),
+    (
+        "MCP relays on one core, the whole ladder: p99 at each rate (calls/s)",
+        ["calls/s", *LADDER],
+        gateway_ladder_rows,
     ),
     (
         "Peak memory decoding one event (tracemalloc)",
@@ -357,8 +619,10 @@ def markdown(headers: list[str], rows: list[list[str]]) -> str:
 
 def tables(records: list[Record]) -> str:
     parts = []
-    for title, headers, build in TABLES:
+    for title, headers, build, *notes in TABLES:
         rows = build(records)
         if rows:
-            parts.append(f"### {title}\n\n{markdown(headers, rows)}\n")
+            lines = notes[0](records) if notes else []
+            below = "\n" + "\n".join(lines) + "\n" if lines else ""
+            parts.append(f"### {title}\n\n{markdown(headers, rows)}\n{below}")
     return "\n".join(parts)
