@@ -310,13 +310,28 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         "auth": auth,
         "limits": route.limits_over(limits),
     }
-    app = Gateway(
+    keepalive = args.keepalive if route.keepalive is None else route.keepalive
+    timeout = route.timeout or args.timeout
+    http = None
+    if route.command is not None:
+        from ..mcp.gateway.stdio_route import stdio_client
+
+        http = stdio_client(
+            route.command,
+            env=route.env,
+            cwd=route.cwd,
+            max_message_size=size,
+            timeout=timeout,
+            keepalive=keepalive,
+        )
+        shared["http"] = http
+    app: Any = Gateway(
         route.upstream,
         path=path,
         store=store,
         replica=replica,
-        keepalive=args.keepalive if route.keepalive is None else route.keepalive,
-        timeout=route.timeout or args.timeout,
+        keepalive=keepalive,
+        timeout=timeout,
         **shared,
         max_bytes_in_flight=args.max_bytes_in_flight,
         body_timeout=args.body_timeout,
@@ -330,6 +345,10 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         telemetry=_telemetry(route.name),
         **options,
     )
+    if http is not None:
+        from ..mcp.gateway.stdio_route import label
+
+        app.upstream_label = label(route.command)
     if route.revision is not None:  # the route's tool policy and principals on the bridge too
         app = _bridged(
             app,
@@ -337,6 +356,10 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
             {**shared, "tools": route.tools, "principals": route.principals, "reissue": route.reissue},
             path,
         )
+    if http is not None:
+        from ..mcp.gateway.stdio_route import StdioRoute
+
+        app = StdioRoute(app, http)  # the process stops with the route
     return app
 
 

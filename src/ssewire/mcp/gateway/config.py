@@ -9,6 +9,10 @@
     [servers.search.limits]
     calls = 16
 
+    [servers.files]                       # a stdio server, started and served over HTTP
+    command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+    env = ["FILES_TOKEN"]                  # what it gets of the gateway's environment
+
 Read with the standard library's ``tomllib`` and checked whole before anything starts: an
 error names its key (``servers.search.timeout: a number of seconds > 0``) and never echoes
 a value that may be a secret (an upstream URL, an environment variable's content). The file
@@ -45,6 +49,9 @@ ROUTE_KEYS = frozenset(
     {
         "upstream",
         "upstream_env",
+        "command",
+        "env",
+        "cwd",
         "revision",
         "headers_env",
         "timeout",
@@ -57,6 +64,7 @@ ROUTE_KEYS = frozenset(
     }
 )
 LIMIT_KEYS = ("sessions", "calls", "streams", "bytes")
+STDIO_URL = "http://stdio.invalid/mcp"  # what a stdio route's upstream engine asks (its transport answers)
 
 
 @dataclass
@@ -74,6 +82,9 @@ class Route:
     tools: ToolPolicy | None = None
     reissue: ReissuePolicy | None = SAFE_TOOLS
     limits: dict[str, int] = field(default_factory=dict)
+    command: list[str] | None = None  # a stdio server instead of an HTTP upstream
+    env: list[str] = field(default_factory=list)
+    cwd: str | None = None
 
     @property
     def path(self) -> str:
@@ -117,6 +128,10 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     route = Route(name, _upstream(where, table, environ))
     route.revision = _revision(table, where)
     route.headers = _headers(where, table, environ)
+    if "command" in table:
+        _stdio(route, where, table, environ)
+    elif "env" in table or "cwd" in table:
+        raise InputError(f"{where}: env and cwd are a stdio server's (give command)")
     route.timeout = _seconds(table, where, "timeout")
     route.keepalive = _seconds(table, where, "keepalive", zero=True)
     route.max_message_size = _count(table, where, "max_message_size")
@@ -142,9 +157,29 @@ def _revision(table: dict[str, Any], where: str) -> str | None:
     return name
 
 
+def _stdio(route: Route, where: str, table: dict[str, Any], environ: Mapping[str, str]) -> None:
+    """A stdio server's keys: its command, the variables it gets, where it runs. It is
+    served as a 2025-11-25 server, so 2026-07-28 clients reach it through the bridge."""
+    route.command = _names(table, where, "command")
+    if not route.command:
+        raise InputError(f"{where}.command: a list of strings, the program first")
+    route.env = _names(table, where, "env") or []
+    missing = [name for name in route.env if name not in environ]
+    if missing:
+        raise InputError(f"{where}.env: the environment variable {missing[0]} is not set")
+    route.cwd = _text(table, where, "cwd")
+    if route.headers:
+        raise InputError(f"{where}.headers_env: a stdio server takes no headers (give it env)")
+    if route.revision not in (None, NEWEST_WITH_SESSIONS.name):
+        raise InputError(f"{where}.revision: a stdio server is served as {NEWEST_WITH_SESSIONS.name}")
+    route.revision = NEWEST_WITH_SESSIONS.name
+
+
 def _upstream(where: str, table: dict[str, Any], environ: Mapping[str, str]) -> str:
-    if ("upstream" in table) == ("upstream_env" in table):
-        raise InputError(f"{where}: give upstream or upstream_env (one of them)")
+    if sum(key in table for key in ("upstream", "upstream_env", "command")) != 1:
+        raise InputError(f"{where}: give upstream, upstream_env or command (one of them)")
+    if "command" in table:
+        return STDIO_URL
     if "upstream" in table:
         url, key = table["upstream"], f"{where}.upstream"
     else:

@@ -1,0 +1,509 @@
+"""One stdio MCP server shared by every session of a route.
+
+A stdio server has one client: whoever holds its pipes. The host is that client, and
+multiplexes the sessions of the route onto it:
+
+- it initializes the process itself, once per start, declaring **no client capability**: a
+  server request to "the client" (sampling, elicitation, roots) has no one session it could
+  go to, so a server that honours the capabilities sends none. One that sends one anyway
+  gets a JSON-RPC error (a ``ping`` is answered);
+- each session's request goes down under an id of the host's own (two sessions both asking
+  ``id: 1`` never meet), and so does its ``progressToken``; the answer and the progress come
+  back under the session's own;
+- ``notifications/*/list_changed`` go to every session's listening stream,
+  ``notifications/resources/updated`` to the sessions subscribed to that resource (the
+  process subscribes once per resource), ``logging/setLevel`` is answered here (one level
+  for the process would be one session's choice imposed on the others) and the other
+  server notifications, which name no session, are dropped and counted;
+- when the process ends, every call in flight ends with an explicit error (it may have been
+  processed), and the next request starts it again after a backoff (0.5 s doubling to 30 s,
+  back to 0.5 s once a start lasted a minute); sessions and subscriptions outlive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import re
+import secrets
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol.handshake import INITIALIZE, INITIALIZED, client_info
+from ..protocol.profiles import NEWEST_WITH_SESSIONS
+from .process import Child, Oversize, Torn, environment
+
+log = logging.getLogger("ssewire.mcp.stdio")
+
+BACKOFF = (0.5, 30.0)  # seconds before a start after an exit: the first, the most
+STABLE = 60.0  # seconds a start must last for the backoff to begin again from the first
+START_TIMEOUT = 30.0  # seconds a start may take, initialize answered
+MAX_SESSIONS = 1024
+SUBSCRIBE, UNSUBSCRIBE = "resources/subscribe", "resources/unsubscribe"
+SET_LEVEL = "logging/setLevel"
+UPDATED = "notifications/resources/updated"
+_ID = re.compile(rb'"id"\s*:\s*(\d+)')  # where an oversize answer says whose it is
+
+
+class StdioUnavailable(Exception):
+    """The process could not be started or initialized; the next try in ``retry_after`` s."""
+
+    def __init__(self, reason: str, retry_after: float) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+class Inbox:
+    """Messages waiting for one reader (a call's answer stream, a session's listening
+    stream), at most ``budget`` bytes of them: a reader that falls that far behind loses
+    its stream, explicitly."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.size, self.closed = budget, 0, False
+        self._items: deque[bytes] = deque()
+        self._ready = asyncio.Event()
+
+    def put(self, data: bytes) -> bool:
+        """Queue ``data``; False when closed or over the budget."""
+        if self.closed or self.size + len(data) > self.budget:
+            return False
+        self._items.append(data)
+        self.size += len(data)
+        self._ready.set()
+        return True
+
+    def close(self, last: bytes | None = None) -> None:
+        """No more after ``last`` (queued past the budget: the one message that says why)."""
+        if not self.closed and last is not None:
+            self._items.append(last)
+        self.closed = True
+        self._ready.set()
+
+    async def get(self, timeout: float | None) -> bytes | None:
+        """The next message; ``b""`` when ``timeout`` passed first, None once closed and empty."""
+        while not self._items:
+            if self.closed:
+                return None
+            self._ready.clear()
+            try:
+                await asyncio.wait_for(self._ready.wait(), timeout)
+            except asyncio.TimeoutError:
+                return b""
+        data = self._items.popleft()
+        self.size -= len(data)
+        return data
+
+
+class Session:
+    """One upstream session of the route's gateway, as the host knows it."""
+
+    def __init__(self, sid: str) -> None:
+        self.sid = sid
+        self.calls: dict[bytes, Call] = {}  # by the session's own request id (as JSON)
+        self.listen: Inbox | None = None
+        self.subscriptions: set[str] = set()
+
+
+class Call:
+    """A request of a session in flight in the process, under the host's ``child_id``."""
+
+    def __init__(self, session: Session, message: dict[str, Any], child_id: int, budget: int) -> None:
+        self.session, self.child_id = session, child_id
+        self.original = message.get("id")
+        self.key = orjson.dumps(self.original)
+        meta = (message.get("params") or {}).get("_meta")
+        self.token = meta.get("progressToken") if isinstance(meta, dict) else None
+        self.inbox = Inbox(budget)
+
+
+def error(id: Any, code: int, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+
+
+def result(id: Any, value: Any) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": id, "result": value})
+
+
+class StdioHost:
+    """The process behind a route and the sessions sharing it.
+
+    :param command: the program and its arguments (no shell).
+    :param env: the names of the gateway's environment variables the process also gets.
+    :param max_message_size: the longest line read from the process (an answer over it
+        ends its call with an explicit error).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Sequence[str] = (),
+        cwd: str | None = None,
+        max_message_size: int = 16 * 1024 * 1024,
+        start_timeout: float = START_TIMEOUT,
+        max_sessions: int = MAX_SESSIONS,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if not command:
+            raise ValueError("a stdio server needs a command")
+        self.command, self.cwd = list(command), cwd
+        self.env = environment(env, environ)
+        self.max_message_size, self.start_timeout = max_message_size, start_timeout
+        self.max_sessions = max_sessions
+        self.budget = 4 * max_message_size  # what one reader may leave waiting
+        self.sessions: dict[str, Session] = {}
+        self.child: Child | None = None
+        self.server: dict[str, Any] | None = None  # the running process's initialize result
+        self.figures = {"starts": 0, "exits": 0, "dropped": 0, "oversize": 0, "invalid": 0}
+        self._calls: dict[int, Call] = {}
+        self._internal: dict[int, asyncio.Future[dict[str, Any]] | None] = {}
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+        self._backoff, self._next_start, self._started_at = BACKOFF[0], 0.0, 0.0
+        self._reader: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # the process
+
+    async def ready(self) -> dict[str, Any]:
+        """The running process's initialize result, starting it first if it is not running.
+        `StdioUnavailable` when it cannot be."""
+        if self.server is not None:
+            return self.server
+        async with self._lock:
+            if self.server is not None:
+                return self.server
+            if self._closed:
+                raise StdioUnavailable("the gateway is stopping", BACKOFF[1])
+            wait = self._next_start - time.monotonic()
+            if wait > self.start_timeout:
+                raise StdioUnavailable("the stdio server exited; it starts again later", wait)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                self.server = await asyncio.wait_for(self._start(), self.start_timeout)
+            except (Exception, asyncio.TimeoutError) as failed:
+                reason = _reason(failed)
+                child, self.child = self.child, None
+                if child is not None:  # (None: it ended by itself, and its reader said so)
+                    await child.stop()
+                    self._exited(reason)
+                raise StdioUnavailable(
+                    f"the stdio server could not start ({reason})", self._backoff
+                ) from None
+            return self.server
+
+    async def _start(self) -> dict[str, Any]:
+        child = await Child.start(self.command, env=self.env, cwd=self.cwd, max_line=self.max_message_size)
+        self.child = child
+        self.figures["starts"] += 1
+        self._started_at = time.monotonic()
+        log.info("stdio server started (pid %d)", child.pid)
+        self._reader = asyncio.ensure_future(self._read(child))
+        params = {
+            "protocolVersion": NEWEST_WITH_SESSIONS.name,
+            "capabilities": {},  # none: see the module's docstring
+            "clientInfo": client_info("ssewire-gateway"),
+        }
+        reply = await self._ask(INITIALIZE, params)
+        server = reply.get("result")
+        if not isinstance(server, dict):
+            raise RuntimeError("initialize was refused")
+        await child.send(orjson.dumps({"jsonrpc": "2.0", "method": INITIALIZED}))
+        for uri in {uri for session in self.sessions.values() for uri in session.subscriptions}:
+            await self._tell(SUBSCRIBE, {"uri": uri})  # what the sessions held before a restart
+        return server
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request of the host's own, and its answer."""
+        child_id = next(self._ids)
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._internal[child_id] = waiter
+        await self._send({"jsonrpc": "2.0", "id": child_id, "method": method, "params": params})
+        return await waiter
+
+    async def _tell(self, method: str, params: dict[str, Any]) -> None:
+        """A request of the host's own whose answer no one reads."""
+        child_id = next(self._ids)
+        self._internal[child_id] = None
+        await self._send({"jsonrpc": "2.0", "id": child_id, "method": method, "params": params})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self.child is None:
+            raise ConnectionResetError("the stdio server is not running")
+        await self.child.send(orjson.dumps(message))
+
+    async def _read(self, child: Child) -> None:
+        reason = "its stdout ended"
+        try:
+            async for line in child.lines():
+                if isinstance(line, Oversize):
+                    self._oversize(line)
+                elif isinstance(line, Torn):
+                    log.warning("stdio server: %d bytes after its last newline were dropped", line.size)
+                else:
+                    await self._dispatch(line)
+        except Exception as failed:  # a read that fails ends the process as an exit would
+            reason = _reason(failed)
+        finally:
+            if self.child is child:
+                self.child = None
+                code = await child.stop()
+                self._exited(f"exit status {code}" if code is not None else reason)
+
+    def _exited(self, reason: str) -> None:
+        """The process is gone: calls in flight end, the next start waits the backoff."""
+        self.server = None
+        self.figures["exits"] += 1
+        now = time.monotonic()
+        if now - self._started_at >= STABLE:
+            self._backoff = BACKOFF[0]
+        self._next_start = now + self._backoff
+        log.warning("stdio server ended (%s); next start in %.1f s at the earliest", reason, self._backoff)
+        self._backoff = min(self._backoff * 2, BACKOFF[1])
+        calls, self._calls = self._calls, {}
+        for call in calls.values():
+            self._end(
+                call,
+                INTERNAL_ERROR,
+                f"the stdio server ended ({reason}) before answering: the request may have been processed",
+            )
+        internal, self._internal = self._internal, {}
+        for waiter in internal.values():
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(ConnectionResetError(f"the stdio server ended ({reason})"))
+
+    # what the process says
+
+    async def _dispatch(self, line: bytes) -> None:
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            message = None
+        if not isinstance(message, dict):
+            self.figures["invalid"] += 1
+            log.warning(
+                "stdio server: a line of %d bytes that is not a JSON-RPC message was dropped", len(line)
+            )
+            return
+        method = message.get("method")
+        if not isinstance(method, str):
+            self._answered(message)
+        elif "id" in message:
+            await self._asked(method, message)
+        else:
+            self._notified(method, message)
+
+    def _answered(self, message: dict[str, Any]) -> None:
+        child_id = message.get("id")
+        call = self._calls.pop(child_id, None) if type(child_id) is int else None
+        if call is not None:
+            call.session.calls.pop(call.key, None)
+            message["id"] = call.original
+            if not call.inbox.put(orjson.dumps(message)):
+                call.inbox.close(
+                    error(call.original, INTERNAL_ERROR, "the answer is over what may wait for a slow reader")
+                )
+            call.inbox.close()
+            return
+        waiter = self._internal.pop(child_id, None) if type(child_id) is int else None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(message)
+        # else: the answer to a call its reader left (or to a request the host ignores)
+
+    async def _asked(self, method: str, message: dict[str, Any]) -> None:
+        """A request to the client: a ping is answered, the rest refused (no capability was
+        declared, and no one session could answer it)."""
+        if method == "ping":
+            answer = result(message["id"], {})
+        else:
+            answer = error(
+                message["id"],
+                METHOD_NOT_FOUND,
+                f"{method}: a stdio server shared by a gateway's sessions cannot ask its clients",
+            )
+        if self.child is not None:
+            try:
+                await self.child.send(answer)
+            except ConnectionError:
+                pass  # it ended: its reader sees the end
+
+    def _notified(self, method: str, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            call = self._calls.get(token) if type(token) is int else None
+            if call is not None and call.token is not None:
+                message["params"] = {**params, "progressToken": call.token}
+                self._deliver(call, orjson.dumps(message))
+                return
+        elif method.endswith("/list_changed"):
+            self._broadcast(list(self.sessions.values()), orjson.dumps(message))
+            return
+        elif method == UPDATED:
+            uri = params.get("uri")
+            self._broadcast(
+                [s for s in self.sessions.values() if uri in s.subscriptions], orjson.dumps(message)
+            )
+            return
+        self.figures["dropped"] += 1
+
+    def _oversize(self, line: Oversize) -> None:
+        """An answer over the bound ends its call (if the bytes kept at its ends name it)."""
+        self.figures["oversize"] += 1
+        for edge in (line.head, line.tail):
+            for found in _ID.finditer(edge):
+                call = self._calls.get(int(found.group(1)))
+                if call is not None:
+                    self._calls.pop(call.child_id)
+                    self._end(
+                        call,
+                        INTERNAL_ERROR,
+                        f"the answer of {line.size} bytes or more is over the {self.max_message_size} byte message limit",
+                    )
+                    return
+        log.warning(
+            "stdio server: a line of %d bytes or more (over the message limit) was dropped", line.size
+        )
+
+    def _deliver(self, call: Call, data: bytes) -> None:
+        if not call.inbox.put(data):
+            self._calls.pop(call.child_id, None)
+            self._end(call, INTERNAL_ERROR, "the call's reader fell too far behind its messages")
+
+    def _broadcast(self, sessions: list[Session], data: bytes) -> None:
+        for session in sessions:
+            if session.listen is not None and not session.listen.put(data):
+                session.listen.close()  # a listener that fell behind: its stream ends, it may open another
+                session.listen = None
+
+    def _end(self, call: Call, code: int, text: str) -> None:
+        call.session.calls.pop(call.key, None)
+        call.inbox.close(error(call.original, code, text))
+
+    # what the sessions ask
+
+    def open_session(self) -> Session:
+        if len(self.sessions) >= self.max_sessions:
+            raise StdioUnavailable("too many sessions on this stdio server", 1.0)
+        session = Session(secrets.token_urlsafe(24))
+        self.sessions[session.sid] = session
+        return session
+
+    async def close_session(self, session: Session) -> None:
+        """The session ended: its calls are cancelled in the process, its subscriptions let go."""
+        self.sessions.pop(session.sid, None)
+        if session.listen is not None:
+            session.listen.close()
+        for call in list(session.calls.values()):
+            self.abandon(call)
+            await self._cancel(call.child_id, "the session ended")
+        for uri in session.subscriptions:
+            if not any(uri in other.subscriptions for other in self.sessions.values()):
+                await self._quietly(UNSUBSCRIBE, {"uri": uri})
+
+    async def request(self, session: Session, message: dict[str, Any]) -> Call | bytes:
+        """Send a session's request down; its `Call`, or the answer when it is the host's
+        to give (a duplicate id, logging's level, a resource already subscribed)."""
+        key = orjson.dumps(message.get("id"))
+        if key in session.calls:
+            return error(message.get("id"), INVALID_REQUEST, "a request with this id is in flight already")
+        method = message["method"]
+        given = message.get("params")
+        params: dict[str, Any] = given if isinstance(given, dict) else {}
+        if method == SET_LEVEL:
+            return result(message.get("id"), {})
+        if method in (SUBSCRIBE, UNSUBSCRIBE) and isinstance(params.get("uri"), str):
+            uri = params["uri"]
+            others = any(
+                uri in other.subscriptions for other in self.sessions.values() if other is not session
+            )
+            (session.subscriptions.add if method == SUBSCRIBE else session.subscriptions.discard)(uri)
+            if others:
+                return result(message.get("id"), {})  # the process holds it for the others already
+        try:
+            await self.ready()
+        except StdioUnavailable as unavailable:
+            return error(message.get("id"), INTERNAL_ERROR, str(unavailable))
+        call = Call(session, message, next(self._ids), self.budget)
+        sent = {**message, "id": call.child_id}
+        if call.token is not None:
+            sent["params"] = {**params, "_meta": {**params["_meta"], "progressToken": call.child_id}}
+        self._calls[call.child_id] = call
+        session.calls[call.key] = call
+        try:
+            await self._send(sent)
+        except ConnectionError:
+            self._calls.pop(call.child_id, None)
+            self._end(call, INTERNAL_ERROR, "the stdio server ended before the request reached it")
+        return call
+
+    async def notify(self, session: Session, message: dict[str, Any]) -> None:
+        """A session's notification: a cancellation goes down under the host's id; the
+        rest are the host's (initialized: it initialized the process itself)."""
+        if message.get("method") != "notifications/cancelled":
+            return
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return
+        call = session.calls.get(orjson.dumps(params.get("requestId")))
+        if call is not None:
+            await self._cancel(call.child_id, params.get("reason"))
+
+    def abandon(self, call: Call) -> None:
+        """The reader left before the answer (a closed stream is no cancellation: the call
+        goes on in the process, its answer dropped when it comes)."""
+        self._calls.pop(call.child_id, None)
+        call.session.calls.pop(call.key, None)
+        call.inbox.close()
+
+    async def _cancel(self, child_id: int, reason: Any) -> None:
+        params: dict[str, Any] = {"requestId": child_id}
+        if isinstance(reason, str):
+            params["reason"] = reason
+        await self._quietly_notify({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+
+    async def _quietly(self, method: str, params: dict[str, Any]) -> None:
+        if self.child is not None:
+            try:
+                await self._tell(method, params)
+            except ConnectionError:
+                pass  # it ended: nothing left to let go of
+
+    async def _quietly_notify(self, message: dict[str, Any]) -> None:
+        if self.child is not None:
+            try:
+                await self._send(message)
+            except ConnectionError:
+                pass
+
+    async def aclose(self) -> None:
+        """Stop the process (stdin closed, then SIGTERM, then SIGKILL) and end every stream."""
+        self._closed = True
+        child, self.child = self.child, None
+        if child is not None:
+            code = await child.stop()
+            self._exited(f"the gateway stopped it, exit status {code}")
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        for session in list(self.sessions.values()):
+            if session.listen is not None:
+                session.listen.close()
+        self.sessions.clear()
+
+
+def _reason(failed: BaseException) -> str:
+    """Why, in words that hold no secret: an error's class and, for an OS error, its text."""
+    if isinstance(failed, asyncio.TimeoutError):
+        return "no answer to initialize in time"
+    if isinstance(failed, OSError) and failed.strerror:
+        return failed.strerror
+    text = str(failed) if isinstance(failed, RuntimeError) else ""
+    return text or type(failed).__name__
