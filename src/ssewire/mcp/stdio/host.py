@@ -265,7 +265,12 @@ class StdioHost:
         if now - self._started_at >= STABLE:
             self._backoff = BACKOFF[0]
         self._next_start = now + self._backoff
-        log.warning("stdio server ended (%s); next start in %.1f s at the earliest", reason, self._backoff)
+        if self._closed:
+            log.info("stdio server stopped (%s)", reason)
+        else:
+            log.warning(
+                "stdio server ended (%s); next start in %.1f s at the earliest", reason, self._backoff
+            )
         self._backoff = min(self._backoff * 2, BACKOFF[1])
         calls, self._calls = self._calls, {}
         for call in calls.values():

@@ -1,0 +1,335 @@
+"""One stdio server shared by a route's sessions (`StdioHost` behind `StdioTransport`), driven
+by the package's `Client` and by raw HTTP requests to the transport, against two real
+processes: the official Python SDK's stdio server and a scripted one that reports what
+reached it (so the ids, tokens and cancellations are asserted where they land)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ssewire.mcp.client import Client, RPCError, StreamBroken
+from ssewire.mcp.stdio import StdioHost, StdioTransport
+
+ROOT = str(Path(__file__).resolve().parents[3])
+SDK = [sys.executable, "-m", "tests.support.stdio_server"]
+SCRIPTED = [sys.executable, "-m", "tests.support.stdio_scripted"]
+URL = "http://stdio.invalid/mcp"
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, 60))
+
+
+@asynccontextmanager
+async def served(
+    command: list[str], *, keepalive: float = 10.0, **options: Any
+) -> AsyncIterator[tuple[StdioHost, httpx.AsyncClient]]:
+    host = StdioHost(
+        command, cwd=ROOT, env=["PYTHONPATH"], environ={**os.environ, "PYTHONPATH": ROOT}, **options
+    )
+    http = httpx.AsyncClient(
+        transport=StdioTransport(host, keepalive=keepalive), timeout=httpx.Timeout(30, read=None)
+    )
+    try:
+        yield host, http
+    finally:
+        await http.aclose()
+
+
+def client(http: httpx.AsyncClient, **options: Any) -> Client:
+    return Client(URL, http=http, profile="2025-11-25", **options)
+
+
+def text(result: dict[str, Any]) -> str:
+    return result["content"][0]["text"]
+
+
+async def seen(http: httpx.AsyncClient) -> list[dict[str, Any]]:
+    async with client(http, listen=False) as other:
+        return json.loads(text(await other.call_tool("seen")))
+
+
+async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "not within the deadline"
+        await asyncio.sleep(0.02)
+
+
+# -- many sessions, one process ------------------------------------------------------------
+
+
+def test_sessions_asking_with_the_same_ids_get_their_own_answers_and_progress():
+    async def scenario() -> None:
+        async with (
+            served(SCRIPTED) as (host, http),
+            client(http, listen=False) as a,
+            client(http, listen=False) as b,
+        ):
+            ticks: dict[str, list[Any]] = {"a": [], "b": []}
+            first, second = await asyncio.gather(
+                a.call_tool("progress", {"count": 3}, on_progress=lambda p: ticks["a"].append(p["progress"])),
+                b.call_tool("progress", {"count": 2}, on_progress=lambda p: ticks["b"].append(p["progress"])),
+            )
+            assert text(first) == text(second) == "done"
+            assert ticks == {"a": [1, 2, 3], "b": [1, 2]}
+            calls = [
+                m
+                for m in await seen(http)
+                if m["method"] == "tools/call" and m["params"]["name"] == "progress"
+            ]
+            child_ids = [m["id"] for m in calls]
+            tokens = [m["params"]["_meta"]["progressToken"] for m in calls]
+            assert len(set(child_ids)) == 2 and tokens == child_ids  # the host's own, one per call
+            assert host.figures["starts"] == 1  # one process for every session
+
+    run(scenario())
+
+
+def test_the_process_is_initialized_once_declaring_no_client_capability_and_its_requests_are_refused():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (_host, http):
+            async with client(http, listen=False) as a:
+                assert a.server_info["serverInfo"]["name"] == "scripted"
+                refusal = json.loads(text(await a.call_tool("ask")))
+            messages = await seen(http)
+            initializes = [m for m in messages if m["method"] == "initialize"]
+            assert len(initializes) == 1 and initializes[0]["params"]["capabilities"] == {}
+            assert [m["method"] for m in messages].count("notifications/initialized") == 1
+            assert refusal["code"] == -32601 and "cannot ask its clients" in refusal["message"]
+
+    run(scenario())
+
+
+def test_list_changes_reach_every_listener_updates_only_the_subscribed_and_logs_no_one():
+    async def scenario() -> None:
+        heard: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
+        async with (
+            served(SCRIPTED) as (host, http),
+            client(http, on_notification=heard["a"].append) as a,
+            client(http, on_notification=heard["b"].append) as b,
+        ):
+            await until(lambda: all(s.listen is not None for s in host.sessions.values()))
+            await b.request("resources/subscribe", {"uri": "file:///watched"})
+            await a.request("resources/subscribe", {"uri": "file:///other"})
+            assert text(await b.call_tool("announce", {"uri": "file:///watched"})) == "announced"
+            await until(lambda: len(heard["b"]) == 2 and len(heard["a"]) == 1)
+            await asyncio.sleep(0.1)  # nothing more comes
+            assert [n["method"] for n in heard["a"]] == ["notifications/tools/list_changed"]
+            assert [n["method"] for n in heard["b"]] == [
+                "notifications/tools/list_changed",
+                "notifications/resources/updated",
+            ]
+            assert host.figures["dropped"] == 1  # the log message: it names no session
+
+    run(scenario())
+
+
+def test_a_resource_is_subscribed_in_the_process_once_and_let_go_with_its_last_subscriber():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (_host, http):
+            async with client(http, listen=False) as a, client(http, listen=False) as b:
+                for session in (a, b):
+                    await session.request("resources/subscribe", {"uri": "file:///x"})
+                await a.request("resources/unsubscribe", {"uri": "file:///x"})
+                methods = [m["method"] for m in await seen(http)]
+                assert methods.count("resources/subscribe") == 1 and "resources/unsubscribe" not in methods
+            methods = [m["method"] for m in await seen(http)]  # b's session ended: the last one
+            assert methods.count("resources/unsubscribe") == 1
+
+    run(scenario())
+
+
+# -- raw HTTP: cancellation, the session's end, the transport's answers -------------------
+
+
+async def opened(http: httpx.AsyncClient) -> dict[str, str]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    answer = await http.post(URL, json=body, headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    return {**HEADERS, "mcp-session-id": answer.headers["mcp-session-id"]}
+
+
+def hang(ident: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": "tools/call",
+        "params": {"name": "hang", "arguments": {}},
+    }
+
+
+def test_a_cancellation_reaches_the_process_under_the_id_it_was_sent_with():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (_host, http):
+            headers = await opened(http)
+            async with http.stream("POST", URL, json=hang("mine"), headers=headers) as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": "mine", "reason": "no"},
+                }
+                assert (await http.post(URL, json=cancel, headers=headers)).status_code == 202
+                messages = await seen(http)
+            sent = next(m for m in messages if m["method"] == "tools/call" and m["params"]["name"] == "hang")
+            cancelled = [m for m in messages if m["method"] == "notifications/cancelled"]
+            assert isinstance(sent["id"], int)
+            assert cancelled == [
+                {
+                    "method": "notifications/cancelled",
+                    "id": None,
+                    "params": {"requestId": sent["id"], "reason": "no"},
+                }
+            ]
+
+    run(scenario())
+
+
+def test_ending_a_session_cancels_its_calls_in_the_process_and_forgets_it():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (_host, http):
+            headers = await opened(http)
+            async with http.stream("POST", URL, json=hang(5), headers=headers):
+                assert (await http.delete(URL, headers=headers)).status_code == 200
+                messages = await seen(http)
+            sent = next(m for m in messages if m["method"] == "tools/call" and m["params"]["name"] == "hang")
+            assert {
+                "method": "notifications/cancelled",
+                "id": None,
+                "params": {"requestId": sent["id"], "reason": "the session ended"},
+            } in messages
+            again = await http.post(URL, json=hang(6), headers=headers)
+            assert again.status_code == 404 and again.json()["error"]["code"] == -32001
+
+    run(scenario())
+
+
+def test_the_transport_answers_what_a_streamable_http_server_would():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (host, http):
+            assert host.child is None  # nothing started before a request
+            probe = await http.get(URL, headers={"accept": "application/json"})
+            assert probe.status_code == 405 and host.child is not None  # readiness: it runs
+            no_session = await http.post(URL, json=hang(1), headers=HEADERS)
+            assert (
+                no_session.status_code == 400 and "initialize first" in no_session.json()["error"]["message"]
+            )
+            unknown = await http.post(URL, json=hang(1), headers={**HEADERS, "mcp-session-id": "nope"})
+            assert unknown.status_code == 404
+            not_json = await http.post(URL, content=b"{", headers=(await opened(http)))
+            assert not_json.status_code == 400 and not_json.json()["error"]["code"] == -32700
+            headers = await opened(http)
+            level = await http.post(
+                URL,
+                json={"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}},
+                headers=headers,
+            )
+            assert level.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the host's: not the process's
+            async with http.stream(
+                "GET", URL, headers={**headers, "accept": "text/event-stream"}
+            ) as listening:
+                assert listening.status_code == 200
+                second = await http.get(URL, headers={**headers, "accept": "text/event-stream"})
+                assert second.status_code == 409
+            assert "logging/setLevel" not in [m["method"] for m in await seen(http)]
+
+    run(scenario())
+
+
+def test_a_program_that_cannot_start_is_a_503_with_retry_after_and_an_explicit_client_error(tmp_path):
+    async def scenario() -> None:
+        async with served([str(tmp_path / "no-such-program")]) as (_host, http):
+            answer = await http.post(
+                URL, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, headers=HEADERS
+            )
+            assert answer.status_code == 503 and int(answer.headers["retry-after"]) >= 1
+            assert "could not start (No such file or directory)" in answer.text
+            assert str(tmp_path) not in answer.text  # the command is the operator's: never echoed
+            with pytest.raises(Exception) as failed:
+                async with client(http, listen=False):
+                    pass
+            assert "503" in str(failed.value) or "could not start" in str(failed.value)
+
+    run(scenario())
+
+
+# -- the official SDK's stdio server: exits, restarts, bounds, keep-alives ------------------
+
+
+def test_a_process_that_dies_mid_call_ends_that_call_explicitly_and_is_started_again():
+    async def scenario() -> None:
+        async with (
+            served(SDK) as (host, http),
+            client(http, listen=False) as a,
+            client(http, listen=False) as b,
+        ):
+            before = text(await a.call_tool("whoami"))
+            with pytest.raises(RPCError) as died:
+                await a.call_tool("crash")
+            assert "ended (exit status 3) before answering" in str(died.value)
+            assert "may have been processed" in str(died.value)
+            after = text(await b.call_tool("whoami"))  # the other session goes on, on a new process
+            assert after != before and host.figures == {**host.figures, "starts": 2, "exits": 1}
+            assert text(await a.call_tool("echo", {"text": "still here"})) == "still here"
+
+    run(scenario())
+
+
+def test_an_answer_over_the_message_limit_ends_its_call_and_nothing_else():
+    async def scenario() -> None:
+        async with served(SDK, max_message_size=100_000) as (host, http), client(http, listen=False) as a:
+            with pytest.raises(RPCError) as large:
+                await a.call_tool("big", {"size": 300_000})
+            assert "over the 100000 byte message limit" in str(large.value)
+            assert text(await a.call_tool("big", {"size": 10})) == "x" * 10
+            assert host.figures["oversize"] == 1 and host.figures["starts"] == 1
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("keepalive", [0.1, 10.0])
+def test_keep_alive_comments_keep_a_silent_call_from_looking_idle(keepalive):
+    async def scenario() -> None:
+        async with served(SDK, keepalive=keepalive) as (host, http):
+            await host.ready()  # started first: a loaded machine may take longer than the idle bound
+            async with client(http, listen=False, idle_timeout=0.6, max_resumptions=0) as a:
+                call = a.call_tool("countdown", {"count": 1, "delay": 1.5})
+                if keepalive < 0.6:
+                    assert text(await call) == "done"
+                else:
+                    with pytest.raises(StreamBroken, match=r"idle: no event and no keep-alive for 0\.6 s"):
+                        await call
+
+    run(scenario())
+
+
+def test_closing_the_transport_stops_the_process():
+    async def scenario() -> int:
+        async with served(SDK) as (_host, http), client(http, listen=False) as a:
+            return int(text(await a.call_tool("whoami")))
+
+    pid = run(scenario())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -1,0 +1,101 @@
+"""A stdio MCP server whose every move a test chooses, to see what a gateway's host sends it.
+
+``python -m tests.support.stdio_scripted`` reads JSON-RPC lines on stdin and answers
+``initialize`` (with the resources capability) and the tools below; everything it reads is
+kept, and ``seen`` returns it, so a test asserts on the ids, tokens and cancellations that
+reached the process, not on what the host meant to send:
+
+- ``seen``: the messages read so far (``{"method", "id", "params"}`` each);
+- ``progress``: ``count`` progress notifications under the token the request carried, then
+  "done";
+- ``ask``: a ``sampling/createMessage`` request to the client; its answer (or error) as text;
+- ``announce``: ``notifications/tools/list_changed``, ``notifications/resources/updated`` for
+  ``uri``, a log message, then "announced";
+- ``garbage``: a line that is not JSON, then "after garbage";
+- ``hang``: never answered (a call to cancel).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+seen: list[dict] = []
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def text(id_, value: str) -> None:
+    send({"jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": value}]}})
+
+
+def call(message: dict) -> None:
+    params = message.get("params") or {}
+    name, args, id_ = params.get("name"), params.get("arguments") or {}, message["id"]
+    token = (params.get("_meta") or {}).get("progressToken")
+    if name == "seen":
+        text(id_, json.dumps(seen))
+    elif name == "progress":
+        for i in range(1, args.get("count", 2) + 1):
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": i},
+                }
+            )
+        text(id_, "done")
+    elif name == "ask":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": "s-1",
+                "method": "sampling/createMessage",
+                "params": {"messages": [], "maxTokens": 1},
+            }
+        )
+        answer = json.loads(sys.stdin.readline())
+        seen.append({"method": answer.get("method"), "id": answer.get("id"), "params": answer.get("params")})
+        text(id_, json.dumps(answer.get("result", answer.get("error"))))
+    elif name == "announce":
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": args["uri"]}})
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}})
+        text(id_, "announced")
+    elif name == "garbage":
+        sys.stdout.write("this is not json\n")
+        text(id_, "after garbage")
+    elif name != "hang":
+        send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": f"no tool {name}"}})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        message = json.loads(line)
+        seen.append(
+            {"method": message.get("method"), "id": message.get("id"), "params": message.get("params")}
+        )
+        method = message.get("method")
+        if method == "initialize":
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {
+                        "protocolVersion": message["params"]["protocolVersion"],
+                        "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}},
+                        "serverInfo": {"name": "scripted", "version": "0"},
+                    },
+                }
+            )
+        elif method == "tools/call":
+            call(message)
+        elif method in ("resources/subscribe", "resources/unsubscribe", "ping"):
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+
+
+if __name__ == "__main__":
+    main()
