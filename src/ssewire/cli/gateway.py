@@ -294,6 +294,7 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         )
     if route.principals is not None and auth is None:
         raise InputError(f"servers.{route.name}.principals: needs --auth-tokens or --auth-jwks")
+    _rules_fit(route, auth)
     store, replica = _store(args.store, None if default else f"ssewire:gw:{route.name}:")
     size = route.max_message_size or args.max_message_size
     options = {} if size is None else {"max_message_size": size}
@@ -361,6 +362,19 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
 
         app = StdioRoute(app, http)  # the process stops with the route
     return app
+
+
+def _rules_fit(route: Any, auth: Any) -> None:
+    """A rule on principals needs them told apart; one on scopes or claims needs tokens
+    that have them (JWTs): else it would fit no one, silently."""
+    from ..mcp.server.auth import JwtAuth
+
+    for n, rule in enumerate(route.tools.rules if route.tools is not None else ()):
+        where = f"servers.{route.name}.rules[{n}]"
+        if rule.conditional and auth is None:
+            raise InputError(f"{where}: a rule on principals needs --auth-tokens or --auth-jwks")
+        if (rule.scopes or rule.claims) and not isinstance(auth, JwtAuth):
+            raise InputError(f"{where}: scopes and claims are a JWT's: they need --auth-jwks")
 
 
 def _telemetry(route: str) -> Any:

@@ -8,8 +8,11 @@ import re
 import orjson
 import pytest
 
+from ssewire._errors import InputError
+from ssewire.mcp.gateway.config import load
 from ssewire.mcp.gateway.metrics import COUNTERS, Metrics, render
-from ssewire.mcp.server.tools import ToolPolicy, tool_refused
+from ssewire.mcp.server.auth import Principal
+from ssewire.mcp.server.tools import ToolPolicy, ToolRule, tool_refused
 
 LISTED = {"tools": [{"name": "echo"}, {"name": "add"}, {"name": "rm"}, "junk"], "nextCursor": "c2"}
 
@@ -59,3 +62,86 @@ def test_several_routes_figures_are_one_exposition_each_family_once_each_sample_
     samples = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert all('route="' in line for line in samples)
     assert "route=" not in Metrics().render().decode()  # a gateway alone: no label
+
+
+# -- rules per principal --------------------------------------------------------------------
+
+
+def test_names_are_patterns_and_a_plain_name_matches_itself_alone():
+    policy = ToolPolicy(allow=["get_*", "echo"])
+    assert [policy.permits(name) for name in ("get_user", "get_", "echo", "echo2", "xget_user", "GET_x")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,  # case-sensitive, as MCP names are
+    ]
+    assert ToolPolicy(deny=["a.b"]).permits("axb")  # a dot is a dot
+
+
+def test_the_first_rule_that_fits_decides_and_no_rule_is_nothing():
+    rules = [
+        ToolRule(ToolPolicy(allow=["search_*"]), principals=frozenset({"alice"})),
+        ToolRule(ToolPolicy(deny=["rm"]), principals=frozenset({"alice", "bob"})),
+        ToolRule(ToolPolicy(allow=["echo"])),  # everyone else
+    ]
+    policy = ToolPolicy(rules=rules)
+    assert not policy.permits("echo")  # a policy with rules answers for a principal only
+    assert [policy.of("alice").permits(n) for n in ("search_a", "echo", "rm")] == [True, False, False]
+    assert [policy.of("bob").permits(n) for n in ("search_a", "echo", "rm")] == [True, True, False]
+    assert [policy.of(None).permits(n) for n in ("search_a", "echo")] == [False, True]
+    fitted_none = ToolPolicy(rules=rules[:2]).of("carol")
+    assert fitted_none.filtered(LISTED)["tools"] == [] and fitted_none.refused(CALL_ECHO) == "echo"
+    assert ToolPolicy(deny=["rm"], rules=[rules[2]]).of("x").permits("rm") is False  # the route's list on top
+
+
+CALL_ECHO = {"method": "tools/call", "params": {"name": "echo"}}
+
+
+def test_scopes_and_claims_are_read_from_the_principals_token():
+    rule = ToolRule(ToolPolicy(allow=["*"]), scopes=frozenset({"tools:x"}), claims={"team": ("a", 7, True)})
+    fits = rule.fits
+    assert fits(Principal("p", {"scope": "mcp tools:x", "team": "a"}))
+    assert fits(Principal("p", {"scp": ["tools:x"], "team": ["z", 7]}))  # a list claim holding one
+    assert fits(Principal("p", {"scope": "tools:x", "team": True}))
+    assert not fits(Principal("p", {"scope": "tools:x", "team": "b"}))
+    assert not fits(Principal("p", {"scope": "mcp", "team": "a"}))  # the scope missing
+    assert not fits(Principal("p", {"scope": "tools:x", "team": {"a": 1}}))  # not a value
+    assert not fits("p")  # a static token's principal has no claims
+    assert ToolRule(ToolPolicy(allow=["*"]), principals=frozenset({"p"})).fits(Principal("p", {}))
+
+
+def test_a_principal_is_its_name_for_everything_keyed_by_it():
+    alice = Principal("alice", {"team": "a"})
+    assert alice == "alice" and hash(alice) == hash("alice") and {alice: 1}["alice"] == 1
+    assert orjson.dumps(alice) == b'"alice"' and alice.scopes == set()
+
+
+def test_a_policy_is_a_list_a_denial_or_rules():
+    with pytest.raises(ValueError):
+        ToolPolicy()
+
+
+def test_rules_load_from_the_routes_file_and_their_errors_name_the_key(tmp_path):
+    path = tmp_path / "routes.toml"
+    path.write_text(
+        '[servers.a]\nupstream = "http://127.0.0.1:1/mcp"\ntools = { deny = ["rm"] }\n'
+        '[[servers.a.rules]]\nclaims = { team = ["x", 3] }\nscopes = ["s"]\nallow = ["get_*"]\n'
+        '[[servers.a.rules]]\nprincipals = ["bob"]\ndeny = []\n'
+    )
+    (route,) = load(path, {})
+    assert route.tools is not None and [r.conditional for r in route.tools.rules] == [True, True]
+    assert route.tools.of(Principal("z", {"scope": "s", "team": 3})).permits("get_a")
+    assert not route.tools.of(Principal("z", {"scope": "s", "team": 3})).permits("rm")
+    assert route.tools.of("bob").permits("anything") and not route.tools.of("bob").permits("rm")
+    for rule, key in [
+        ("allow = []\ndeny = []", "servers.a.rules[0]: allow"),
+        ('principals = "bob"\nallow = []', "servers.a.rules[0].principals"),
+        ("claims = { team = {} }\nallow = []", "servers.a.rules[0].claims.team"),
+        ("claims = { team = [] }\nallow = []", "servers.a.rules[0].claims.team"),
+        ("who = 1\nallow = []", "servers.a.rules[0].who: unknown key"),
+    ]:
+        path.write_text(f'[servers.a]\nupstream = "http://127.0.0.1:1/mcp"\n[[servers.a.rules]]\n{rule}\n')
+        with pytest.raises(InputError, match=re.escape(key)):
+            load(path, {})

@@ -223,7 +223,8 @@ class Bridge:
             )  # 404 before the body is read
         async with request.reading() as (message, _):
             pass  # held while read and parsed; what a mode keeps of it, its own bounds hold
-        refused = self.tools.refused(message) if self.tools is not None else None
+        tools = self.tools.of(principal) if self.tools is not None else None
+        refused = tools.refused(message) if tools is not None else None
         if refused is not None:  # never sent upstream
             stateless = self.sessions_mode is not None  # (-32602 is 400 in that revision)
             raise Refusal(
@@ -261,7 +262,7 @@ class Bridge:
             send,
             write_timeout=self.settings.write_timeout,
             error_status=STATELESS_ERROR_STATUS,
-            answer_filter=self._filter(message),
+            answer_filter=self._filter(message, principal),
         )
         with self.quotas.hold(
             principal, "streams" if message["method"] == "subscriptions/listen" else "calls"
@@ -308,7 +309,7 @@ class Bridge:
             send,
             write_timeout=self.settings.write_timeout,
             headers=[("mcp-session-id", session.sid)],
-            answer_filter=self._filter(message),
+            answer_filter=self._filter(message, principal),
         )
 
         async def answering() -> None:
@@ -322,11 +323,14 @@ class Bridge:
         with contextlib.suppress(ClientGone):
             await reply.end()
 
-    def _filter(self, message: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-        """The route's tool policy on the answer to a ``tools/list``, if it has one."""
-        tools = self.tools
-        if tools is None or message.get("method") != LIST:
+    def _filter(
+        self, message: dict[str, Any], principal: str | None
+    ) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """The route's tool policy (as ``principal`` meets it) on the answer to a
+        ``tools/list``, if it has one."""
+        if self.tools is None or message.get("method") != LIST:
             return None
+        tools = self.tools.of(principal)
 
         def filtered(answer: dict[str, Any]) -> dict[str, Any]:
             return {**answer, "result": tools.filtered(answer["result"])} if "result" in answer else answer

@@ -322,7 +322,8 @@ class Gateway(Lifecycle):
                 raise Refused(inbound.unasked_answer(None))
             await respond(send, 202, b"", [])
             return None
-        refused = self.tools.refused(message) if self.tools is not None else None
+        tools = self.tools.of(principal) if self.tools is not None else None
+        refused = tools.refused(message) if tools is not None else None
         if refused is not None:  # never sent upstream (a notification of it neither: 400)
             status = 200 if "id" in message else 400
             body = orjson.dumps(tool_refused(message.get("id"), refused))
@@ -333,7 +334,9 @@ class Gateway(Lifecycle):
             await respond(send, 202, b"", [])
             return None
         self.quotas.take(principal, "calls")  # given back when the call ends, not the request
-        stream = await relay.start_call(message, on_done=lambda: self.quotas.give(principal, "calls"))
+        stream = await relay.start_call(
+            message, on_done=lambda: self.quotas.give(principal, "calls"), principal=principal
+        )
 
         async def serve(scope: dict[str, Any], receive: Any) -> None:
             await self._serve(scope, receive, send, sid, stream, 0, [("mcp-session-id", sid)], relay=relay)
@@ -459,12 +462,17 @@ class Gateway(Lifecycle):
         if method == "notifications/cancelled":
             await respond(send, 202, b"", [])
             return
-        refused = self.tools.refused(message) if self.tools is not None else None
+        refused = self.tools.of(principal).refused(message) if self.tools is not None else None
         if refused is not None:  # never sent upstream (-32602 is 400 in this revision)
             await respond(send, 400, orjson.dumps(tool_refused(ident, refused)), [("content-type", JSON)])
             return
         exchange = Exchange(
-            body, ident, method if isinstance(method, str) else None, request, message.get("params")
+            body,
+            ident,
+            method if isinstance(method, str) else None,
+            request,
+            message.get("params"),
+            principal,
         )
         kind = "streams" if method == LISTEN else "calls"
         with self.quotas.hold(principal, kind) if request else contextlib.nullcontext():

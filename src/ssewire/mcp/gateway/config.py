@@ -4,10 +4,14 @@
     upstream = "http://127.0.0.1:9001/mcp"  # or upstream_env = "SEARCH_URL"
     headers_env = ["SEARCH_AUTH"]          # each variable holds 'Name: value'
     principals = ["alice"]
-    tools = { allow = ["echo"] }           # or { deny = [...] }
+    tools = { allow = ["echo"] }           # or { deny = [...] }; names or patterns (search_*)
     reissue = { tools = ["echo"], never = ["wipe"] }  # or "off"; annotations = false
     [servers.search.limits]
     calls = 16
+
+    [[servers.search.rules]]              # who sees which tools: the first rule that fits
+    principals = ["alice"]                 # and/or scopes = [...], claims = { team = ["a", "b"] }
+    allow = ["*"]                          # or deny = [...]
 
     [servers.files]                       # a stdio server, started and served over HTTP
     command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv"]
@@ -37,7 +41,7 @@ from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS
 from ..protocol.reissue import OFF, SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
-from ..server.tools import ToolPolicy
+from ..server.tools import ToolPolicy, ToolRule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,6 +63,7 @@ ROUTE_KEYS = frozenset(
         "max_message_size",
         "principals",
         "tools",
+        "rules",
         "reissue",
         "limits",
     }
@@ -210,14 +215,49 @@ def _headers(where: str, table: dict[str, Any], environ: Mapping[str, str]) -> d
 
 
 def _tools(where: str, table: dict[str, Any]) -> ToolPolicy | None:
-    tools = table.get("tools")
-    if tools is None:
+    """The route's ``tools`` (for everyone) and its ``rules`` (per principal), as one policy."""
+    tools, rules = table.get("tools"), table.get("rules")
+    if tools is None and rules is None:
         return None
-    if not isinstance(tools, dict) or set(tools) - {"allow", "deny"} or len(tools) != 1:
+    if tools is not None and (
+        not isinstance(tools, dict) or set(tools) - {"allow", "deny"} or len(tools) != 1
+    ):
         raise InputError(f"{where}.tools: {{ allow = [...] }} or {{ deny = [...] }}, one of them")
-    key = next(iter(tools))
-    names = _names(tools, f"{where}.tools", key)
-    return ToolPolicy(**{key: names})
+    if rules is not None and (not isinstance(rules, list) or not rules):
+        raise InputError(f"{where}.rules: [[{where}.rules]] tables, at least one")
+    allow = _names(tools, f"{where}.tools", "allow") if tools else None
+    deny = _names(tools, f"{where}.tools", "deny") if tools else None
+    listed = [_rule(f"{where}.rules[{n}]", rule) for n, rule in enumerate(rules or [])]
+    return ToolPolicy(allow=allow, deny=deny, rules=listed)
+
+
+def _rule(where: str, table: Any) -> ToolRule:
+    """One rule: whom it fits (principals, scopes, claims; none: everyone) and what it offers."""
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: a table")
+    unknown = sorted(set(table) - {"principals", "scopes", "claims", "allow", "deny"})
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key")
+    if ("allow" in table) == ("deny" in table):
+        raise InputError(f"{where}: allow = [...] or deny = [...], one of them")
+    names = _names(table, where, "allow" if "allow" in table else "deny") or []
+    tools = ToolPolicy(allow=names) if "allow" in table else ToolPolicy(deny=names)
+    principals = _names(table, where, "principals")
+    claims = table.get("claims", {})
+    if not isinstance(claims, dict):
+        raise InputError(f"{where}.claims: a table of claim = value (or a list of values)")
+    wanted: dict[str, tuple[Any, ...]] = {}
+    for name, value in claims.items():
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(item, (str, int, bool)) for item in values):
+            raise InputError(f"{where}.claims.{name}: a string, a number, true or false, or a list of them")
+        wanted[name] = tuple(values)
+    return ToolRule(
+        tools,
+        principals=frozenset(principals) if principals is not None else None,
+        scopes=frozenset(_names(table, where, "scopes") or ()),
+        claims=wanted,
+    )
 
 
 def _reissue(where: str, table: dict[str, Any]) -> ReissuePolicy:

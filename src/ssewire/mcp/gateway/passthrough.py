@@ -103,6 +103,7 @@ class Exchange:
     method: str | None
     request: bool  # a request (an id and a method): it has an answer of its own
     params: Any = None
+    principal: Any = None  # who sent it (a listing is filtered by the tools offered to them)
 
 
 class Passthrough:
@@ -209,7 +210,7 @@ class Passthrough:
             if message is not None:
                 self.reissuer.hints.learn(message["result"])
                 if self.tools is not None:
-                    answered = self.tools.filtered_answer(message)
+                    answered = self.tools.of(exchange.principal).filtered_answer(message)
         return answered
 
     def _reissued(self, why: str) -> None:

@@ -238,10 +238,12 @@ class Relay:
         message: dict[str, Any],
         *,
         on_done: Callable[[], None] | None = None,
+        principal: Any = None,
     ) -> int:
         """A downstream request: its stream, written by a task of its own, held under its id
         (the one client of a session names its calls). ``on_done`` is called once the call's
-        relaying ends (at once when it is refused)."""
+        relaying ends (at once when it is refused). ``principal``: who asked (a listing is
+        filtered by the tools offered to them)."""
         ident = key = message.get("id")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -257,7 +259,8 @@ class Relay:
             if on_done is not None:
                 on_done()
             return stream
-        task = self._spawn(key, self._call(stream, outbox, message, token), stream)
+        tools = self.tools.of(principal) if self.tools is not None else None
+        task = self._spawn(key, self._call(stream, outbox, message, token, tools), stream)
         if on_done is not None:
             task.add_done_callback(lambda _: on_done())
         return stream
@@ -277,7 +280,9 @@ class Relay:
         task.add_done_callback(ended)
         return task
 
-    async def _call(self, stream: int, outbox: Outbox, message: dict[str, Any], token: Any) -> None:
+    async def _call(
+        self, stream: int, outbox: Outbox, message: dict[str, Any], token: Any, tools: ToolPolicy | None
+    ) -> None:
         ident, method = message.get("id"), str(message.get("method"))
         params = message.get("params")
         params = dict(params) if isinstance(params, dict) else {}
@@ -293,7 +298,7 @@ class Relay:
             timeout=self.timeout,
             on_sent=sent,
         )
-        await self._relayed(stream, outbox, ident, method, replying)
+        await self._relayed(stream, outbox, ident, method, replying, tools)
 
     def take_over(self, stream: int, call: CallRecord, position: Position) -> None:
         """A call whose replica stopped: resume its upstream answer from where the stored
@@ -309,7 +314,9 @@ class Relay:
         replying = self.client.resume_call(
             position.upstream, position.cursor, on_progress=on_progress, timeout=self.timeout
         )
-        self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying), stream)
+        # (the principal as the store keeps it: its name, without a token's claims)
+        tools = self.tools.of(self.record.principal) if self.tools is not None else None
+        self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying, tools), stream)
 
     def _progress_to(
         self, outbox: Outbox, token: Any, above: float | None = None
@@ -335,16 +342,18 @@ class Relay:
         ident: Any,
         method: str,
         replying: Coroutine[Any, Any, dict[str, Any]],
+        tools: ToolPolicy | None,
     ) -> None:
-        """Await the upstream reply; write the downstream answer, or the explicit error."""
+        """Await the upstream reply; write the downstream answer (a listing filtered by
+        ``tools``), or the explicit error."""
         outbox.caller = asyncio.current_task()  # what stops the call if its store fails
         try:
             reply = await replying
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
             if "error" in reply:
                 answer["error"] = reply["error"]
-            elif self.tools is not None and method == LIST:
-                answer["result"] = self.tools.filtered(parsed(reply.get("result")))
+            elif tools is not None and method == LIST:
+                answer["result"] = tools.filtered(parsed(reply.get("result")))
             else:
                 answer["result"] = reply.get("result")
         except asyncio.CancelledError:

@@ -518,7 +518,7 @@ class JwtAuth:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject or not subject.isprintable():
             raise self._fail("the token's sub claim is not a usable name")
-        missing = [scope for scope in self.scopes if scope not in _granted(claims)]
+        missing = [scope for scope in self.scopes if scope not in granted_scopes(claims)]
         if missing:
             raise AuthFailure(
                 403,
@@ -526,7 +526,7 @@ class JwtAuth:
                 "the token lacks a scope this resource needs",
                 scope=" ".join(self.scopes),
             )
-        return subject
+        return Principal(subject, claims)
 
     async def _key_for(self, kid: str | None, alg: str) -> _Key:
         """The key to verify a token of ``kid`` and ``alg`` with, reading the JWKS first
@@ -581,7 +581,24 @@ class JwtAuth:
             return await _fetch(client, self.jwks)
 
 
-def _granted(claims: Mapping[str, Any]) -> set[str]:
+class Principal(str):
+    """A principal's name and what its token said of it (a JWT's claims). It is equal to
+    its name and hashes as it, so what is keyed by principal (sessions bound to it, quotas)
+    is unchanged; the tool rules read its claims and scopes."""
+
+    claims: Mapping[str, Any]
+
+    def __new__(cls, name: str, claims: Mapping[str, Any] | None = None) -> Principal:
+        principal = super().__new__(cls, name)
+        principal.claims = dict(claims or {})
+        return principal
+
+    @property
+    def scopes(self) -> set[str]:
+        return granted_scopes(self.claims)
+
+
+def granted_scopes(claims: Mapping[str, Any]) -> set[str]:
     """The scopes a token grants: its ``scope`` claim (RFC 9068 / RFC 8693, space-separated)
     or, as some issuers write it, an ``scp`` list (or string)."""
     granted: set[str] = set()

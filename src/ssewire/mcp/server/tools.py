@@ -1,33 +1,74 @@
-"""Which of its upstream's tools a route offers: an allow-list or a deny-list, applied to
-``tools/list`` (the answer filtered) and ``tools/call`` (a refused tool never goes up), by
-each relay of the route alike (the gateway's sessions, its passthrough, the bridge)."""
+"""Which of its upstream's tools a route offers, and to whom: an allow-list or a deny-list
+for everyone, and rules per principal (its name and, for a JWT, its scopes and claims),
+applied to ``tools/list`` (the answer filtered: a tool one may not call is not shown) and
+``tools/call`` (a refused tool never goes up), by each relay of the route alike (the
+gateway's sessions, its passthrough, the bridge).
+
+Names are patterns (``*``, ``?``, ``[...]``, matched case-sensitively as fnmatch does): MCP
+tool names hold none of these characters, so a plain name matches itself alone. The rules
+are read in order; the first whose conditions all hold decides what the principal is offered
+(on top of the route's list); a principal no rule fits is offered nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from ..protocol.codes import INVALID_PARAMS
 from .asgi import error_message
+from .auth import granted_scopes
 
 LIST, CALL = "tools/list", "tools/call"
 
 
-class ToolPolicy:
-    """Tools by name: only ``allow``'s, or all but ``deny``'s (one of the two)."""
+def _patterns(names: Iterable[str]) -> re.Pattern[str]:
+    """One regular expression matching any of ``names`` (fnmatch patterns)."""
+    return re.compile("|".join(fnmatch.translate(name) for name in names) or "(?!)")
 
-    def __init__(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> None:
-        if (allow is None) == (deny is None):
-            raise ValueError("a tool policy is an allow-list or a deny-list")
-        self.allow = frozenset(allow) if allow is not None else None
-        self.deny = frozenset(deny) if deny is not None else frozenset()
+
+class ToolPolicy:
+    """Tools by name: only ``allow``'s, or all but ``deny``'s (one of the two, or neither
+    when ``rules`` decide alone), then the first of ``rules`` that fits the principal.
+    `of` is the policy one principal meets; a policy with rules answers nothing before it."""
+
+    def __init__(
+        self,
+        *,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
+        rules: Sequence[ToolRule] = (),
+    ) -> None:
+        if (allow is not None and deny is not None) or (allow is None and deny is None and not rules):
+            raise ValueError("a tool policy is an allow-list or a deny-list (or rules alone)")
+        self.allow = _patterns(allow) if allow is not None else None
+        self.deny = _patterns(deny) if deny is not None else None
+        self.rules = tuple(rules)
+        self._also: ToolPolicy | None = None  # the rule a principal met (in a policy `of` made)
+
+    def of(self, principal: Any) -> ToolPolicy:
+        """What ``principal`` is offered: this policy and the first rule that fits it."""
+        if not self.rules:
+            return self
+        rule = next((rule for rule in self.rules if rule.fits(principal)), None)
+        met = ToolPolicy.__new__(ToolPolicy)
+        met.allow, met.deny, met.rules = self.allow, self.deny, ()
+        met._also = rule.tools if rule is not None else NOTHING
+        return met
 
     def permits(self, name: Any) -> bool:
-        if not isinstance(name, str):
+        if not isinstance(name, str) or self.rules:  # (rules: `of` a principal first)
             return False
-        return name in self.allow if self.allow is not None else name not in self.deny
+        if self.allow is not None and not self.allow.match(name):
+            return False
+        if self.deny is not None and self.deny.match(name):
+            return False
+        return self._also is None or self._also.permits(name)
 
     def refused(self, message: dict[str, Any]) -> str | None:
         """The tool a ``tools/call`` names when this route does not offer it, else None; a
@@ -69,6 +110,41 @@ def listing_answer(data: bytes, ident: Any) -> dict[str, Any] | None:
     if not isinstance(message, dict) or message.get("id") != ident or "result" not in message:
         return None
     return message
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    """Whom a rule is for (every condition given must hold: one of ``principals``, every one
+    of ``scopes``, each of ``claims`` equal, or held by a claim that is a list) and what
+    ``tools`` it offers them. A rule with no condition fits everyone."""
+
+    tools: ToolPolicy
+    principals: frozenset[str] | None = None
+    scopes: frozenset[str] = frozenset()
+    claims: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # a claim -> the values it may have
+
+    @property
+    def conditional(self) -> bool:
+        return self.principals is not None or bool(self.scopes) or bool(self.claims)
+
+    def fits(self, principal: Any) -> bool:
+        if self.principals is not None and principal not in self.principals:
+            return False
+        if not self.scopes and not self.claims:
+            return True
+        claims = getattr(principal, "claims", None)
+        if not isinstance(claims, Mapping) or not self.scopes <= granted_scopes(claims):
+            return False
+        return all(_holds(claims.get(name), values) for name, values in self.claims.items())
+
+
+def _holds(value: Any, wanted: Sequence[Any]) -> bool:
+    if isinstance(value, list):
+        return any(item in wanted for item in value if isinstance(item, (str, int, bool)))
+    return isinstance(value, (str, int, bool)) and value in wanted
+
+
+NOTHING = ToolPolicy(allow=())
 
 
 def tool_refused(ident: Any, name: str) -> dict[str, Any]:

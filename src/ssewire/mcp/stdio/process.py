@@ -109,7 +109,7 @@ class Child:
         stdout = self.process.stdout
         assert stdout is not None
         line = bytearray()
-        skipped = 0  # > 0: inside an oversize line, this many bytes of it seen
+        over, skipped = False, 0  # inside an oversize line, this many bytes of it seen
         head = tail = b""
         while chunk := await stdout.read(READ_SIZE):
             start = 0
@@ -117,10 +117,11 @@ class Child:
                 end = chunk.find(b"\n", start)
                 piece = chunk[start:] if end < 0 else chunk[start:end]
                 start = len(chunk) if end < 0 else end + 1
-                if not skipped and len(line) + len(piece) > self.max_line:
-                    head, tail, skipped = bytes(line[:EDGE]), b"", len(line)
+                if not over and len(line) + len(piece) > self.max_line:
+                    over, skipped = True, len(line)
+                    head, tail = bytes(line[:EDGE]), bytes(line[-EDGE:])
                     line.clear()
-                if skipped:
+                if over:
                     skipped += len(piece)
                     head = head if len(head) >= EDGE else (head + piece)[:EDGE]
                     tail = (tail + piece)[-EDGE:]
@@ -128,14 +129,14 @@ class Child:
                     line += piece
                 if end < 0:
                     continue
-                if skipped:
+                if over:
                     yield Oversize(skipped, head, tail.rstrip(b"\r"))
-                    skipped = 0
+                    over = False
                 elif line.strip():
                     yield bytes(line[:-1] if line.endswith(b"\r") else line)
                 line.clear()
-        if skipped or line:
-            yield Torn(skipped or len(line))
+        if over or line:
+            yield Torn(skipped if over else len(line))
 
     async def stop(self, grace: float = STOP_GRACE) -> int | None:
         """Close stdin, then SIGTERM, then SIGKILL, each after ``grace`` seconds without an
