@@ -311,6 +311,10 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         "auth": auth,
         "limits": route.limits_over(limits),
     }
+    if route.rates:  # its buckets in the route's store: with Redis, one for every replica
+        from ..mcp.server.rates import RateLimits
+
+        shared["rates"] = RateLimits(route.rates, store)
     keepalive = args.keepalive if route.keepalive is None else route.keepalive
     timeout = route.timeout or args.timeout
     http = None

@@ -145,3 +145,38 @@ def test_rules_load_from_the_routes_file_and_their_errors_name_the_key(tmp_path)
         path.write_text(f'[servers.a]\nupstream = "http://127.0.0.1:1/mcp"\n[[servers.a.rules]]\n{rule}\n')
         with pytest.raises(InputError, match=re.escape(key)):
             load(path, {})
+
+
+def test_rates_load_from_the_routes_file_and_their_errors_name_the_key(tmp_path):
+    path = tmp_path / "routes.toml"
+    head = '[servers.a]\nupstream = "http://127.0.0.1:1/mcp"\n'
+    path.write_text(
+        head
+        + '[[servers.a.rates]]\nrate = "600/minute"\n[[servers.a.rates]]\nrate = "2/s"\nburst = 5\ntools = ["get_*"]\n'
+    )
+    (route,) = load(path, {})
+    assert [(r.per_second, r.burst, r.tools) for r in route.rates] == [
+        (10.0, 600, None),
+        (2.0, 5, ("get_*",)),
+    ]
+    for rates, key in [
+        ('rate = "10/day"', "servers.a.rates[0].rate: a rate is COUNT/UNIT"),
+        ("burst = 3", "servers.a.rates[0].rate: give it"),
+        ('rate = "1/s"\nburst = 0', "servers.a.rates[0].burst"),
+        ('rate = "1/s"\ntools = []', "servers.a.rates[0].tools"),
+        ('rate = "1/s"\nper = "route"', "servers.a.rates[0].per: unknown key"),
+    ]:
+        path.write_text(f"{head}[[servers.a.rates]]\n{rates}\n")
+        with pytest.raises(InputError, match=re.escape(key)):
+            load(path, {})
+
+
+def test_a_rule_that_needs_authentication_is_refused_at_start_without_it(tmp_path, capsys):
+    from ssewire.cli import main
+
+    path = tmp_path / "routes.toml"
+    head = '[servers.a]\nupstream = "http://127.0.0.1:1/mcp"\n[[servers.a.rules]]\n'
+    for rule in ('principals = ["bob"]\nallow = ["*"]', 'claims = { team = "x" }\nallow = ["*"]'):
+        path.write_text(head + rule + "\n")
+        assert main(["gateway", "--config", str(path), "--port", "1"]) == 2  # before anything is bound
+        assert "servers.a.rules[0]: a rule on principals needs --auth-tokens" in capsys.readouterr().err

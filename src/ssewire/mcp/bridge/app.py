@@ -50,6 +50,7 @@ from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
 from ..server.front import Front, Handler, Request
 from ..server.quotas import Limits, Quotas
+from ..server.rates import RateLimits
 from ..server.tools import LIST, ToolPolicy, tool_refused
 from ..transport.http import new_client
 from .downstream import ClientGone, Refusal, Reply, bridge_error, watched
@@ -81,6 +82,7 @@ class Bridge:
     :param tools: which of the upstream's tools are offered (the route's `ToolPolicy`): a
         refused tool is never called upstream, and ``tools/list`` answers are filtered.
     :param principals: only these principals are served (403 for the others; needs ``auth``).
+    :param rates: rate limits per principal and per tool (`RateLimits`, the gateway's beside it).
     :param reissue: which tool calls are sent upstream again when an answer broke beyond
         resumption (a 2026-07-28 upstream; a 2025 one before any event id) (`ReissuePolicy`,
         the gateway's default).
@@ -102,9 +104,10 @@ class Bridge:
         tools: ToolPolicy | None = None,
         principals: Iterable[str] | None = None,
         reissue: ReissuePolicy | None = SAFE_TOOLS,
+        rates: RateLimits | None = None,
     ) -> None:
         self.profile, _ = resolve(upstream_revision)
-        self.tools = tools
+        self.tools, self.rates = tools, rates
         self.path = path
         self.settings = settings or Settings()
         extra = caller_headers(headers)
@@ -230,6 +233,8 @@ class Bridge:
             raise Refusal(
                 tool_refused(message.get("id"), refused), 400 if stateless or "id" not in message else 200
             )
+        if self.rates is not None:
+            await self.rates.admit(principal, message)
         if self.sessions_mode is not None:
             await self._post_stateless_client(receive, send, headers, message, principal)
         else:

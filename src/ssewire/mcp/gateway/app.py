@@ -45,6 +45,7 @@ from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
 from ..server.front import Front, Request
 from ..server.quotas import Limits, Quotas
+from ..server.rates import RateLimits
 from ..server.sessions import SessionTable
 from ..server.tools import ToolPolicy, tool_refused
 from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE
@@ -114,6 +115,8 @@ class Gateway(Lifecycle):
         resumption (`ReissuePolicy`; by default those the upstream lists as read-only, or
         idempotent and not destructive; ``reissue.OFF``: none). Lists and reads always are.
     :param principals: only these principals are served (403 for the others; needs ``auth``).
+    :param rates: rate limits per principal and per tool (`RateLimits`: 429 with
+        ``Retry-After``; its buckets in this gateway's store, so replicas share them).
     :param telemetry: its logs and traces (a `Telemetry` of its route; logs only by default).
     """
 
@@ -145,6 +148,7 @@ class Gateway(Lifecycle):
         tools: ToolPolicy | None = None,
         reissue: ReissuePolicy | None = SAFE_TOOLS,
         principals: Iterable[str] | None = None,
+        rates: RateLimits | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self.upstream, self.path = upstream, path
@@ -161,7 +165,7 @@ class Gateway(Lifecycle):
         if http is not None and self.extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self.auth, self.body_timeout, self.serve_metrics = auth, body_timeout, serve_metrics
-        self.tools, self.reissue = tools, reissue
+        self.tools, self.reissue, self.rates = tools, reissue, rates
         self.quotas = Quotas(limits)
         self.budget = ByteBudget(max_bytes_in_flight, retry_after=BUSY_RETRY_AFTER)
         self.front = Front(
@@ -187,6 +191,8 @@ class Gateway(Lifecycle):
         self.upstream_label = public_url(upstream)  # what texts and logs name: never its query
         self.metrics = Metrics()
         self.metrics.collect.append(self._relay_figures)
+        if rates is not None:  # (the bridge beside it takes from the same rates)
+            self.metrics.collect.append(lambda: {"rate_limited_total": float(rates.refused)})
         # the one table of sessions this process relays: its store keeps none of its own
         self.relays: SessionTable[Relay] = SessionTable(max_sessions=max_sessions, idle_timeout=session_ttl)
         self._closed_figures: dict[str, float] = {}
@@ -333,6 +339,8 @@ class Gateway(Lifecycle):
             await self._notification(relay, message)
             await respond(send, 202, b"", [])
             return None
+        if self.rates is not None:
+            await self.rates.admit(principal, message)
         self.quotas.take(principal, "calls")  # given back when the call ends, not the request
         stream = await relay.start_call(
             message, on_done=lambda: self.quotas.give(principal, "calls"), principal=principal
@@ -466,6 +474,8 @@ class Gateway(Lifecycle):
         if refused is not None:  # never sent upstream (-32602 is 400 in this revision)
             await respond(send, 400, orjson.dumps(tool_refused(ident, refused)), [("content-type", JSON)])
             return
+        if self.rates is not None:
+            await self.rates.admit(principal, message)
         exchange = Exchange(
             body,
             ident,

@@ -13,6 +13,13 @@
     principals = ["alice"]                 # and/or scopes = [...], claims = { team = ["a", "b"] }
     allow = ["*"]                          # or deny = [...]
 
+    [[servers.search.rates]]              # each principal's requests (429 with Retry-After)
+    rate = "100/minute"                    # COUNT/second, minute or hour; burst = COUNT by default
+    [[servers.search.rates]]
+    tools = ["search_*"]                   # each principal's calls of each of these tools
+    rate = "5/second"
+    burst = 10
+
     [servers.files]                       # a stdio server, started and served over HTTP
     command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv"]
     env = ["FILES_TOKEN"]                  # what it gets of the gateway's environment
@@ -41,6 +48,7 @@ from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS
 from ..protocol.reissue import OFF, SAFE_TOOLS, ReissuePolicy
 from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
+from ..server.rates import Rate
 from ..server.tools import ToolPolicy, ToolRule
 
 if sys.version_info >= (3, 11):
@@ -64,6 +72,7 @@ ROUTE_KEYS = frozenset(
         "principals",
         "tools",
         "rules",
+        "rates",
         "reissue",
         "limits",
     }
@@ -90,6 +99,7 @@ class Route:
     command: list[str] | None = None  # a stdio server instead of an HTTP upstream
     env: list[str] = field(default_factory=list)
     cwd: str | None = None
+    rates: list[Rate] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -143,6 +153,7 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     route.principals = _names(table, where, "principals")
     route.tools = _tools(where, table)
     route.reissue = _reissue(where, table)
+    route.rates = _rates(where, table.get("rates"))
     limits = table.get("limits", {})
     if not isinstance(limits, dict):
         raise InputError(f"{where}.limits: a table of {', '.join(LIMIT_KEYS)}")
@@ -258,6 +269,33 @@ def _rule(where: str, table: Any) -> ToolRule:
         scopes=frozenset(_names(table, where, "scopes") or ()),
         claims=wanted,
     )
+
+
+def _rates(where: str, rates: Any) -> list[Rate]:
+    """The route's rate limits: ``[[servers.NAME.rates]]`` tables of rate, burst and tools."""
+    if rates is None:
+        return []
+    if not isinstance(rates, list) or not rates:
+        raise InputError(f"{where}.rates: [[{where}.rates]] tables, at least one")
+    parsed = []
+    for n, table in enumerate(rates):
+        at = f"{where}.rates[{n}]"
+        if not isinstance(table, dict):
+            raise InputError(f"{at}: a table")
+        unknown = sorted(set(table) - {"rate", "burst", "tools"})
+        if unknown:
+            raise InputError(f"{at}.{unknown[0]}: unknown key")
+        text = _text(table, at, "rate")
+        if text is None:
+            raise InputError(f"{at}.rate: give it (10/second, 600/minute...)")
+        tools = _names(table, at, "tools")
+        if tools is not None and not tools:
+            raise InputError(f"{at}.tools: at least one name (or leave tools out: every request)")
+        try:
+            parsed.append(Rate.parse(text, burst=_count(table, at, "burst"), tools=tools))
+        except ValueError as why:
+            raise InputError(f"{at}.rate: {why}") from None
+    return parsed
 
 
 def _reissue(where: str, table: dict[str, Any]) -> ReissuePolicy:

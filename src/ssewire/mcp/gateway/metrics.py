@@ -38,6 +38,7 @@ COUNTERS = {
     "stalled_readers_total": "downstream streams cut because their client read nothing for write_timeout",
     "unauthenticated_total": "downstream requests refused 401 or 403 (no, bad or insufficient credentials)",
     "budget_refusals_total": "downstream requests refused 503 because the bytes in flight were at the budget",
+    "rate_limited_total": "downstream requests refused 429 by a rate limit of their route",
 }
 # counters whose samples carry a label of their own beside the route's: name -> (the label,
 # its values: each always rendered, 0 until counted, so no series appears or vanishes)

@@ -305,3 +305,35 @@ def test_a_released_stream_is_adopted_at_once_by_another_replica_where_it_stands
             await taker.aclose()
 
     asyncio.run(main())
+
+
+def test_a_rate_bucket_gives_its_burst_then_says_how_long_until_the_next_token(store_factory):
+    async def scenario(store: Store) -> None:
+        key = secrets.token_hex(4)
+        assert [await store.take(key, 20.0, 2) for _ in range(2)] == [0.0, 0.0]
+        wait = await store.take(key, 20.0, 2)
+        assert 0 < wait <= 0.05 + 1e-6  # one token at 20 a second
+        assert await store.take("another " + key, 20.0, 2) == 0.0  # a bucket of its own
+        await asyncio.sleep(wait + 0.02)
+        assert await store.take(key, 20.0, 2) == 0.0  # refilled
+
+    run(store_factory, scenario)
+
+
+def test_replicas_on_one_redis_take_from_one_bucket(redis_url):
+    from ssewire.mcp.gateway.stores.redis import RedisStore
+
+    async def scenario() -> None:
+        prefix = f"test:{secrets.token_hex(4)}:"
+        one, two = (
+            RedisStore.from_url(redis_url, prefix=prefix),
+            RedisStore.from_url(redis_url, prefix=prefix),
+        )
+        try:
+            assert await one.take("k", 0.1, 2) == 0.0 and await two.take("k", 0.1, 2) == 0.0
+            assert await one.take("k", 0.1, 2) > 9 and await two.take("k", 0.1, 2) > 9  # ~10 s each
+        finally:
+            await one.aclose()
+            await two.aclose()
+
+    asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))

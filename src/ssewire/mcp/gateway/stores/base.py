@@ -247,6 +247,12 @@ class Store(Protocol):
         goes at once, so a follower at another replica adopts it now, not when it lapses."""
         ...
 
+    async def take(self, key: str, per_second: float, burst: int) -> float:
+        """A token of rate limit bucket ``key`` (refilled at ``per_second`` up to ``burst``),
+        one bucket for every process sharing the store: 0 when taken, else the seconds until
+        one is there (`ssewire.mcp.server.rates.Buckets`)."""
+        ...
+
     async def ping(self) -> None:
         """Answer, or raise `StoreFailed` (readiness, and the check at start-up)."""
         ...

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ...server.log import EventLog, Gap, Stream, follow
+from ...server.rates import LocalBuckets
 from .base import (
     MAX_EVENTS,
     MAX_STORE_BYTES,
@@ -42,6 +43,7 @@ class MemoryStore:
         self.positions: dict[Any, Position] = {}  # by the stream's key in the log
         self.waiting: dict[tuple[str, Any], asyncio.Future[dict[str, Any]]] = {}  # answers awaited
         self.cancels: dict[str, list[Callable[[Any, Any], None]]] = {}  # by session: who hears them
+        self.buckets = LocalBuckets()  # the rate limits' (`take`)
 
     def _forgotten(self, stream: Stream) -> None:
         self.positions.pop(stream.key, None)
@@ -195,6 +197,9 @@ class MemoryStore:
     async def release(self, session: str, stream: int) -> None:
         """Nothing to let go: no other process follows a stream of this store."""
         return None
+
+    async def take(self, key: str, per_second: float, burst: int) -> float:
+        return self.buckets.take_now(key, per_second, burst)
 
     async def ping(self) -> None:
         return None

@@ -20,6 +20,8 @@ the session's last use (answers sooner):
   (expiring with the wait); ``a:<session>:<request>``: that answer, pushed only while the
   marker is there (so an answer no one asked for is never stored), at most
   `MAX_ANSWER_BYTES`, expiring with the wait;
+- ``r:<bucket>``: a rate limit's token bucket (its tokens and when they were counted, by
+  Redis's clock: one for every replica), expiring once it would be full again;
 - channel ``c:<session>`` (pub/sub, no key): a downstream cancellation, for whichever
   replica relays the call (each store listens with one pattern subscription, only while a
   relay listens).
@@ -149,6 +151,23 @@ return 0
 """
 
 # KEYS: the key set, then the session's fixed keys: every key it names and they go at once
+# a token bucket, on Redis's clock (replicas' clocks may differ): (tokens, when) refilled
+# at ARGV[1] a second up to ARGV[2]; one token taken, or the seconds until one is there
+TAKE = """
+local now = redis.call('TIME')
+now = tonumber(now[1]) + tonumber(now[2]) / 1000000
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local held = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(held[1]) or burst
+local at = tonumber(held[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+return tostring(wait)
+"""
+
 DROP = """
 local named = redis.call('smembers', KEYS[1])
 for i = 1, #named, 512 do
@@ -199,6 +218,7 @@ class RedisStore:
         self._answer = redis.register_script(ANSWER)
         self._drop = redis.register_script(DROP)
         self._release = redis.register_script(RELEASE)
+        self._take = redis.register_script(TAKE)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStore:
@@ -416,6 +436,13 @@ class RedisStore:
             return  # not written here (or no longer)
         with _failing("releasing a stream", session):
             await self._release(keys=[self._key("l", session, stream)], args=[self.owner])
+
+    async def take(self, key: str, per_second: float, burst: int) -> float:
+        """A token of the rate limit bucket ``key`` (`ssewire.mcp.server.rates`), shared by
+        every replica: 0 when taken, else the seconds until one is there."""
+        with _failing("taking a rate limit's token"):
+            wait = await self._take(keys=[f"{self.prefix}r:{key}"], args=[repr(per_second), burst])
+        return float(wait)
 
     async def ping(self) -> None:
         try:
