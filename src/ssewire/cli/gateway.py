@@ -1,11 +1,12 @@
 """``ssewire gateway``: relay MCP to upstream servers (one, or the routes of a config file),
-healing their resets; drain on SIGTERM."""
+healing their resets; drain on SIGTERM, read the routes file again on SIGHUP."""
 
 from __future__ import annotations
 
 import argparse
 import errno
 import importlib.util
+import signal
 import sys
 from typing import Any, Literal
 
@@ -245,10 +246,23 @@ def run(args: argparse.Namespace) -> int:
             "--keepalive and --start-timeout must be >= 0 and --timeout, --body-timeout, --head-timeout, "
             "--write-timeout, --drain > 0 seconds"
         )
-    apps = {route.name: _route_app(route, args) for route in _routes(args)}
+    routes = _routes(args)
+    apps = {route.name: _route_app(route, args) for route in routes}
     router = Router(apps, serve_metrics=args.metrics_port is None)
     configure_logging(args.log_format)
-    return _serve(router, args)
+    reloader = None
+    if args.config is not None:  # SIGHUP reads the file again
+        from ..mcp.gateway.config import load
+        from ..mcp.gateway.reload import Reloader
+
+        reloader = Reloader(
+            router,
+            routes,
+            load=lambda: load(args.config),
+            build=lambda route: _route_app(route, args),
+            drain=args.drain,
+        )
+    return _serve(router, args, reloader)
 
 
 def _routes(args: argparse.Namespace) -> list[Any]:
@@ -409,7 +423,7 @@ def _bridged(gateway: Any, revision: str, shared: dict[str, Any], path: str) -> 
     return Bridged(gateway, Bridge(gateway.upstream, upstream_revision=profile.name, path=path, **shared))
 
 
-def _serve(router: Any, args: argparse.Namespace) -> int:
+def _serve(router: Any, args: argparse.Namespace, reloader: Any = None) -> int:
     """Bind, check the stores and the upstreams, then serve (the metrics on a loopback port
     of their own when asked) until SIGTERM's drain ends; a failure at start-up is one line
     and its exit code."""
@@ -462,6 +476,8 @@ def _serve(router: Any, args: argparse.Namespace) -> int:
             f"(store: {'redis' if replica else 'memory'}, auth: {_auth_name(args)}, drain: {args.drain:g} s)",
             file=sys.stderr,
         )
+        if reloader is not None and hasattr(signal, "SIGHUP"):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader.reload)
         running = [
             asyncio.ensure_future(server.serve(sockets=[sock]))
             for server, sock in zip(servers, sockets, strict=True)

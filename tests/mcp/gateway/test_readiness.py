@@ -30,6 +30,7 @@ from tests.support.resets import reference_server
 from tests.support.tokens import TOKENS
 
 READY = {"status": "ready"}
+ROUTED = {**READY, "generation": 1}  # from a routes file: which reading of it is served
 # what a readiness body must never hold, whatever the failure: it answers without credentials
 NEVER = ("127.0.0.1", "localhost", "http", "redis", "rror", "refused", "Connect", "timed out", "Traceback")
 
@@ -73,11 +74,15 @@ def until(root: str, status: int, within: float, path: str = "/readyz") -> httpx
         time.sleep(0.2)
 
 
-def not_ready(answer: httpx.Response, failing: list[str], *secrets: str) -> None:
-    """A 503 JSON body naming exactly ``failing``, and nothing of the configuration."""
+def not_ready(
+    answer: httpx.Response, failing: list[str], *secrets: str, generation: int | None = None
+) -> None:
+    """A 503 JSON body naming exactly ``failing`` (and the generation of a routes file),
+    and nothing of the configuration."""
     assert answer.status_code == 503, answer.text
     assert answer.headers["content-type"].startswith("application/json")
-    assert answer.json() == {"status": "not ready", "failing": failing}
+    said = {"status": "not ready", "failing": failing}
+    assert answer.json() == (said if generation is None else {**said, "generation": generation})
     for text in (*secrets, *NEVER):
         assert text not in answer.text, (text, answer.text)
 
@@ -95,7 +100,7 @@ def test_healthz_and_readyz_when_all_is_well(tmp_path, form):
             health, ready = probe(root, "/healthz"), until(root, 200, 5)
     assert health.status_code == 200 and health.json() == {"status": "ok"}
     assert health.headers["content-type"].startswith("application/json")
-    assert ready.status_code == 200 and ready.json() == READY, ready.text
+    assert ready.status_code == 200 and ready.json() == (ROUTED if form == "config" else READY), ready.text
     assert ready.headers["content-type"].startswith("application/json")
 
 
@@ -105,14 +110,14 @@ def test_readyz_names_the_store_while_redis_is_stopped_and_is_ready_once_it_is_b
         running(reference_server()) as upstream,
         gateway(tmp_path, "--store", redis.url, config=routes(a=upstream + "/mcp")) as (root, _),
     ):
-        assert until(root, 200, 5).json() == READY
+        assert until(root, 200, 5).json() == ROUTED
         redis.stop()
         stopped = until(root, 503, 5)  # a ping has a second to answer
-        not_ready(stopped, ["store"], redis.url, str(redis.port), upstream, port_of(upstream))
+        not_ready(stopped, ["store"], redis.url, str(redis.port), upstream, port_of(upstream), generation=1)
         assert probe(root, "/healthz").status_code == 200  # the process still serves
         redis.start()
         back = until(root, 200, 10)
-        assert back.status_code == 200 and back.json() == READY, back.text
+        assert back.status_code == 200 and back.json() == ROUTED, back.text
 
 
 @pytest.mark.slow
@@ -129,14 +134,16 @@ def test_readyz_names_a_stopped_upstream_and_is_ready_once_it_is_back(tmp_path, 
         flags = ("--upstream", url) if form == "one upstream" else ()
         config = routes(a=url, b=other + "/mcp") if form == "config" else None
         root, _ = stack.enter_context(gateway(tmp_path, *flags, config=config))
-        assert until(root, 200, 5).json() == READY
+        expected = ROUTED if form == "config" else READY
+        generation = 1 if form == "config" else None
+        assert until(root, 200, 5).json() == expected
         upstream.close()  # the upstream stops
         stopped = until(root, 503, 20)
-        not_ready(stopped, [named], url, str(port), other, port_of(other))
+        not_ready(stopped, [named], url, str(port), other, port_of(other), generation=generation)
         assert probe(root, "/healthz").status_code == 200
         stack.enter_context(running(reference_server(), port=port))  # back, on the same port
         back = until(root, 200, 10)
-        assert back.status_code == 200 and back.json() == READY, back.text
+        assert back.status_code == 200 and back.json() == expected, back.text
 
 
 def test_readyz_says_draining_at_once_after_sigterm_while_calls_go_on_to_the_deadline(tmp_path):
@@ -214,7 +221,7 @@ def test_healthz_and_readyz_answer_without_credentials_when_auth_is_on(tmp_path)
             health, ready = probe(root, "/healthz"), until(root, 200, 5)
             refused = httpx.post(root + "/servers/a/mcp", json=INITIALIZE, headers=POST, timeout=10)
     assert health.status_code == 200 and health.json() == {"status": "ok"}
-    assert ready.status_code == 200 and ready.json() == READY
+    assert ready.status_code == 200 and ready.json() == ROUTED
     assert refused.status_code == 401  # the MCP endpoint still wants a token
     for text in (*NEVER, upstream, port_of(upstream), *TOKENS, *TOKENS.values(), str(tokens)):
         assert text not in health.text and text not in ready.text, text

@@ -33,6 +33,7 @@ command line's.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -100,6 +101,7 @@ class Route:
     env: list[str] = field(default_factory=list)
     cwd: str | None = None
     rates: list[Rate] = field(default_factory=list)
+    source: str = ""  # what its table says (canonical JSON): a reload keeps a route whose source is unchanged
 
     @property
     def path(self) -> str:
@@ -141,6 +143,7 @@ def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
     if unknown:
         raise InputError(f"{where}.{unknown[0]}: unknown key")
     route = Route(name, _upstream(where, table, environ))
+    route.source = json.dumps(table, sort_keys=True, default=str)
     route.revision = _revision(table, where)
     route.headers = _headers(where, table, environ)
     if "command" in table:

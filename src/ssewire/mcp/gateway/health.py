@@ -20,14 +20,17 @@ HEALTHZ, READYZ = "/healthz", "/readyz"
 HEALTH_PATHS = frozenset({HEALTHZ, READYZ})
 
 
-async def health(send: Any, path: str, failing: Callable[[], Awaitable[list[str]]]) -> None:
-    """Answer ``path`` (one of `HEALTH_PATHS`); ``failing`` names what is not ready."""
+async def health(
+    send: Any, path: str, failing: Callable[[], Awaitable[list[str]]], generation: int | None = None
+) -> None:
+    """Answer ``path`` (one of `HEALTH_PATHS`); ``failing`` names what is not ready;
+    ``generation``: which reading of the routes file runs (said by ``/readyz``)."""
     headers = [("content-type", JSON), ("cache-control", "no-store")]
     if path == HEALTHZ:
         await respond(send, 200, orjson.dumps({"status": "ok"}), headers)
         return
     bad = await failing()
-    if bad:
-        await respond(send, 503, orjson.dumps({"status": "not ready", "failing": bad}), headers)
-    else:
-        await respond(send, 200, orjson.dumps({"status": "ready"}), headers)
+    said: dict[str, Any] = {"status": "not ready", "failing": bad} if bad else {"status": "ready"}
+    if generation is not None:
+        said["generation"] = generation
+    await respond(send, 503 if bad else 200, orjson.dumps(said), headers)

@@ -177,3 +177,16 @@ def metrics_app(exposition: Callable[[], bytes]) -> Any:
             await plain(send, 404, "not found")
 
     return app
+
+
+def render_process(generation: int, reload_failures: int) -> bytes:
+    """The figures of the process's routes file: which reading of it runs, and how many
+    readings were refused (their routes never served: the old ones kept)."""
+    return (
+        f"# HELP {PREFIX}config_generation the reading of the routes file that is served (1: at start)\n"
+        f"# TYPE {PREFIX}config_generation gauge\n"
+        f"{PREFIX}config_generation {generation}\n"
+        f"# HELP {PREFIX}config_reload_failures_total readings of the routes file refused (the routes kept)\n"
+        f"# TYPE {PREFIX}config_reload_failures_total counter\n"
+        f"{PREFIX}config_reload_failures_total {reload_failures}\n"
+    ).encode()

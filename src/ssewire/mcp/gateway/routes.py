@@ -6,8 +6,13 @@
 Each route is a whole `Gateway` (or a `Bridged` one) with its own upstream connections,
 store, limits and sessions, so one upstream's failure reaches no other route's sessions.
 The router owns what the process answers once: ``/healthz``, ``/readyz`` (naming each route
-that is not ready as ``servers/<name>``), ``/metrics`` (every sample labelled with its
-route), the drain, and the lifespan.
+that is not ready as ``servers/<name>``, and the routes' ``generation``), ``/metrics``
+(every sample labelled with its route), the drain, and the lifespan.
+
+Its routes can be replaced while it serves (`replace`: the routes file read again): a route
+kept is the same app, its sessions and calls untouched; a route that goes is drained as a
+stopping process drains (its sessions served, no new one, the calls still in flight at the
+deadline ended with an explicit error), then closed.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 from ..server.asgi import headers_of, lifespan, plain
 from .app import Gateway
 from .health import HEALTH_PATHS, health
-from .metrics import expose, metrics_app, render
+from .metrics import expose, metrics_app, render, render_process
 
 METRICS = "/metrics"
 
@@ -44,13 +49,43 @@ class Router:
             raise ValueError("a router needs a route")
         self.routes = dict(routes)
         self.serve_metrics = serve_metrics
-        self._by_path: dict[str, Any] = {}
-        for name, app in self.routes.items():
-            gateway = _gateway(app)
-            for path in (gateway.path, *gateway.metadata_paths):
-                if path in self._by_path or path in HEALTH_PATHS or path == METRICS:
-                    raise ValueError(f"route {name!r}: its path {path} is taken")
-                self._by_path[path] = app
+        self._by_path = _paths(self.routes)
+        # the reading of the routes file served (1: at start, each `replace` the next); None:
+        # routes that are never read again (no file), and nothing says a generation
+        self.generation: int | None = None
+        self.reload_failures = 0  # the routes file read again and refused (the old routes kept)
+        self._retiring: dict[str, Any] = {}  # the paths of routes that went, while they drain
+        self._retirements: set[asyncio.Task[None]] = set()
+
+    def replace(self, routes: Mapping[str, Any], drain: float) -> list[str]:
+        """Serve ``routes`` from now on (the same app for a route kept); the routes that
+        went are drained for ``drain`` seconds, then closed. Their names; ValueError (and
+        nothing changed) when two paths collide."""
+        if not routes:
+            raise ValueError("a router needs a route")
+        by_path = _paths(routes)
+        kept = {id(app) for app in routes.values()}
+        retired = {name: app for name, app in self.routes.items() if id(app) not in kept}
+        self.routes, self._by_path = dict(routes), by_path
+        self.generation = (self.generation or 1) + 1
+        for app in retired.values():
+            for path in _paths_of(app):
+                self._retiring[path] = app  # its sessions reach it until it is closed
+            task = asyncio.ensure_future(self._retire(app, drain))
+            self._retirements.add(task)
+            task.add_done_callback(self._retirements.discard)
+        return list(retired)
+
+    async def _retire(self, app: Any, drain: float) -> None:
+        try:
+            await app.drain(drain)
+        finally:
+            try:
+                await app.aclose()
+            finally:
+                for path in _paths_of(app):
+                    if self._retiring.get(path) is app:
+                        del self._retiring[path]
 
     @property
     def gateways(self) -> dict[str, Gateway]:
@@ -64,12 +99,12 @@ class Router:
             return
         path = scope["path"]
         if path in HEALTH_PATHS and scope["method"] == "GET":
-            await health(send, path, self.failing)
+            await health(send, path, self.failing, self.generation)
             return
         if path == METRICS and scope["method"] == "GET" and self.serve_metrics:
             await self._metrics(scope, send)
             return
-        app = self._by_path.get(path)
+        app = self._by_path.get(path) or self._retiring.get(path)
         if app is None:
             await plain(send, 404, "not found")
             return
@@ -86,7 +121,10 @@ class Router:
             await expose(send, self.render())
 
     def render(self) -> bytes:
-        return render([(name, gateway.metrics) for name, gateway in self.gateways.items()])
+        routes = render([(name, gateway.metrics) for name, gateway in self.gateways.items()])
+        if self.generation is None:
+            return routes
+        return routes + render_process(self.generation, self.reload_failures)
 
     def metrics_app(self) -> Any:
         """An ASGI app answering only ``GET /metrics``, for a loopback port of its own."""
@@ -115,5 +153,24 @@ class Router:
             gateway.cut_streams()
 
     async def aclose(self) -> None:
+        for task in list(self._retirements):
+            task.cancel()  # (its app is closed all the same: _retire's finally)
+        await asyncio.gather(*self._retirements, return_exceptions=True)
         for app in self.routes.values():
             await app.aclose()
+
+
+def _paths_of(app: Any) -> list[str]:
+    gateway = _gateway(app)
+    return [gateway.path, *gateway.metadata_paths]
+
+
+def _paths(routes: Mapping[str, Any]) -> dict[str, Any]:
+    """Each path the routes answer, to its route; ValueError when one is taken twice."""
+    by_path: dict[str, Any] = {}
+    for name, app in routes.items():
+        for path in _paths_of(app):
+            if path in by_path or path in HEALTH_PATHS or path == METRICS:
+                raise ValueError(f"route {name!r}: its path {path} is taken")
+            by_path[path] = app
+    return by_path
