@@ -28,12 +28,13 @@ import logging
 import re
 import secrets
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from ..local.inbox import Inbox
+from ..local.transport import LocalUnavailable
 from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.handshake import INITIALIZE, INITIALIZED, client_info
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
@@ -51,53 +52,8 @@ UPDATED = "notifications/resources/updated"
 _ID = re.compile(rb'"id"\s*:\s*(\d+)')  # where an oversize answer says whose it is
 
 
-class StdioUnavailable(Exception):
+class StdioUnavailable(LocalUnavailable):
     """The process could not be started or initialized; the next try in ``retry_after`` s."""
-
-    def __init__(self, reason: str, retry_after: float) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
-
-
-class Inbox:
-    """Messages waiting for one reader (a call's answer stream, a session's listening
-    stream), at most ``budget`` bytes of them: a reader that falls that far behind loses
-    its stream, explicitly."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget, self.size, self.closed = budget, 0, False
-        self._items: deque[bytes] = deque()
-        self._ready = asyncio.Event()
-
-    def put(self, data: bytes) -> bool:
-        """Queue ``data``; False when closed or over the budget."""
-        if self.closed or self.size + len(data) > self.budget:
-            return False
-        self._items.append(data)
-        self.size += len(data)
-        self._ready.set()
-        return True
-
-    def close(self, last: bytes | None = None) -> None:
-        """No more after ``last`` (queued past the budget: the one message that says why)."""
-        if not self.closed and last is not None:
-            self._items.append(last)
-        self.closed = True
-        self._ready.set()
-
-    async def get(self, timeout: float | None) -> bytes | None:
-        """The next message; ``b""`` when ``timeout`` passed first, None once closed and empty."""
-        while not self._items:
-            if self.closed:
-                return None
-            self._ready.clear()
-            try:
-                await asyncio.wait_for(self._ready.wait(), timeout)
-            except asyncio.TimeoutError:
-                return b""
-        data = self._items.popleft()
-        self.size -= len(data)
-        return data
 
 
 class Session:
@@ -395,12 +351,24 @@ class StdioHost:
 
     # what the sessions ask
 
-    def open_session(self) -> Session:
+    async def initialize(self, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A session of the route's gateway: the process's own initialize result (it is
+        initialized once, by the host)."""
+        server = await self.ready()
         if len(self.sessions) >= self.max_sessions:
             raise StdioUnavailable("too many sessions on this stdio server", 1.0)
         session = Session(secrets.token_urlsafe(24))
         self.sessions[session.sid] = session
-        return session
+        return session.sid, server
+
+    def listen(self, session: Session) -> Inbox | None:
+        if session.listen is not None and not session.listen.closed:
+            return None
+        session.listen = Inbox(self.budget)
+        return session.listen
+
+    async def answered(self, session: Session, message: dict[str, Any]) -> bool:
+        return True  # (the process's requests are the host's to answer: none reaches a session)
 
     async def close_session(self, session: Session) -> None:
         """The session ended: its calls are cancelled in the process, its subscriptions let go."""
