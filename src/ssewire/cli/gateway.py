@@ -332,17 +332,20 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
     keepalive = args.keepalive if route.keepalive is None else route.keepalive
     timeout = route.timeout or args.timeout
     http = None
-    if route.command is not None:
-        from ..mcp.gateway.stdio_route import stdio_client
+    if route.command is not None or route.members is not None:  # an upstream served in the process
+        from ..mcp.gateway.local_route import stdio_client, virtual_client
 
-        http = stdio_client(
-            route.command,
-            env=route.env,
-            cwd=route.cwd,
-            max_message_size=size,
-            timeout=timeout,
-            keepalive=keepalive,
-        )
+        if route.members is not None:
+            http = virtual_client(route, timeout=timeout, keepalive=keepalive)
+        else:
+            http = stdio_client(
+                route.command,
+                env=route.env,
+                cwd=route.cwd,
+                max_message_size=size,
+                timeout=timeout,
+                keepalive=keepalive,
+            )
         shared["http"] = http
     app: Any = Gateway(
         route.upstream,
@@ -365,9 +368,9 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         **options,
     )
     if http is not None:
-        from ..mcp.gateway.stdio_route import label
+        from ..mcp.gateway.local_route import label
 
-        app.upstream_label = label(route.command)
+        app.upstream_label = label(route)
     if route.revision is not None:  # the route's tool policy and principals on the bridge too
         app = _bridged(
             app,
@@ -376,9 +379,9 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
             path,
         )
     if http is not None:
-        from ..mcp.gateway.stdio_route import StdioRoute
+        from ..mcp.gateway.local_route import LocalRoute
 
-        app = StdioRoute(app, http)  # the process stops with the route
+        app = LocalRoute(app, http)  # (a stdio server stops with the route)
     return app
 
 

@@ -51,6 +51,7 @@ from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
 from ..server.rates import Rate
 from ..server.tools import ToolPolicy, ToolRule
+from ..virtual.names import Names
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,6 +81,16 @@ ROUTE_KEYS = frozenset(
 )
 LIMIT_KEYS = ("sessions", "calls", "streams", "bytes")
 STDIO_URL = "http://stdio.invalid/mcp"  # what a stdio route's upstream engine asks (its transport answers)
+VIRTUAL_URL = "http://virtual.invalid/mcp"  # and a virtual server's
+# a virtual server's own keys (its members are tables of the upstream keys and a prefix)
+VIRTUAL_KEYS = frozenset(
+    {"members", "separator", "max_name_length", "timeout", "keepalive", "max_message_size"}
+    | {"principals", "tools", "rules", "rates", "limits"}
+)
+MEMBER_KEYS = frozenset(
+    {"upstream", "upstream_env", "command", "env", "cwd", "headers_env", "revision", "timeout"}
+    | {"max_message_size", "tools", "reissue", "prefix"}
+)
 
 
 @dataclass
@@ -102,6 +113,10 @@ class Route:
     cwd: str | None = None
     rates: list[Rate] = field(default_factory=list)
     source: str = ""  # what its table says (canonical JSON): a reload keeps a route whose source is unchanged
+    members: list[Route] | None = None  # a virtual server's upstreams (each a route of its own table)
+    prefix: str = ""  # a member's: what its names are shown under (its name by default)
+    separator: str = "__"
+    max_name_length: int = 64
 
     @property
     def path(self) -> str:
@@ -130,11 +145,59 @@ def load(path: str | Path, environ: Mapping[str, str] | None = None) -> list[Rou
     servers = raw.get("servers")
     if not isinstance(servers, dict) or not servers:
         raise InputError("servers: give at least one [servers.<name>] table")
-    return [_route(name, table, environ) for name, table in servers.items()]
+    return [
+        _virtual(name, table, environ)
+        if isinstance(table, dict) and "members" in table
+        else _route(name, table, environ)
+        for name, table in servers.items()
+    ]
 
 
-def _route(name: str, table: Any, environ: Mapping[str, str]) -> Route:
+def _virtual(name: str, table: dict[str, Any], environ: Mapping[str, str]) -> Route:
+    """A virtual server: its members (upstream tables, each with a prefix) merged into one,
+    served as 2025-11-25 (2026-07-28 clients through the bridge), with the route's own
+    principals, tool rules (on the shown names), rates and limits."""
     where = f"servers.{name}"
+    unknown = sorted(set(table) - VIRTUAL_KEYS)
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key (a virtual server's upstreams are its members)")
+    members = table["members"]
+    if not isinstance(members, dict) or not members:
+        raise InputError(f"{where}.members: [{where}.members.<name>] tables, at least one")
+    own = {
+        key: value for key, value in table.items() if key not in ("members", "separator", "max_name_length")
+    }
+    route = _route(name, {**own, "upstream": VIRTUAL_URL}, environ)
+    route.upstream, route.revision = VIRTUAL_URL, NEWEST_WITH_SESSIONS.name
+    route.source = json.dumps(table, sort_keys=True, default=str)
+    route.separator = _text(table, where, "separator") or "__"
+    route.max_name_length = _count(table, where, "max_name_length") or 64
+    route.members = []
+    for member, inner in members.items():
+        at = f"{where}.members.{member}"
+        if not isinstance(inner, dict):
+            raise InputError(f"{at}: a table")
+        unknown = sorted(set(inner) - MEMBER_KEYS)
+        if unknown:
+            raise InputError(f"{at}.{unknown[0]}: unknown key")
+        part = _route(
+            member, {key: value for key, value in inner.items() if key != "prefix"}, environ, where=at
+        )
+        part.prefix = _text(inner, at, "prefix") or member
+        route.members.append(part)
+    try:
+        Names(
+            {m.name: m.prefix for m in route.members},
+            separator=route.separator,
+            max_length=route.max_name_length,
+        )
+    except ValueError as why:  # the prefixes, the separator, the length: each its own words
+        raise InputError(f"{where}: {why}") from None
+    return route
+
+
+def _route(name: str, table: Any, environ: Mapping[str, str], *, where: str = "") -> Route:
+    where = where or f"servers.{name}"
     if not NAME.fullmatch(name):
         raise InputError(f"{where}: a route name is lower-case letters, digits, '-' and '_' (at most 63)")
     if not isinstance(table, dict):
