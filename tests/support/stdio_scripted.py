@@ -13,6 +13,10 @@ reached the process, not on what the host meant to send:
   ``uri``, a log message, then "announced";
 - ``garbage``: a line that is not JSON, then "after garbage";
 - ``hang``: never answered (a call to cancel).
+
+``tools/list`` comes in pages of two (the cursor is the next index), one tool's name as long as
+``LONG``; ``resources/list`` lists ``scripted://note``, which ``resources/read`` reads; any
+other request is refused (-32601), as a server without it would.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import json
 import sys
 
 seen: list[dict] = []
+LONG = "a_tool_whose_name_alone_is_longer_than_what_many_clients_take_0123456789"
+TOOLS = ["seen", "progress", "ask", "announce", "garbage", LONG]
 
 
 def send(message: dict) -> None:
@@ -68,6 +74,8 @@ def call(message: dict) -> None:
     elif name == "garbage":
         sys.stdout.write("this is not json\n")
         text(id_, "after garbage")
+    elif name == LONG:
+        text(id_, "long one")
     elif name != "hang":
         send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": f"no tool {name}"}})
 
@@ -95,6 +103,29 @@ def main() -> None:
             call(message)
         elif method in ("resources/subscribe", "resources/unsubscribe", "ping"):
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        elif method == "tools/list":
+            start = int((message.get("params") or {}).get("cursor") or 0)
+            page = {
+                "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in TOOLS[start : start + 2]]
+            }
+            if start + 2 < len(TOOLS):
+                page["nextCursor"] = str(start + 2)
+            send({"jsonrpc": "2.0", "id": message["id"], "result": page})
+        elif method == "resources/list":
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {"resources": [{"uri": "scripted://note", "name": "note"}]},
+                }
+            )
+        elif method == "resources/read":
+            contents = [{"uri": "scripted://note", "text": "a note"}]
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {"contents": contents}})
+        elif "id" in message and method is not None:
+            send(
+                {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}}
+            )
 
 
 if __name__ == "__main__":

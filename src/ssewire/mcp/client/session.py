@@ -464,6 +464,7 @@ class Client(Listener):
         on_progress: Callable[[dict[str, Any]], Any] | None = None,
         idempotent: bool | None = None,
         timeout: float | None = None,
+        on_sent: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Send one request and return its result, or raise
         [`RPCError`][ssewire.mcp.client.RPCError] for a JSON-RPC error.
@@ -476,9 +477,11 @@ class Client(Listener):
             are those `list_tools` saw, listed first if need be).
         :param timeout: this request's deadline (the client's ``timeout`` by default); past
             it, `RequestTimeout` (an ``asyncio.TimeoutError``).
+        :param on_sent: told each id the request is sent under (as for `reply`): what a
+            relay cancels it by.
         """
         reply = await self.reply(
-            method, params, on_progress=on_progress, idempotent=idempotent, timeout=timeout
+            method, params, on_progress=on_progress, idempotent=idempotent, timeout=timeout, on_sent=on_sent
         )
         for rounds in itertools.count():  # bounded: max_input_rounds
             if "error" in reply:
@@ -497,7 +500,12 @@ class Client(Listener):
                 again[REQUEST_STATE] = value[REQUEST_STATE]
             self.input_rounds += 1
             reply = await self.reply(
-                method, again, on_progress=on_progress, idempotent=idempotent, timeout=timeout
+                method,
+                again,
+                on_progress=on_progress,
+                idempotent=idempotent,
+                timeout=timeout,
+                on_sent=on_sent,
             )
         raise AssertionError("unreachable")  # pragma: no cover
 

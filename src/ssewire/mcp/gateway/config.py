@@ -51,7 +51,7 @@ from ..protocol.wire import caller_headers
 from ..server.quotas import Limits
 from ..server.rates import Rate
 from ..server.tools import ToolPolicy, ToolRule
-from ..virtual.names import Names
+from ..virtual.names import Names, NamesRefused
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -191,8 +191,14 @@ def _virtual(name: str, table: dict[str, Any], environ: Mapping[str, str]) -> Ro
             separator=route.separator,
             max_length=route.max_name_length,
         )
-    except ValueError as why:  # the prefixes, the separator, the length: each its own words
-        raise InputError(f"{where}: {why}") from None
+    except NamesRefused as why:  # named by the key the file says it with
+        key = {"separator": "separator", "max_length": "max_name_length"}.get(why.key)
+        at = (
+            f"{where}.{key}"
+            if key
+            else (f"{where}.members.{why.member}.prefix" if why.member else f"{where}.members")
+        )
+        raise InputError(f"{at}: {why}") from None
     return route
 
 

@@ -30,22 +30,36 @@ class BadCursor(ValueError):
     """A cursor this server did not give (or one of a configuration since changed)."""
 
 
+class NamesRefused(ValueError):
+    """Names that could meet, or no room for one: ``key`` says which setting (``separator``,
+    ``prefix`` of ``member``, ``max_length``)."""
+
+    def __init__(self, key: str, text: str, member: str | None = None) -> None:
+        super().__init__(text)
+        self.key, self.member = key, member
+
+
 class Names:
     """The shown names of ``prefixes`` (member name -> prefix)."""
 
     def __init__(self, prefixes: Mapping[str, str], *, separator: str = "__", max_length: int = 64) -> None:
         if not separator or not NAME.fullmatch(separator):
-            raise ValueError("a separator is one or more of A-Z a-z 0-9 _ . -")
+            raise NamesRefused("separator", "a separator is one or more of A-Z a-z 0-9 _ . -")
         for member, prefix in prefixes.items():
-            if not NAME.fullmatch(prefix) or separator in prefix:
-                raise ValueError(
-                    f"member {member}: a prefix is letters, digits, _ . - and holds no {separator!r}"
+            # the first separator of a shown name must end its prefix: none inside it, and
+            # none that begins in its last characters ("a_" + "__")
+            if not NAME.fullmatch(prefix) or (prefix + separator).find(separator) != len(prefix):
+                text = (
+                    f"a prefix is letters, digits, _ . - and neither holds nor ends in part of {separator!r}"
                 )
+                raise NamesRefused("prefix", text, member)
         if len(set(prefixes.values())) != len(prefixes):
-            raise ValueError("two members have one prefix: their names would meet")
+            raise NamesRefused("prefix", "two members have one prefix: their names would meet")
         longest = max((len(prefix) for prefix in prefixes.values()), default=0)
         if max_length < longest + 2 * len(separator) + DIGEST + 1:
-            raise ValueError(f"max_length {max_length} leaves no room for a name after the longest prefix")
+            raise NamesRefused(
+                "max_length", f"{max_length} leaves no room for a name after the longest prefix"
+            )
         self.prefixes, self.separator, self.max_length = dict(prefixes), separator, max_length
         self._members = {prefix: member for member, prefix in prefixes.items()}
         self._shortened: dict[str, tuple[str, str]] = {}

@@ -25,6 +25,7 @@ downstream client's capabilities and ``clientInfo``: each leg is healed as the c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import logging
@@ -109,6 +110,13 @@ class _Call:
     key: bytes
     inbox: Inbox
     task: asyncio.Task[None] | None = None
+    upstream: tuple[Client, Any] | None = None  # the member's client and its id for the call, once sent
+
+    def sent(self, client: Client) -> Callable[[Any], None]:
+        def note(ident: Any) -> None:
+            self.upstream = (client, ident)
+
+        return note
 
 
 def _answer(ident: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> bytes:
@@ -209,6 +217,7 @@ class VirtualServer:
         params = message.get("params")
         token = _token_of(params) if isinstance(params, dict) else None
         call.task = asyncio.ensure_future(self._run(call, ident, work, token))
+        call.task.add_done_callback(lambda _: _ended(call))  # (cancelled before it began too)
         return call
 
     async def notify(self, session: _Session, message: dict[str, Any]) -> None:
@@ -216,8 +225,15 @@ class VirtualServer:
         params = message.get("params")
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
             call = session.calls.get(orjson.dumps(params.get("requestId")))
-            if call is not None and call.task is not None:
-                call.task.cancel()
+            if call is None or call.task is None:
+                return
+            if call.upstream is not None and not call.upstream[0].modern:  # (2026-07-28: the close is it)
+                client, ident = call.upstream
+                reason = params.get("reason")
+                told = {"requestId": ident, **({"reason": reason} if isinstance(reason, str) else {})}
+                with contextlib.suppress(Exception):  # best effort: the call ends here either way
+                    await client.notify("notifications/cancelled", told)
+            call.task.cancel()
 
     async def answered(self, session: _Session, message: dict[str, Any]) -> bool:
         waiter = session.asks.pop(str(message.get("id")), None)
@@ -281,10 +297,6 @@ class VirtualServer:
         try:
             result = await work(progress)
             answer = _answer(ident, result=result)
-        except asyncio.CancelledError:
-            call.session.calls.pop(call.key, None)
-            call.inbox.close()
-            raise
         except RPCError as refused:  # the member's own error, as it came
             answer = _answer(ident, error=refused.error)
         except BadCursor as bad:
@@ -295,7 +307,6 @@ class VirtualServer:
             answer = _answer(
                 ident, error=_error(INTERNAL_ERROR, _public(str(failed)) or type(failed).__name__)
             )
-        call.session.calls.pop(call.key, None)
         if not call.inbox.put(answer):
             call.inbox.close(
                 _answer(
@@ -381,11 +392,16 @@ class VirtualServer:
         return ask
 
     def _heard(self, session: _Session, member: Member, message: dict[str, Any]) -> None:
+        """A member's notification: one that came with a call (a log of it) down that call's
+        stream, the others (list changes, resource updates, logs) down the listening stream."""
         method = message.get("method")
-        if not isinstance(method, str) or session.listen is None:
+        if not isinstance(method, str) or not (method.endswith("/list_changed") or method in FORWARDED):
             return
-        passed = method.endswith("/list_changed") or method in FORWARDED
-        if passed and not session.listen.put(orjson.dumps({k: v for k, v in message.items() if k != "id"})):
+        data = orjson.dumps({key: value for key, value in message.items() if key != "id"})
+        call = _CALL.get()
+        if call is not None and call.session is session and call.inbox.put(data):
+            return
+        if session.listen is not None and not session.listen.put(data):
             session.listen.close()  # a listener that fell behind: it may open another
             session.listen = None
 
@@ -481,7 +497,7 @@ class VirtualServer:
         client = await self._client(session, member)
         on_progress = progress if _token_of(params) is not None else None
         params = {k: v for k, v in params.items() if k != "_meta"} | _meta_without_token(params)
-        return await client.request(method, params, on_progress=on_progress)
+        return await client.request(method, params, on_progress=on_progress, on_sent=_sent_to(client))
 
     async def _member_of(self, session: _Session, shown: Any, method: str) -> tuple[Member, str]:
         if not isinstance(shown, str):
@@ -526,7 +542,8 @@ class VirtualServer:
             raise _Refusal(_error(INVALID_PARAMS, f"{method}: no uri"))
         known = self._uris.get(uri)
         if known is not None:
-            return await (await self._client(session, self._by_name[known])).request(method, params)
+            client = await self._client(session, self._by_name[known])
+            return await client.request(method, params, on_sent=_sent_to(client))
         if method != "resources/read":
             raise _Refusal(_error(INVALID_PARAMS, f"{method}: no member listed {uri!r}"))
         failure: Exception | None = None
@@ -564,6 +581,18 @@ _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+|\b[\w.-]+:\d{1,5}\b", re.IGNOREC
 def _public(text: str) -> str:
     """An error's text as a client may read it: where the members are is the operator's."""
     return _ADDRESS.sub("(a member's address)", text)
+
+
+def _sent_to(client: Client) -> Callable[[Any], None] | None:
+    """Where the running call notes its member's id (what a cancellation names)."""
+    call = _CALL.get()
+    return call.sent(client) if call is not None else None
+
+
+def _ended(call: _Call) -> None:
+    if call.session.calls.get(call.key) is call:
+        del call.session.calls[call.key]
+    call.inbox.close()
 
 
 def _table(value: Any) -> dict[str, Any]:

@@ -1,0 +1,228 @@
+"""A `VirtualServer` in the process, reached as the gateway reaches it (`LocalTransport`),
+over two real members: the reference server with the conformance suite's tools, prompts,
+resources and completions (HTTP), and the scripted stdio server (its tools in pages of two,
+one name too long to show, a resource, list changes). Driven by the package's `Client` and
+by raw requests where the exact answer matters (cursors, ids)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ssewire.mcp.client import Client, RPCError
+from ssewire.mcp.local import LocalTransport
+from ssewire.mcp.stdio import StdioHost, StdioTransport
+from ssewire.mcp.transport.serving import running
+from ssewire.mcp.virtual import Member, VirtualServer
+from tests.support.resets import reference_server
+from tests.support.stdio_scripted import LONG, TOOLS
+
+ROOT = str(Path(__file__).resolve().parents[3])
+URL = "http://virtual.invalid/mcp"
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, 60))
+
+
+@contextlib.asynccontextmanager
+async def virtual(ref: str, **options: Any) -> AsyncIterator[tuple[VirtualServer, httpx.AsyncClient]]:
+    host = StdioHost(
+        [sys.executable, "-m", "tests.support.stdio_scripted"],
+        cwd=ROOT,
+        env=["PYTHONPATH"],
+        environ={**os.environ, "PYTHONPATH": ROOT},
+    )
+    timeout = httpx.Timeout(30, read=None)
+    members = [
+        Member("ref", ref, httpx.AsyncClient(timeout=timeout), profile="2025-11-25"),
+        Member(
+            "s", URL, httpx.AsyncClient(transport=StdioTransport(host), timeout=timeout), profile="2025-11-25"
+        ),
+    ]
+    server = VirtualServer(members, name="t", **options)
+    http = httpx.AsyncClient(transport=LocalTransport(server, keepalive=1.0), timeout=timeout)
+    try:
+        yield server, http
+    finally:
+        await http.aclose()
+
+
+def client(http: httpx.AsyncClient, **options: Any) -> Client:
+    return Client(URL, http=http, profile="2025-11-25", timeout=30, **options)
+
+
+@pytest.fixture(scope="module")
+def ref_app():
+    return reference_server(conformance=True)
+
+
+@pytest.fixture(scope="module")
+def ref(ref_app):
+    with running(ref_app) as root:
+        yield root + "/mcp"
+
+
+async def sse_messages(response: httpx.Response) -> list[dict[str, Any]]:
+    body = (await response.aread()).decode()
+    return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
+
+
+def test_one_listing_holds_every_members_page_and_its_cursor_the_members_with_more(ref):
+    async def scenario() -> None:
+        async with virtual(ref) as (_, http), client(http, listen=False) as c:
+            headers = {**HEADERS, "mcp-session-id": c.session, "mcp-protocol-version": "2025-11-25"}
+            pages: list[list[str]] = []
+            cursor = None
+            for n in range(10):
+                params = {"cursor": cursor} if cursor else {}
+                answer = await http.post(
+                    URL,
+                    json={"jsonrpc": "2.0", "id": 100 + n, "method": "tools/list", "params": params},
+                    headers=headers,
+                )
+                (message,) = await sse_messages(answer)
+                assert message["id"] == 100 + n
+                pages.append([tool["name"] for tool in message["result"]["tools"]])
+                cursor = message["result"].get("nextCursor")
+                if cursor is None:
+                    break
+            assert any(name.startswith("ref__") for name in pages[0]) and "s__seen" in pages[0]
+            assert all(
+                not name.startswith("ref__") for page in pages[1:] for name in page
+            )  # ref has one page
+            assert len(pages) == 3  # the scripted member's three pages of two
+            listed = [name for page in pages for name in page]
+            assert len(listed) == len(set(listed)) and sum(n.startswith("s__") for n in listed) == len(TOOLS)
+            bad = await http.post(
+                URL,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "nope"}},
+                headers=headers,
+            )
+            (refused,) = await sse_messages(bad)
+            assert refused["error"]["code"] == -32602
+            assert [t["name"] for t in await c.list_tools()] == listed  # the client follows the cursors
+
+    run(scenario())
+
+
+def test_a_name_too_long_to_show_is_shortened_and_reaches_its_member_under_its_own(ref):
+    async def scenario() -> None:
+        async with virtual(ref) as (server, http):
+            async with client(http, listen=False) as c:
+                shown = [t["name"] for t in await c.list_tools() if t["name"].startswith("s__a_tool")]
+            assert len(shown) == 1 and len(shown[0]) == 64 and shown[0] != f"s__{LONG}"
+            server.names = type(server.names)({"ref": "ref", "s": "s"})  # a replica that never listed it
+            async with client(http, listen=False) as c:
+                assert (await c.call_tool(shown[0]))["content"][0]["text"] == "long one"
+                seen = json.loads((await c.call_tool("s__seen"))["content"][0]["text"])
+            called = [m["params"]["name"] for m in seen if m["method"] == "tools/call"]
+            assert LONG in called  # its own name reached the member
+
+    run(scenario())
+
+
+def test_prompts_completions_and_resources_reach_the_member_that_has_them(ref):
+    async def scenario() -> None:
+        async with virtual(ref) as (_, http), client(http, listen=False) as c:
+            prompts = (await c.request("prompts/list"))["prompts"]
+            assert prompts and all(p["name"].startswith("ref__") for p in prompts)  # the other has none
+            name = next(p["name"] for p in prompts if not p.get("arguments"))
+            got = await c.request("prompts/get", {"name": name})
+            assert got["messages"]
+            resources = (await c.request("resources/list"))["resources"]
+            uris = {r["uri"] for r in resources}
+            assert "scripted://note" in uris and len(uris) > 1
+            note = await c.request("resources/read", {"uri": "scripted://note"})
+            assert note["contents"][0]["text"] == "a note"
+            other = next(uri for uri in uris if uri != "scripted://note")
+            assert (await c.request("resources/read", {"uri": other}))["contents"]
+            with pytest.raises(RPCError) as unknown:
+                await c.request("resources/subscribe", {"uri": "nowhere://x"})
+            assert unknown.value.code == -32602
+            with pytest.raises(RPCError) as refused:
+                await c.request("nothing/here")
+            assert refused.value.code == -32601
+
+    run(scenario())
+
+
+def test_list_changes_come_down_the_listening_stream_and_a_calls_logs_down_its_own(ref):
+    async def scenario() -> None:
+        heard: list[dict[str, Any]] = []
+        async with virtual(ref) as (server, http), client(http, on_notification=heard.append) as c:
+            await c.call_tool("s__seen")  # the member's session open, its listening stream too
+            host = server.members[1].http._transport.host  # type: ignore[attr-defined]
+            await until(lambda: all(s.listen is not None for s in host.sessions.values()))
+            await until(lambda: all(s.listen is not None for s in server.sessions.values()))
+            assert (await c.call_tool("s__announce", {"uri": "scripted://note"}))["content"][0][
+                "text"
+            ] == "announced"
+            await until(lambda: len(heard) >= 1)
+            await c.call_tool("ref__test_tool_with_logging")
+            await until(lambda: len(heard) >= 4)
+        # the stdio host passes list changes on (its log and an update of an unsubscribed resource
+        # name no session); the call's three logs came with it
+        assert [n["method"] for n in heard] == ["notifications/tools/list_changed"] + [
+            "notifications/message"
+        ] * 3
+
+    run(scenario())
+
+
+def test_a_members_expired_session_is_opened_again_without_the_client_seeing_it(ref, ref_app):
+    async def scenario() -> None:
+        async with virtual(ref) as (server, http), client(http, listen=False) as c:
+            first = await c.call_tool("ref__test_simple_text")
+            (session,) = server.sessions.values()
+            before = session.clients["ref"].session
+            ref_app.sessions.pop(before)  # the member lets the session go (it expired there)
+            again = await c.call_tool("ref__test_simple_text")
+            assert again == first and session.clients["ref"].session not in (None, before)
+
+    run(scenario())
+
+
+def test_cancelling_a_call_cancels_it_at_its_member_and_ends_nothing_else(ref):
+    async def scenario() -> None:
+        async with virtual(ref) as (server, http), client(http, listen=False) as c:
+            headers = {**HEADERS, "mcp-session-id": c.session, "mcp-protocol-version": "2025-11-25"}
+            call = {"jsonrpc": "2.0", "id": "x", "method": "tools/call", "params": {"name": "s__hang"}}
+
+            async def member_saw(method: str) -> list[dict[str, Any]]:
+                for _ in range(100):
+                    seen = json.loads((await c.call_tool("s__seen"))["content"][0]["text"])
+                    found = [m for m in seen if m["method"] == method]
+                    if found:
+                        return found
+                    await asyncio.sleep(0.05)
+                raise AssertionError(f"the member never saw {method}")
+
+            async with http.stream("POST", URL, json=call, headers=headers):
+                (sent,) = [m for m in await member_saw("tools/call") if m["params"]["name"] == "hang"]
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "x"}}
+                assert (await http.post(URL, json=cancel, headers=headers)).status_code == 202
+                (cancelled,) = await member_saw("notifications/cancelled")
+                await until(lambda: not next(iter(server.sessions.values())).calls)
+            assert cancelled["params"]["requestId"] == sent["id"]  # the member's own id for it
+            assert (await c.call_tool("s__progress", {"count": 1}))["content"][0]["text"] == "done"
+
+    run(scenario())
+
+
+async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "not within the deadline"
+        await asyncio.sleep(0.02)
