@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -145,3 +146,55 @@ def test_the_gateway_keeps_the_listen_checks_of_the_typescript_server() -> None:
     assert LISTEN_CHECKS.issubset(passed(direct)), direct.failures  # the bar holds the listen checks
     lost = passed(direct) - passed(behind)
     assert not lost, {c["id"]: c.get("errorMessage") for c in behind.checks if c["id"] in lost}
+
+
+@contextlib.contextmanager
+def virtual_of_one(url: str) -> Iterator[str]:
+    """The gateway with a virtual server of one member (``url``) shown without a prefix, its
+    2026-07-28 clients through the bridge, as ``ssewire gateway --config`` makes it."""
+    import httpx
+
+    from ssewire.mcp.bridge import Bridge
+    from ssewire.mcp.gateway import Gateway
+    from ssewire.mcp.gateway.bridged import Bridged
+    from ssewire.mcp.local import LocalTransport
+    from ssewire.mcp.transport.http import new_client
+    from ssewire.mcp.virtual import Member, VirtualServer
+
+    timeout = httpx.Timeout(60, read=None)
+    server = VirtualServer([Member("one", url, new_client(timeout=timeout), prefix="")], name="one")
+    http = httpx.AsyncClient(transport=LocalTransport(server, keepalive=1.0), timeout=timeout)
+    local = "http://virtual.invalid/mcp"
+    app = Bridged(Gateway(local, http=http), Bridge(local, upstream_revision="2025-11-25", http=http))
+    with running(app) as root:
+        yield root + "/mcp"
+
+
+@contextlib.contextmanager
+def plain_route(url: str) -> Iterator[str]:
+    """A plain route of the same shape: the member's upstream served as 2025-11-25, its
+    2026-07-28 clients through the bridge (``revision = "2025-11-25"`` in the routes file)."""
+    from ssewire.mcp.bridge import Bridge
+    from ssewire.mcp.gateway import Gateway
+    from ssewire.mcp.gateway.bridged import Bridged
+
+    with running(Bridged(Gateway(url), Bridge(url, upstream_revision="2025-11-25"))) as root:
+        yield root + "/mcp"
+
+
+@pytest.mark.parametrize("revision", conformance.REVISIONS)
+def test_a_virtual_server_of_one_member_passes_what_a_plain_route_to_it_passes(revision: str) -> None:
+    """Its member shown without a prefix, a virtual server is the route in front of it: every
+    scenario that passes through a plain route of the same shape passes through it."""
+    with reference() as url, plain_route(url) as served:
+        plain = conformance.run_server(served, revision)
+    with reference() as url, virtual_of_one(url) as served:
+        behind = conformance.run_server(served, revision)
+    VERDICTS[("ssewire gateway (virtual) -> ssewire serve --conformance", "server", revision)] = behind
+    lost = {
+        name: behind[name].failures or ["no check ran"]
+        for name in plain
+        if plain[name].passed and not behind[name].passed
+    }
+    assert lost == {}, json.dumps(lost, indent=1)
+    assert sum(verdict.passed for verdict in plain.values()) > len(plain) // 2  # the bar is not empty

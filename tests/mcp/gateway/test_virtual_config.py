@@ -193,9 +193,6 @@ def test_the_source_is_the_same_for_the_same_file_and_changes_with_a_members_tab
             ["servers.all.members.x.headers_env"],
             id="headers_env-on-a-stdio-member",
         ),
-        pytest.param(
-            member(f'upstream = "{URL}"\nprefix = ""\n'), ["servers.all.members.x.prefix"], id="empty-prefix"
-        ),
         pytest.param(member(f'upstream = "{URL}"\n', name="X"), ["servers.all.members.X"], id="member-name"),
         pytest.param(
             member(f'upstream = "{URL}"\n', name="a")
@@ -265,3 +262,14 @@ def test_a_members_env_naming_an_unset_variable_is_refused_naming_it_and_no_valu
     assert "FILES_ROOT" not in message, message  # the one that is set is not the one named
     for value in environ.values():
         assert value not in message, message
+
+
+def test_one_member_may_have_no_prefix_and_two_may_not(tmp_path):
+    path = tmp_path / "routes.toml"
+    head = '[servers.all]\n[servers.all.members.a]\nupstream = "http://127.0.0.1:1/mcp"\nprefix = ""\n'
+    path.write_text(head + '[servers.all.members.b]\nupstream = "http://127.0.0.1:2/mcp"\n')
+    (route,) = load(path, {})
+    assert [(m.name, m.prefix) for m in route.members] == [("a", ""), ("b", "b")]
+    path.write_text(head + '[servers.all.members.b]\nupstream = "http://127.0.0.1:2/mcp"\nprefix = ""\n')
+    with pytest.raises(InputError, match="one prefix"):
+        load(path, {})

@@ -92,7 +92,7 @@ def test_a_prefix_holding_the_separator_is_refused():
     Names({"m": "a.b"})  # the same prefix under another separator is one
 
 
-@pytest.mark.parametrize("prefix", ["", "a b", "a/b", "a:b", "é"])
+@pytest.mark.parametrize("prefix", ["a b", "a/b", "a:b", "é"])
 def test_a_prefix_outside_the_tool_name_characters_is_refused(prefix):
     with pytest.raises(NamesRefused, match="a prefix is") as refused:
         Names({"m": prefix})
@@ -239,3 +239,16 @@ def test_a_cursor_reads_back_to_each_members_cursor():
 def test_a_cursor_this_server_did_not_give_is_refused(text):
     with pytest.raises(BadCursor):
         read_cursor(text, 2)
+
+
+def test_a_member_without_a_prefix_shows_its_names_as_they_are_unless_they_read_as_anothers():
+    names = Names({"plain": "", "s": "s"})
+    assert names.shown("plain", "echo") == "echo" and names.of("echo") == ("plain", "echo")
+    assert names.of("s__echo") == ("s", "echo")  # the prefixed member's reading wins
+    assert names.shown("plain", "s__echo") is None  # so the plain one's is not shown
+    assert names.shown("plain", "x__y") == "x__y" and names.of("x__y") == ("plain", "x__y")
+    long = "n" * 80
+    short = names.shown("plain", long)
+    assert short is not None and len(short) == 64 and names.of(short) == ("plain", long)
+    assert Names({"only": ""}).of("anything") == ("only", "anything")
+    assert Names({"s": "s"}).of("echo") is None  # without a member of no prefix: no one's

@@ -183,7 +183,10 @@ def _virtual(name: str, table: dict[str, Any], environ: Mapping[str, str]) -> Ro
         part = _route(
             member, {key: value for key, value in inner.items() if key != "prefix"}, environ, where=at
         )
-        part.prefix = _text(inner, at, "prefix") or member
+        prefix = inner.get("prefix", member)
+        if not isinstance(prefix, str):
+            raise InputError(f'{at}.prefix: a string ("": its names as they are)')
+        part.prefix = prefix
         route.members.append(part)
     try:
         Names(

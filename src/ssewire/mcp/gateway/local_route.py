@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from ..local import LocalTransport
+from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..server.asgi import lifespan
 from ..stdio import StdioHost, StdioTransport
 from ..transport.http import new_client
@@ -72,7 +73,7 @@ def virtual_client(route: Any, *, timeout: float, keepalive: float) -> httpx.Asy
                 part.upstream,
                 http,
                 prefix=part.prefix,
-                profile=part.revision,
+                profile=part.revision or NEWEST_WITH_SESSIONS.name,  # (the virtual server's own)
                 tools=part.tools,
                 timeout=part.timeout or timeout,
                 max_message_size=limit,

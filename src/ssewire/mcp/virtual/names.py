@@ -8,6 +8,9 @@ names over 64 characters) is shortened to its first characters and a digest of t
 never two for one; what it stands for is remembered when a listing shows it (a call under a
 shortened name no listing showed here makes the server list that member first).
 
+A member may have no prefix (one at most): its names are shown as they are, and one that
+would read as another member's is not shown (that member's reading wins).
+
 A merged listing holds every member's page at once (a client that never follows a cursor
 still sees every member); its cursor holds the cursor of each member that has more.
 """
@@ -47,8 +50,9 @@ class Names:
             raise NamesRefused("separator", "a separator is one or more of A-Z a-z 0-9 _ . -")
         for member, prefix in prefixes.items():
             # the first separator of a shown name must end its prefix: none inside it, and
-            # none that begins in its last characters ("a_" + "__")
-            if not NAME.fullmatch(prefix) or (prefix + separator).find(separator) != len(prefix):
+            # none that begins in its last characters ("a_" + "__"); "" (one member's at most):
+            # its names as they are
+            if prefix and (not NAME.fullmatch(prefix) or (prefix + separator).find(separator) != len(prefix)):
                 text = (
                     f"a prefix is letters, digits, _ . - and neither holds nor ends in part of {separator!r}"
                 )
@@ -64,9 +68,13 @@ class Names:
         self._members = {prefix: member for member, prefix in prefixes.items()}
         self._shortened: dict[str, tuple[str, str]] = {}
 
-    def shown(self, member: str, name: str) -> str:
-        """How ``member``'s ``name`` is shown."""
-        whole = f"{self.prefixes[member]}{self.separator}{name}"
+    def shown(self, member: str, name: str) -> str | None:
+        """How ``member``'s ``name`` is shown; None for a name of the member without a prefix
+        that reads as another member's (that member's reading wins: it is listed once)."""
+        prefix = self.prefixes[member]
+        if not prefix and self._prefixed(name) is not None:
+            return None
+        whole = f"{prefix}{self.separator}{name}" if prefix else name
         if len(whole) <= self.max_length:
             return whole
         digest = hashlib.sha256(whole.encode()).hexdigest()[:DIGEST]
@@ -82,8 +90,14 @@ class Names:
         shortened name not yet seen in a listing reads as a plain one: see `unseen`."""
         if shown in self._shortened:
             return self._shortened[shown]
+        found = self._prefixed(shown)
+        if found is None and "" in self._members and shown:
+            return self._members[""], shown  # the member shown without a prefix
+        return found
+
+    def _prefixed(self, shown: str) -> tuple[str, str] | None:
         prefix, separator, name = shown.partition(self.separator)
-        member = self._members.get(prefix)
+        member = self._members.get(prefix) if prefix else None
         return (member, name) if separator and member is not None and name else None
 
     def unseen(self, shown: str) -> bool:

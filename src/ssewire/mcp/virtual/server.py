@@ -75,8 +75,11 @@ class Member:
     name: str
     url: str
     http: httpx.AsyncClient
-    prefix: str = ""
-    profile: str | None = None  # the revision to speak (None: the newest the member answers)
+    prefix: str | None = None  # its names' prefix (None: its name; "": its names as they are)
+    # the revision to speak: 2025-11-25 by default, the one the virtual server speaks (a member
+    # of 2026-07-28 alone says so: its requests to the client come as input-required results,
+    # and it has no resources/subscribe); None: the newest the member answers
+    profile: str | None = NEWEST_WITH_SESSIONS.name
     tools: ToolPolicy | None = None  # which of its tools it offers, by its own names
     timeout: float = 300.0
     idle_timeout: float = 30.0
@@ -84,7 +87,8 @@ class Member:
     reissue: ReissuePolicy | None = SAFE_TOOLS
 
     def __post_init__(self) -> None:
-        self.prefix = self.prefix or self.name
+        if self.prefix is None:
+            self.prefix = self.name
 
 
 class MemberDown(Exception):
@@ -152,7 +156,7 @@ class VirtualServer:
         self.members = list(members)
         self._by_name = {member.name: member for member in self.members}
         self.names = Names(
-            {m.name: m.prefix for m in self.members}, separator=separator, max_length=max_name_length
+            {m.name: m.prefix or "" for m in self.members}, separator=separator, max_length=max_name_length
         )
         self.name, self.max_sessions, self.budget = name, max_sessions, budget
         self.sessions: dict[str, _Session] = {}
@@ -467,7 +471,17 @@ class VirtualServer:
                 key == "tools" and member.tools is not None and not member.tools.permits(name)
             ):
                 return None
-            return {**item, "name": self.names.shown(member.name, name)}
+            shown = self.names.shown(member.name, name)
+            if shown is None:
+                log.warning(
+                    "virtual server %s: %s %r of member %s reads as another member's: not listed",
+                    self.name,
+                    key[:-1],
+                    name,
+                    member.name,
+                )
+                return None
+            return {**item, "name": shown}
         uri = item.get("uri") or item.get("uriTemplate")
         if isinstance(uri, str) and (uri in self._uris or len(self._uris) < MAX_URIS):
             self._uris.setdefault(uri, member.name)  # (the first member to list a URI keeps it)
