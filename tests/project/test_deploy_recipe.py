@@ -47,7 +47,7 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("deploy_recipe")
 PAGE = ROOT / "docs" / "deploy.md"
 HOST = "mcp.example.com"  # the recipe's public name (--allow-host, server_name)
 ROUTE = "/servers/main/mcp"  # the route of the recipe's gateway.toml
-PORTS = ("8080", "8081", "8082", "6379", "9000")  # nginx, the replicas, Redis, the upstream
+PORTS = ("8080", "8081", "8082", "6379", "9000", "9001")  # nginx, the replicas, Redis, the upstreams
 DRAIN = 30.0  # the recipe's --drain
 SSEWIRE = str(pathlib.Path(sys.executable).with_name("ssewire"))  # the script pip installed
 
@@ -191,10 +191,12 @@ def deployment(tmp_path_factory) -> Iterator[Deployment]:
             argv[int(words[words.index("--port") + 1])] = [SSEWIRE, *words[1:]]
         assert sorted(argv) == sorted([ports["8081"], ports["8082"]]), argv
         upstream = [SSEWIRE, "serve", "--port", str(ports["9000"]), "--keepalive", "1"]
+        search = [SSEWIRE, "serve", "--port", str(ports["9001"]), "--keepalive", "1"]
         run = Deployment(folder, ports, argv, tokens)
         with (
             run.logs,
             listening(upstream, ports["9000"], name="the upstream (ssewire serve)"),
+            listening(search, ports["9001"], name="the search upstream (ssewire serve)"),
             run.replica(ports["8081"]),
             run.replica(ports["8082"]),
             nginx(folder, ported(block("nginx.conf"), ports), ports["8080"]),
@@ -224,18 +226,18 @@ def _http(run: Deployment) -> httpx.AsyncClient:
     return httpx.AsyncClient(headers=run.headers(), timeout=httpx.Timeout(30, read=None))
 
 
-async def _echo(run: Deployment, text: str) -> str:
+async def _echo(run: Deployment, text: str, tool: str = "echo") -> str:
     async with _http(run) as http:
         client = await _connected(run, http)
         try:
-            result = await client.call_tool("echo", {"text": text})
+            result = await client.call_tool(tool, {"text": text})
         finally:
             await client.close()
     return str(result["content"][0]["text"])
 
 
-def call(run: Deployment, text: str) -> str:
-    return asyncio.run(_echo(run, text))
+def call(run: Deployment, text: str, tool: str = "echo") -> str:
+    return asyncio.run(_echo(run, text, tool))
 
 
 async def _in_flight(run: Deployment, progress: list[float], stopping: threading.Event) -> dict[str, Any]:
@@ -264,6 +266,10 @@ def test_a_call_with_a_token_of_the_recipe_is_served_through_nginx(deployment):
     assert httpx.post(deployment.url, json=INITIALIZE, headers=bob, timeout=10).status_code == 200
 
 
+def test_the_virtual_servers_other_member_is_served_under_its_prefix(deployment):
+    assert call(deployment, "searched", "search__echo") == "searched"
+
+
 def test_without_a_token_the_request_is_refused_401(deployment):
     answer = httpx.post(
         deployment.url,
@@ -280,7 +286,7 @@ def test_without_a_token_the_request_is_refused_401(deployment):
 def test_readiness_through_nginx_and_at_each_replica(deployment):
     base = f"http://127.0.0.1:{deployment.ports['8080']}"
     answer = httpx.get(f"{base}/readyz", headers={"Host": HOST}, timeout=10)
-    assert (answer.status_code, answer.json()) == (200, {"status": "ready"})
+    assert (answer.status_code, answer.json()) == (200, {"status": "ready", "generation": 1})
     assert httpx.get(f"{base}/healthz", headers={"Host": HOST}, timeout=10).json() == {"status": "ok"}
     assert [ready(deployment.ports[port]) for port in ("8081", "8082")] == [200, 200]
 

@@ -371,6 +371,7 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
         from ..mcp.gateway.local_route import label
 
         app.upstream_label = label(route)
+        app.hand_over = False  # its upstream is this process's: its calls finish here as it drains
     if route.revision is not None:  # the route's tool policy and principals on the bridge too
         app = _bridged(
             app,

@@ -161,6 +161,10 @@ class Gateway(Lifecycle):
         self.timeout, self.idle_timeout, self.retry_ms = timeout, idle_timeout, retry_ms
         self.write_timeout = write_timeout
         self.max_sessions, self.session_ttl, self.replica = max_sessions, session_ttl, replica
+        # a replica hands its calls over to the others as it stops; not one whose upstream is
+        # in its own process (a stdio or a virtual server: no other replica can take a call
+        # up there), whose calls finish within the drain deadline as one process's do
+        self.hand_over = replica
         self.extra = caller_headers(headers)
         if http is not None and self.extra:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
@@ -265,7 +269,7 @@ class Gateway(Lifecycle):
         relays = list(self.relays.values())
         for sid in self.relays:
             self.relays.pop(sid)
-        if self.replica:
+        if self.replica and self.hand_over:
             await asyncio.gather(*(self._hand_over(relay) for relay in relays))
         else:
             for relay in relays:

@@ -38,7 +38,7 @@ class Lifecycle(Writer):
         self.telemetry.notice(
             "drain", f"draining: {busy} calls in flight, {seconds:g} s to finish or hand them over"
         )
-        if self.replica:
+        if self.replica and self.hand_over:
             relays = list(self.relays.values())
             for relay in relays:
                 self.relays.pop(relay.record.ident)

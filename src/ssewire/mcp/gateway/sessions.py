@@ -60,6 +60,7 @@ class Sessions:
     max_sessions: int
     session_ttl: float
     replica: bool
+    hand_over: bool
     extra: dict[str, str]
     tools: ToolPolicy | None
     reissue: ReissuePolicy | None
