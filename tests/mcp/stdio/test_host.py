@@ -333,3 +333,23 @@ def test_closing_the_transport_stops_the_process():
     pid = run(scenario())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_past_its_sessions_the_host_lets_the_idlest_go_and_refuses_when_all_are_busy():
+    """A gateway's replicas never end the upstream sessions they hand each other: the host
+    makes room itself, never at the cost of a session with a call in flight."""
+
+    async def scenario() -> None:
+        async with served(SCRIPTED, max_sessions=2) as (host, http):
+            first, second = await opened(http), await opened(http)
+            async with http.stream("POST", URL, json=hang(1), headers=second):
+                third = await opened(http)  # room made: the first, idle, goes
+                gone = await http.post(URL, json=hang(2), headers=first)
+                assert gone.status_code == 404
+                async with http.stream("POST", URL, json=hang(3), headers=third):
+                    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+                    full = await http.post(URL, json=body, headers=HEADERS)
+                    assert full.status_code == 503 and "too many sessions" in full.text
+            assert len(host.sessions) == 2
+
+    run(scenario())

@@ -19,6 +19,7 @@ Streams carry keep-alive comments every ``keepalive`` seconds, so a long call ne
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
@@ -85,6 +86,15 @@ class LocalServer(Protocol):
     async def aclose(self) -> None: ...
 
 
+def idlest(sessions: Mapping[str, Any]) -> Any:
+    """The session to let go for a new one: the one least recently used of those with no
+    call in flight and no listening stream open (None: every one is busy). A gateway's
+    replicas never end the upstream sessions they hand each other, so a local server makes
+    room itself."""
+    idle = [s for s in sessions.values() if not s.calls and (s.listen is None or s.listen.closed)]
+    return min(idle, key=lambda session: session.used, default=None)
+
+
 class LocalTransport(httpx.AsyncBaseTransport):
     """Streamable HTTP onto ``server``; closing the transport closes the server."""
 
@@ -94,6 +104,8 @@ class LocalTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         sid = request.headers.get(SESSION_ID)
         session = self.server.sessions.get(sid) if sid is not None else None
+        if session is not None:
+            session.used = time.monotonic()
         if request.method == "POST":
             return await self._post(request, sid, session)
         if request.method == "GET":

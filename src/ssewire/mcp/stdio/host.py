@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from ..local.inbox import Inbox
-from ..local.transport import LocalUnavailable
+from ..local.transport import LocalUnavailable, idlest
 from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.handshake import INITIALIZE, INITIALIZED, client_info
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
@@ -64,6 +64,7 @@ class Session:
         self.calls: dict[bytes, Call] = {}  # by the session's own request id (as JSON)
         self.listen: Inbox | None = None
         self.subscriptions: set[str] = set()
+        self.used = time.monotonic()  # its last request (the idlest goes first when room is needed)
 
 
 class Call:
@@ -356,7 +357,10 @@ class StdioHost:
         initialized once, by the host)."""
         server = await self.ready()
         if len(self.sessions) >= self.max_sessions:
-            raise StdioUnavailable("too many sessions on this stdio server", 1.0)
+            idle = idlest(self.sessions)
+            if idle is None:
+                raise StdioUnavailable("too many sessions on this stdio server", 1.0)
+            await self.close_session(idle)
         session = Session(secrets.token_urlsafe(24))
         self.sessions[session.sid] = session
         return session.sid, server

@@ -31,6 +31,7 @@ import itertools
 import logging
 import re
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ import orjson
 from ..._secrets import scrub_urls
 from ..client import Client, RPCError
 from ..local.inbox import Inbox
-from ..local.transport import LocalUnavailable
+from ..local.transport import LocalUnavailable, idlest
 from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
@@ -106,6 +107,7 @@ class _Session:
     calls: dict[bytes, _Call] = field(default_factory=dict)
     asks: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     listen: Inbox | None = None
+    used: float = field(default_factory=time.monotonic)  # its last request
 
 
 @dataclass(eq=False)
@@ -182,7 +184,10 @@ class VirtualServer:
 
     async def initialize(self, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if len(self.sessions) >= self.max_sessions:
-            raise LocalUnavailable("too many sessions on this virtual server", 1.0)
+            idle = idlest(self.sessions)
+            if idle is None:
+                raise LocalUnavailable("too many sessions on this virtual server", 1.0)
+            await self.close_session(idle)
         params = _table(message.get("params"))
         capabilities, info = _table(params.get("capabilities")), _table(params.get("clientInfo"))
         session = _Session(secrets.token_urlsafe(24), capabilities, info, self.budget)
