@@ -47,6 +47,7 @@ from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
+from ..protocol.wire import JSON
 from ..server.tools import ToolPolicy
 from .names import BadCursor, Names, cursor, read_cursor
 
@@ -172,9 +173,7 @@ class VirtualServer:
 
         async def answers(member: Member) -> bool:
             try:
-                async with member.http.stream(
-                    "GET", member.url, headers={"accept": "application/json"}, timeout=2.0
-                ):
+                async with member.http.stream("GET", member.url, headers={"accept": JSON}, timeout=2.0):
                     return True
             except (httpx.HTTPError, OSError):
                 return False
