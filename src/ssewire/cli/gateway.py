@@ -333,19 +333,9 @@ def _route_app(route: Any, args: argparse.Namespace) -> Any:
     timeout = route.timeout or args.timeout
     http = None
     if route.command is not None or route.members is not None:  # an upstream served in the process
-        from ..mcp.gateway.local_route import stdio_client, virtual_client
+        from ..mcp.gateway.local_route import local_client
 
-        if route.members is not None:
-            http = virtual_client(route, timeout=timeout, keepalive=keepalive)
-        else:
-            http = stdio_client(
-                route.command,
-                env=route.env,
-                cwd=route.cwd,
-                max_message_size=size,
-                timeout=timeout,
-                keepalive=keepalive,
-            )
+        http = local_client(route, max_message_size=size, timeout=timeout, keepalive=keepalive)
         shared["http"] = http
     app: Any = Gateway(
         route.upstream,

@@ -20,6 +20,7 @@ import pytest
 
 from ssewire.mcp.client import Client, RPCError, StreamBroken
 from ssewire.mcp.stdio import StdioHost, StdioTransport
+from tests.support.mcp_helpers import INITIALIZE
 
 ROOT = str(Path(__file__).resolve().parents[3])
 SDK = [sys.executable, "-m", "tests.support.stdio_server"]
@@ -156,16 +157,7 @@ def test_a_resource_is_subscribed_in_the_process_once_and_let_go_with_its_last_s
 
 
 async def opened(http: httpx.AsyncClient) -> dict[str, str]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
+    body = INITIALIZE
     answer = await http.post(URL, json=body, headers=HEADERS)
     assert answer.status_code == 200, answer.text
     return {**HEADERS, "mcp-session-id": answer.headers["mcp-session-id"]}

@@ -295,9 +295,17 @@ def test_stop_closes_stdin_and_a_child_that_exits_on_eof_stops_with_its_code_wit
     assert took < 2.5, took  # no grace waited out
 
 
-def test_stop_sends_sigterm_to_a_child_that_ignores_stdin_eof():
-    body = """
-out(b"ready\\n")
+@pytest.mark.parametrize(
+    ("ignores", "code", "graces"),
+    [
+        ("", -15, 1),  # SIGTERM, after the grace that follows closing stdin
+        ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n", -9, 2),  # SIGKILL, one grace later
+    ],
+    ids=["ignores-eof", "ignores-eof-and-sigterm"],
+)
+def test_stop_escalates_to_sigterm_then_sigkill_for_a_child_that_does_not_exit(ignores, code, graces):
+    body = f"""
+{ignores}out(b"ready\\n")  # (its handler is in place)
 while True:
     time.sleep(0.05)
 """
@@ -306,32 +314,12 @@ while True:
         async with started(body) as child:
             assert await anext(child.lines()) == b"ready"
             began = time.monotonic()
-            code = await child.stop(grace=0.2)
-            return code, time.monotonic() - began
+            said = await child.stop(grace=0.2)
+            return said, time.monotonic() - began
 
-    code, took = run(stopped())
-    assert code == -15  # SIGTERM
-    assert 0.19 <= took < 2, took  # after one grace, not two
-
-
-def test_stop_kills_a_child_that_ignores_stdin_eof_and_sigterm():
-    body = """
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-out(b"ready\\n")  # its handler is in place
-while True:
-    time.sleep(0.05)
-"""
-
-    async def stopped() -> tuple[int | None, float]:
-        async with started(body) as child:
-            assert await anext(child.lines()) == b"ready"
-            began = time.monotonic()
-            code = await child.stop(grace=0.2)
-            return code, time.monotonic() - began
-
-    code, took = run(stopped())
-    assert code == -9  # SIGKILL
-    assert 0.39 <= took < 2, took  # a grace after closing stdin, one after SIGTERM
+    said, took = run(stopped())
+    assert said == code
+    assert 0.2 * graces - 0.01 <= took < 2, took
 
 
 def test_stop_of_a_child_that_already_ended_is_its_exit_code():

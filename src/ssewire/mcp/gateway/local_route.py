@@ -50,21 +50,31 @@ def label(route: Any) -> str:
     return f"stdio:{os.path.basename(route.command[0])}"
 
 
+def local_client(
+    route: Any, *, max_message_size: int | None, timeout: float, keepalive: float
+) -> httpx.AsyncClient:
+    """The upstream client of a route whose upstream is served in the process (a routes
+    file's stdio or virtual route)."""
+    if route.members is not None:
+        return virtual_client(route, timeout=timeout, keepalive=keepalive)
+    return stdio_client(
+        route.command,
+        env=route.env,
+        cwd=route.cwd,
+        max_message_size=max_message_size,
+        timeout=timeout,
+        keepalive=keepalive,
+    )
+
+
 def virtual_client(route: Any, *, timeout: float, keepalive: float) -> httpx.AsyncClient:
     """The upstream client of a virtual route (its members' clients under it): closing it
     closes the members' (and stops their stdio servers)."""
     members = []
     for part in route.members:
         limit = part.max_message_size or route.max_message_size
-        if part.command is not None:
-            http = stdio_client(
-                part.command,
-                env=part.env,
-                cwd=part.cwd,
-                max_message_size=limit,
-                timeout=timeout,
-                keepalive=keepalive,
-            )
+        if part.command is not None:  # a stdio member: its own host, as a stdio route's
+            http = local_client(part, max_message_size=limit, timeout=timeout, keepalive=keepalive)
         else:
             http = new_client(timeout=httpx.Timeout(part.timeout or timeout, read=None), headers=part.headers)
         members.append(
