@@ -20,7 +20,7 @@ from ..local import LocalTransport
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..server.asgi import lifespan
 from ..stdio import StdioHost, StdioTransport
-from ..transport.http import new_client
+from ..transport.http import DEFAULT_MAX_MESSAGE_SIZE, new_client
 from ..virtual import Member, VirtualServer
 from .app import Gateway
 
@@ -37,7 +37,9 @@ def stdio_client(
     keepalive: float,
 ) -> httpx.AsyncClient:
     """The upstream client of a stdio route: closing it stops the process."""
-    host = StdioHost(command, env=env, cwd=cwd, max_message_size=max_message_size or MAX_LINE)
+    host = StdioHost(
+        command, env=env, cwd=cwd, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE or MAX_LINE
+    )
     transport = StdioTransport(host, keepalive=keepalive or 10.0)
     return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(timeout, read=None))
 
@@ -72,7 +74,8 @@ def virtual_client(route: Any, *, timeout: float, keepalive: float) -> httpx.Asy
     closes the members' (and stops their stdio servers)."""
     members = []
     for part in route.members:
-        limit = part.max_message_size or route.max_message_size
+        # never unbounded: a member's own limit, the route's, else the transport's default
+        limit = part.max_message_size or route.max_message_size or DEFAULT_MAX_MESSAGE_SIZE
         if part.command is not None:  # a stdio member: its own host, as a stdio route's
             http = local_client(part, max_message_size=limit, timeout=timeout, keepalive=keepalive)
         else:

@@ -49,7 +49,11 @@ MAX_SESSIONS = 1024
 SUBSCRIBE, UNSUBSCRIBE = "resources/subscribe", "resources/unsubscribe"
 SET_LEVEL = "logging/setLevel"
 UPDATED = "notifications/resources/updated"
-_ID = re.compile(rb'"id"\s*:\s*(\d+)')  # where an oversize answer says whose it is
+# where an oversize answer says whose it is: its top-level id, first after "jsonrpc" (the
+# Python SDK) or last before the closing brace (the TypeScript SDK); an "id" inside the
+# result names no call
+_HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d+)\s*,')
+_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$')
 
 
 class StdioUnavailable(LocalUnavailable):
@@ -320,8 +324,8 @@ class StdioHost:
     def _oversize(self, line: Oversize) -> None:
         """An answer over the bound ends its call (if the bytes kept at its ends name it)."""
         self.figures["oversize"] += 1
-        for edge in (line.head, line.tail):
-            for found in _ID.finditer(edge):
+        for edge, pattern in ((line.head, _HEAD_ID), (line.tail, _TAIL_ID)):
+            for found in pattern.finditer(edge):
                 call = self._calls.get(int(found.group(1)))
                 if call is not None:
                     self._calls.pop(call.child_id)
