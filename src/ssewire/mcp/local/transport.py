@@ -53,7 +53,14 @@ class LocalServer(Protocol):
     """What a server in the process answers (its sessions by id)."""
 
     @property
-    def sessions(self) -> Mapping[str, Any]: ...
+    def sessions(self) -> Mapping[str, Any]:
+        """By id; each with ``calls`` in flight and its ``listen`` inbox (None: none open)."""
+        ...
+
+    @property
+    def budget(self) -> int:
+        """What one reader may leave waiting, in bytes."""
+        ...
 
     async def ready(self) -> Any:
         """Return when it can serve; `LocalUnavailable` otherwise."""
@@ -71,10 +78,6 @@ class LocalServer(Protocol):
 
     async def answered(self, session: Any, message: dict[str, Any]) -> bool:
         """An answer to a request the server sent the session: False if it sent none such."""
-        ...
-
-    def listen(self, session: Any) -> Inbox | None:
-        """The session's listening stream, or None while one is open."""
         ...
 
     async def close_session(self, session: Any) -> None: ...
@@ -110,9 +113,9 @@ class LocalTransport(httpx.AsyncBaseTransport):
             return await self._post(request, sid, session)
         if request.method == "GET":
             if session is not None:
-                inbox = self.server.listen(session)
-                if inbox is None:
+                if session.listen is not None and not session.listen.closed:
                     return _refused(409, INVALID_REQUEST, "this session has a listening stream already")
+                inbox = session.listen = Inbox(self.server.budget)
                 return httpx.Response(200, headers={"content-type": SSE}, stream=_Stream(self, inbox, None))
             if sid is not None:
                 return _refused(404, SESSION_NOT_FOUND, "session not found")

@@ -369,12 +369,6 @@ class StdioHost:
         self.sessions[session.sid] = session
         return session.sid, server
 
-    def listen(self, session: Session) -> Inbox | None:
-        if session.listen is not None and not session.listen.closed:
-            return None
-        session.listen = Inbox(self.budget)
-        return session.listen
-
     async def answered(self, session: Session, message: dict[str, Any]) -> bool:
         return True  # (the process's requests are the host's to answer: none reaches a session)
 

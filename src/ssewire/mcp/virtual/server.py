@@ -204,12 +204,6 @@ class VirtualServer:
         }
         return session.sid, result
 
-    def listen(self, session: _Session) -> Inbox | None:
-        if session.listen is not None and not session.listen.closed:
-            return None
-        session.listen = Inbox(session.budget)
-        return session.listen
-
     async def request(self, session: _Session, message: dict[str, Any]) -> _Call | bytes:
         ident, method = message.get("id"), message["method"]
         key = orjson.dumps(ident)
