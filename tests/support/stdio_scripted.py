@@ -12,7 +12,13 @@ reached the process, not on what the host meant to send:
 - ``announce``: ``notifications/tools/list_changed``, ``notifications/resources/updated`` for
   ``uri``, a log message, then "announced";
 - ``garbage``: a line that is not JSON, then "after garbage";
-- ``hang``: never answered (a call to cancel).
+- ``hang``: never answered (a call to cancel);
+- ``flood``: ``count`` pings to the client, written without reading their answers, then
+  "flooded" (a host that waits to write an answer while the process waits to write the next
+  ping never gets here).
+
+``initialize`` also declares the tasks capability, which a host shared by sessions must not
+pass on.
 
 ``tools/list`` comes in pages of two (the cursor is the next index), one tool's name as long as
 ``LONG``; ``resources/list`` lists ``scripted://note``, which ``resources/read`` reads; any
@@ -76,6 +82,10 @@ def call(message: dict) -> None:
         text(id_, "after garbage")
     elif name == LONG:
         text(id_, "long one")
+    elif name == "flood":
+        for i in range(args.get("count", 1)):
+            send({"jsonrpc": "2.0", "id": f"ping-{i}", "method": "ping"})
+        text(id_, "flooded")
     elif name != "hang":
         send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": f"no tool {name}"}})
 
@@ -94,7 +104,11 @@ def main() -> None:
                     "id": message["id"],
                     "result": {
                         "protocolVersion": message["params"]["protocolVersion"],
-                        "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}},
+                        "capabilities": {
+                            "tools": {"listChanged": True},
+                            "resources": {"subscribe": True},
+                            "tasks": {"list": {}, "requests": {"tools": {"call": {}}}},
+                        },
                         "serverInfo": {"name": "scripted", "version": "0"},
                     },
                 }

@@ -146,6 +146,17 @@ def test_readyz_names_a_stopped_upstream_and_is_ready_once_it_is_back(tmp_path, 
         assert back.status_code == 200 and back.json() == expected, back.text
 
 
+def test_readyz_names_a_stdio_route_whose_program_cannot_start(tmp_path):
+    """A local upstream that cannot serve answers 503: that is no answer of a server (nor
+    at start-up, which waits for it unless told not to)."""
+    missing = str(tmp_path / "no-such-program")
+    with running(reference_server()) as other:
+        config = routes(b=other + "/mcp") + f'[servers.s]\ncommand = ["{missing}"]\n'
+        with gateway(tmp_path, "--start-timeout", "0", config=config) as (root, _):
+            answer = until(root, 503, 10)
+            not_ready(answer, ["servers/s"], missing, other, port_of(other), generation=1)
+
+
 def test_readyz_says_draining_at_once_after_sigterm_while_calls_go_on_to_the_deadline(tmp_path):
     """Memory store, ``--drain 5``: SIGTERM while two calls are in flight. At once /readyz is
     503 naming "draining" and a new session is refused 503 with Retry-After; the call that

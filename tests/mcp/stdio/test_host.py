@@ -199,6 +199,97 @@ def test_a_cancellation_reaches_the_process_under_the_id_it_was_sent_with():
     run(scenario())
 
 
+def test_a_cancellation_after_the_calls_stream_closed_still_reaches_the_process():
+    """The gateway's relay closes a call's stream, then sends the cancellation: it must not
+    be lost with the stream (the process would work on, for no one)."""
+
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (_host, http):
+            headers = await opened(http)
+            async with http.stream("POST", URL, json=hang("late"), headers=headers):
+                pass
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "late"}}
+            assert (await http.post(URL, json=cancel, headers=headers)).status_code == 202
+            messages = await seen(http)
+            sent = next(m for m in messages if m["method"] == "tools/call" and m["params"]["name"] == "hang")
+            cancelled = [m["params"] for m in messages if m["method"] == "notifications/cancelled"]
+            assert cancelled == [{"requestId": sent["id"]}]
+
+    run(scenario())
+
+
+def test_tasks_are_neither_offered_nor_passed_to_the_shared_process():
+    """A task outlives its call and is fetched by id: in a process every session shares, one
+    session could read another's. The capability is hidden, tasks/* refused, and a call
+    asked as a task runs as a plain call."""
+
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (_host, http):
+            answer = await http.post(URL, json=INITIALIZE, headers=HEADERS)
+            assert answer.json()["result"]["capabilities"] == {
+                "tools": {"listChanged": True},
+                "resources": {"subscribe": True},
+            }
+            headers = {**HEADERS, "mcp-session-id": answer.headers["mcp-session-id"]}
+            for method in ("tasks/list", "tasks/get", "tasks/result", "tasks/cancel"):
+                body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {"taskId": "t-1"}}
+                refused = (await http.post(URL, json=body, headers=headers)).json()
+                assert (
+                    refused["error"]["code"] == -32601
+                    and "tasks are not offered" in refused["error"]["message"]
+                )
+            call = {
+                "jsonrpc": "2.0",
+                "id": 10,
+                "method": "tools/call",
+                "params": {"name": "progress", "arguments": {"count": 1}, "task": {"ttl": 60000}},
+            }
+            async with http.stream("POST", URL, json=call, headers=headers) as stream:
+                body = (await stream.aread()).decode()
+            assert '"text":"done"' in body
+            messages = await seen(http)
+            assert not [m for m in messages if m["method"].startswith("tasks/")]
+            sent = next(
+                m for m in messages if m["method"] == "tools/call" and m["params"]["name"] == "progress"
+            )
+            assert "task" not in sent["params"]
+
+    run(scenario())
+
+
+def test_a_process_that_asks_faster_than_it_reads_is_never_deadlocked_by_its_answers():
+    """Pings answered by the reader of stdout are written without waiting on stdin: a process
+    writing pings while not reading (its stdin pipe full) still gets to answer."""
+
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (host, http), client(http, listen=False) as a:
+            assert text(await a.call_tool("flood", {"count": 50000})) == "flooded"
+            # 50,000 answers are over what an unread stdin may hold: the rest are counted
+            assert host.figures["unanswered"] > 0
+            assert text(await a.call_tool("progress", {"count": 1})) == "done"
+
+    run(scenario())
+
+
+def test_a_start_cancelled_midway_leaves_no_process_behind(tmp_path):
+    async def scenario() -> int:
+        silent = [sys.executable, "-c", "import time; time.sleep(60)"]  # never answers initialize
+        host = StdioHost(silent, start_timeout=30)
+        starting = asyncio.ensure_future(host.ready())
+        await until(lambda: host.child is not None)
+        pid = host.child.pid
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+        assert host.child is None and host.server is None
+        await host.aclose()
+        return pid
+
+    pid = run(scenario())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
 def test_ending_a_session_cancels_its_calls_in_the_process_and_forgets_it():
     async def scenario() -> None:
         async with served(SCRIPTED) as (_host, http):

@@ -322,6 +322,32 @@ while True:
     assert 0.2 * graces - 0.01 <= took < 2, took
 
 
+def test_stop_ends_the_whole_process_group_so_its_stdout_ends():
+    """A grandchild that inherited the stdout (a wrapper script's server, a shell's job)
+    would keep the reader waiting forever after its parent is gone."""
+    body = """
+import subprocess
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+out(b"ready\\n")
+sys.stdin.read()  # exits once its stdin is closed; the grandchild holds the stdout on
+"""
+
+    async def stopped() -> tuple[int | None, list[bytes | Oversize | Torn]]:
+        async with started(body) as child:
+            lines = child.lines()
+            assert await anext(lines) == b"ready"
+            code = await child.stop(grace=0.5)
+            rest = await asyncio.wait_for(_rest(lines), 3)  # the stdout ended: nothing holds it
+            return code, rest
+
+    code, rest = run(stopped())
+    assert code == 0 and rest == []
+
+
+async def _rest(lines: AsyncIterator[bytes | Oversize | Torn]) -> list[bytes | Oversize | Torn]:
+    return [line async for line in lines]
+
+
 def test_stop_of_a_child_that_already_ended_is_its_exit_code():
     async def stopped() -> tuple[int | None, int | None, float]:
         async with started("sys.exit(5)") as child:

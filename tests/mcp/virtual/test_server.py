@@ -21,6 +21,7 @@ import pytest
 
 from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.local import LocalTransport
+from ssewire.mcp.local.transport import LocalUnavailable
 from ssewire.mcp.stdio import StdioHost, StdioTransport
 from ssewire.mcp.transport.serving import running
 from ssewire.mcp.virtual import Member, VirtualServer
@@ -217,6 +218,45 @@ def test_cancelling_a_call_cancels_it_at_its_member_and_ends_nothing_else(ref):
                 await until(lambda: not next(iter(server.sessions.values())).calls)
             assert cancelled["params"]["requestId"] == sent["id"]  # the member's own id for it
             assert (await c.call_tool("s__progress", {"count": 1}))["content"][0]["text"] == "done"
+
+    run(scenario())
+
+
+def test_a_cancellation_after_the_calls_stream_closed_still_reaches_its_member(ref):
+    """The gateway's relay closes a call's stream, then sends the cancellation: the member
+    must still hear it under its own id."""
+
+    async def scenario() -> None:
+        async with virtual(ref) as (server, http), client(http, listen=False) as c:
+            headers = {**HEADERS, "mcp-session-id": c.session, "mcp-protocol-version": "2025-11-25"}
+            call = {"jsonrpc": "2.0", "id": "y", "method": "tools/call", "params": {"name": "s__hang"}}
+            session = next(iter(server.sessions.values()))
+            async with http.stream("POST", URL, json=call, headers=headers):
+                await until(
+                    lambda: bool(session.calls) and next(iter(session.calls.values())).upstream is not None
+                )
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "y"}}
+            assert (await http.post(URL, json=cancel, headers=headers)).status_code == 202
+            seen = json.loads((await c.call_tool("s__seen"))["content"][0]["text"])
+            (sent,) = [m for m in seen if m["method"] == "tools/call" and m["params"]["name"] == "hang"]
+            cancelled = [m["params"] for m in seen if m["method"] == "notifications/cancelled"]
+            assert cancelled == [{"requestId": sent["id"]}]
+
+    run(scenario())
+
+
+def test_a_member_that_cannot_start_does_not_count_as_answering(tmp_path):
+    """A stdio member whose program is missing answers its transport's 503: not ready."""
+
+    async def scenario() -> None:
+        host = StdioHost([str(tmp_path / "no-such-program")])
+        member = Member("s", URL, httpx.AsyncClient(transport=StdioTransport(host)))
+        server = VirtualServer([member], name="down")
+        try:
+            with pytest.raises(LocalUnavailable, match="no member of this virtual server answers"):
+                await server.ready()
+        finally:
+            await server.aclose()
 
     run(scenario())
 

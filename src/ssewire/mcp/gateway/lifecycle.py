@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from ..protocol.wire import JSON
+from ..protocol.wire import JSON, UNAVAILABLE
 from .relay import Relay
 from .writer import Writer
 
@@ -106,8 +106,9 @@ class Lifecycle(Writer):
         try:
             async with self._upstream_http().stream(
                 "GET", self.upstream, headers={"accept": JSON}, timeout=PROBE_TIMEOUT
-            ):
-                pass  # its head is enough: any answer says the upstream is there
+            ) as response:
+                if response.status_code in UNAVAILABLE:  # (a stdio route's program that cannot start)
+                    return False
         except (httpx.HTTPError, OSError):
             return False
         self._heard = time.monotonic()

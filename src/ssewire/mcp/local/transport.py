@@ -89,6 +89,17 @@ class LocalServer(Protocol):
     async def aclose(self) -> None: ...
 
 
+MAX_LEFT = 64  # calls whose readers left that a session's late cancellation can still name
+
+
+def remember_left(left: dict[bytes, Any], key: bytes, upstream: Any) -> None:
+    """Keep where a call whose reader left still runs (a relay closes a call's stream before
+    it sends the cancellation, which must still reach the call): the last `MAX_LEFT`."""
+    left[key] = upstream
+    if len(left) > MAX_LEFT:
+        del left[next(iter(left))]
+
+
 def idlest(sessions: Mapping[str, Any]) -> Any:
     """The session to let go for a new one: the one least recently used of those with no
     call in flight and no listening stream open (None: every one is busy). A gateway's

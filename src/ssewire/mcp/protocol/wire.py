@@ -15,6 +15,10 @@ from ..._http import JSON as JSON  # re-exported: the MCP code takes its media t
 SSE = EVENT_STREAM  # the name the MCP code reads better with; the value lives in ssewire._http
 BOTH = f"{JSON}, {EVENT_STREAM}"  # the Accept of every POST
 
+# Statuses that say an endpoint is not there to serve (itself: 503, or a proxy in front of
+# it: 502, 504); any other answer, even a refusal, says it is (readiness probes)
+UNAVAILABLE = frozenset({502, 503, 504})
+
 # Header names, spelled as the transport pages spell them (HTTP compares them case-insensitively).
 SESSION_ID = "Mcp-Session-Id"
 PROTOCOL_VERSION = "MCP-Protocol-Version"

@@ -34,11 +34,11 @@ from typing import Any
 import orjson
 
 from ..local.inbox import Inbox
-from ..local.transport import LocalUnavailable, idlest
+from ..local.transport import LocalUnavailable, idlest, remember_left
 from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.handshake import INITIALIZE, INITIALIZED, client_info
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
-from .process import Child, Oversize, Torn, environment
+from .process import STOP_GRACE, Child, Oversize, Torn, environment
 
 log = logging.getLogger("ssewire.mcp.stdio")
 
@@ -49,6 +49,8 @@ MAX_SESSIONS = 1024
 SUBSCRIBE, UNSUBSCRIBE = "resources/subscribe", "resources/unsubscribe"
 SET_LEVEL = "logging/setLevel"
 UPDATED = "notifications/resources/updated"
+TASKS = "tasks/"
+NO_TASKS = "tasks are not offered by a stdio server a gateway's sessions share"
 # where an oversize answer says whose it is: its top-level id, first after "jsonrpc" (the
 # Python SDK) or last before the closing brace (the TypeScript SDK); an "id" inside the
 # result names no call
@@ -68,6 +70,9 @@ class Session:
         self.calls: dict[bytes, Call] = {}  # by the session's own request id (as JSON)
         self.listen: Inbox | None = None
         self.subscriptions: set[str] = set()
+        # the host's ids of calls whose readers left, by the session's id: a cancellation may
+        # come after (a relay closes the stream first), and still reaches the process
+        self.left: dict[bytes, int] = {}
         self.used = time.monotonic()  # its last request (the idlest goes first when room is needed)
 
 
@@ -121,7 +126,7 @@ class StdioHost:
         self.sessions: dict[str, Session] = {}
         self.child: Child | None = None
         self.server: dict[str, Any] | None = None  # the running process's initialize result
-        self.figures = {"starts": 0, "exits": 0, "dropped": 0, "oversize": 0, "invalid": 0}
+        self.figures = {"starts": 0, "exits": 0, "dropped": 0, "oversize": 0, "invalid": 0, "unanswered": 0}
         self._calls: dict[int, Call] = {}
         self._internal: dict[int, asyncio.Future[dict[str, Any]] | None] = {}
         self._ids = itertools.count(1)
@@ -148,13 +153,15 @@ class StdioHost:
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
-                self.server = await asyncio.wait_for(self._start(), self.start_timeout)
-            except (Exception, asyncio.TimeoutError) as failed:
+                self.server = _offered(await asyncio.wait_for(self._start(), self.start_timeout))
+            except BaseException as failed:  # a cancelled start too: no process is left behind
                 reason = _reason(failed)
                 child, self.child = self.child, None
                 if child is not None:  # (None: it ended by itself, and its reader said so)
-                    await child.stop()
+                    await asyncio.shield(child.stop())
                     self._exited(reason)
+                if not isinstance(failed, Exception):
+                    raise
                 raise StdioUnavailable(
                     f"the stdio server could not start ({reason})", self._backoff
                 ) from None
@@ -209,7 +216,7 @@ class StdioHost:
                 elif isinstance(line, Torn):
                     log.warning("stdio server: %d bytes after its last newline were dropped", line.size)
                 else:
-                    await self._dispatch(line)
+                    self._dispatch(line)
         except Exception as failed:  # a read that fails ends the process as an exit would
             reason = _reason(failed)
         finally:
@@ -247,7 +254,7 @@ class StdioHost:
 
     # what the process says
 
-    async def _dispatch(self, line: bytes) -> None:
+    def _dispatch(self, line: bytes) -> None:
         try:
             message = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -262,7 +269,7 @@ class StdioHost:
         if not isinstance(method, str):
             self._answered(message)
         elif "id" in message:
-            await self._asked(method, message)
+            self._asked(method, message)
         else:
             self._notified(method, message)
 
@@ -283,9 +290,11 @@ class StdioHost:
             waiter.set_result(message)
         # else: the answer to a call its reader left (or to a request the host ignores)
 
-    async def _asked(self, method: str, message: dict[str, Any]) -> None:
+    def _asked(self, method: str, message: dict[str, Any]) -> None:
         """A request to the client: a ping is answered, the rest refused (no capability was
-        declared, and no one session could answer it)."""
+        declared, and no one session could answer it). Written without waiting: this is the
+        reader of stdout, and a process that writes while its stdin is full would wait for
+        it forever; one that asks faster than it reads its answers loses them (counted)."""
         if method == "ping":
             answer = result(message["id"], {})
         else:
@@ -294,11 +303,8 @@ class StdioHost:
                 METHOD_NOT_FOUND,
                 f"{method}: a stdio server shared by a gateway's sessions cannot ask its clients",
             )
-        if self.child is not None:
-            try:
-                await self.child.send(answer)
-            except ConnectionError:
-                pass  # it ended: its reader sees the end
+        if self.child is not None and not self.child.offer(answer):
+            self.figures["unanswered"] += 1
 
     def _notified(self, method: str, message: dict[str, Any]) -> None:
         params = message.get("params")
@@ -395,6 +401,10 @@ class StdioHost:
         params: dict[str, Any] = given if isinstance(given, dict) else {}
         if method == SET_LEVEL:
             return result(message.get("id"), {})
+        if method.startswith(TASKS):
+            # a task outlives its call and is fetched by id: in a process shared by every
+            # session, one session could read or cancel another's (the capability is not offered)
+            return error(message.get("id"), METHOD_NOT_FOUND, f"{method}: {NO_TASKS}")
         if method in (SUBSCRIBE, UNSUBSCRIBE) and isinstance(params.get("uri"), str):
             uri = params["uri"]
             others = any(
@@ -407,10 +417,13 @@ class StdioHost:
             await self.ready()
         except StdioUnavailable as unavailable:
             return error(message.get("id"), INTERNAL_ERROR, str(unavailable))
+        session.left.pop(key, None)  # (the id is the new call's now)
         call = Call(session, message, next(self._ids), self.budget)
         sent = {**message, "id": call.child_id}
+        if call.token is not None or "task" in params:  # (no task: answered on its call's stream)
+            sent["params"] = {key: value for key, value in params.items() if key != "task"}
         if call.token is not None:
-            sent["params"] = {**params, "_meta": {**params["_meta"], "progressToken": call.child_id}}
+            sent["params"]["_meta"] = {**params["_meta"], "progressToken": call.child_id}
         self._calls[call.child_id] = call
         session.calls[call.key] = call
         try:
@@ -428,14 +441,17 @@ class StdioHost:
         params = message.get("params")
         if not isinstance(params, dict):
             return
-        call = session.calls.get(orjson.dumps(params.get("requestId")))
-        if call is not None:
-            await self._cancel(call.child_id, params.get("reason"))
+        key = orjson.dumps(params.get("requestId"))
+        call = session.calls.get(key)
+        child_id = call.child_id if call is not None else session.left.pop(key, None)
+        if child_id is not None:
+            await self._cancel(child_id, params.get("reason"))
 
     def abandon(self, call: Call) -> None:
         """The reader left before the answer (a closed stream is no cancellation: the call
         goes on in the process, its answer dropped when it comes)."""
-        self._calls.pop(call.child_id, None)
+        if self._calls.pop(call.child_id, None) is not None:  # (still in the process)
+            remember_left(call.session.left, call.key, call.child_id)
         call.session.calls.pop(call.key, None)
         call.inbox.close()
 
@@ -466,12 +482,23 @@ class StdioHost:
         if child is not None:
             code = await child.stop()
             self._exited(f"the gateway stopped it, exit status {code}")
-        if self._reader is not None:
+        if self._reader is not None:  # (its stdout ended with the group: at once, or it is cut short)
+            await asyncio.wait({self._reader}, timeout=STOP_GRACE)
+            self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
         for session in list(self.sessions.values()):
             if session.listen is not None:
                 session.listen.close()
         self.sessions.clear()
+
+
+def _offered(server: dict[str, Any]) -> dict[str, Any]:
+    """The process's initialize result as the sessions see it: without the tasks capability
+    (`NO_TASKS`)."""
+    capabilities = server.get("capabilities")
+    if isinstance(capabilities, dict) and "tasks" in capabilities:
+        server = {**server, "capabilities": {k: v for k, v in capabilities.items() if k != "tasks"}}
+    return server
 
 
 def _reason(failed: BaseException) -> str:

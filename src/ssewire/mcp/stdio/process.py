@@ -26,6 +26,7 @@ from dataclasses import dataclass
 READ_SIZE = 64 * 1024
 EDGE = 256  # bytes of an oversize line kept at each end: where its "id" is
 STOP_GRACE = 2.0  # seconds after closing stdin (then after SIGTERM) before the next step
+OFFER_BOUND = 1024 * 1024  # bytes an unread stdin may hold before `Child.offer` writes nothing
 # what a program needs to run, and nothing of the gateway's own (the official SDKs pass a
 # similar short list to the servers they start)
 BASE_ENVIRONMENT = (
@@ -93,6 +94,17 @@ class Child:
     def returncode(self) -> int | None:
         return self.process.returncode
 
+    def offer(self, line: bytes, bound: int = OFFER_BOUND) -> bool:
+        """Write one message without waiting for the pipe, unless ``bound`` bytes wait in it
+        already (False: not written). For answers written by the reader of stdout, which may
+        not wait on a child that is itself waiting for its stdout to be read."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        if stdin.is_closing() or stdin.transport.get_write_buffer_size() > bound:
+            return False
+        stdin.write(line + b"\n")
+        return True
+
     async def send(self, line: bytes) -> None:
         """Write one message (``line`` holds no newline) and wait until the pipe took it.
         ``ConnectionError`` once the process no longer reads."""
@@ -139,19 +151,29 @@ class Child:
             yield Torn(skipped if over else len(line))
 
     async def stop(self, grace: float = STOP_GRACE) -> int | None:
-        """Close stdin, then SIGTERM, then SIGKILL, each after ``grace`` seconds without an
-        exit; the exit status."""
+        """Close stdin, then SIGTERM, then SIGKILL to its process group, each after ``grace``
+        seconds without an exit; then SIGKILL to what is left of the group (a grandchild
+        holding the stdout would keep its reader waiting forever). The exit status."""
         process = self.process
         if process.stdin is not None and not process.stdin.is_closing():
             process.stdin.close()
+        code: int | None = None
         for step in (None, signal.SIGTERM, signal.SIGKILL):
             if step is not None and process.returncode is None:
-                try:
-                    process.send_signal(step)
-                except ProcessLookupError:
-                    pass
+                self._signal_group(step)
             try:
-                return await asyncio.wait_for(process.wait(), grace)
+                code = await asyncio.wait_for(process.wait(), grace)
+                break
             except asyncio.TimeoutError:
                 continue
-        return await process.wait()
+        else:
+            code = await process.wait()
+        self._signal_group(signal.SIGKILL)
+        return code
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        """``sig`` to every process of the child's group (its own session: `start`)."""
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass  # none left (or the id went to someone else's group: never signalled)

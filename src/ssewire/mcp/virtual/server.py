@@ -42,12 +42,12 @@ import orjson
 from ..._secrets import scrub_urls
 from ..client import Client, RPCError
 from ..local.inbox import Inbox
-from ..local.transport import LocalUnavailable, idlest
+from ..local.transport import LocalUnavailable, idlest, remember_left
 from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
-from ..protocol.wire import JSON
+from ..protocol.wire import JSON, UNAVAILABLE
 from ..server.tools import ToolPolicy
 from .names import BadCursor, Names, cursor, read_cursor
 
@@ -109,6 +109,9 @@ class _Session:
     asks: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     listen: Inbox | None = None
     used: float = field(default_factory=time.monotonic)  # its last request
+    # the member's client and id of calls whose readers left, by the session's id: a
+    # cancellation may come after (a relay closes the stream first), and still reaches it
+    left: dict[bytes, tuple[Client, Any]] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -173,8 +176,10 @@ class VirtualServer:
 
         async def answers(member: Member) -> bool:
             try:
-                async with member.http.stream("GET", member.url, headers={"accept": JSON}, timeout=2.0):
-                    return True
+                async with member.http.stream(
+                    "GET", member.url, headers={"accept": JSON}, timeout=2.0
+                ) as response:
+                    return response.status_code not in UNAVAILABLE
             except (httpx.HTTPError, OSError):
                 return False
 
@@ -214,6 +219,7 @@ class VirtualServer:
         work = self._work(session, method, message.get("params"))
         if work is None:
             return _answer(ident, error=_error(METHOD_NOT_FOUND, f"Method not found: {method}"))
+        session.left.pop(key, None)  # (the id is the new call's now)
         call = _Call(session, key, Inbox(session.budget))
         session.calls[key] = call
         params = message.get("params")
@@ -226,16 +232,17 @@ class VirtualServer:
         """A cancellation ends the named call (its member's request cancelled with it)."""
         params = message.get("params")
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
-            call = session.calls.get(orjson.dumps(params.get("requestId")))
-            if call is None or call.task is None:
-                return
-            if call.upstream is not None and not call.upstream[0].modern:  # (2026-07-28: the close is it)
-                client, ident = call.upstream
+            key = orjson.dumps(params.get("requestId"))
+            call = session.calls.get(key)
+            upstream = call.upstream if call is not None else session.left.pop(key, None)
+            if upstream is not None and not upstream[0].modern:  # (2026-07-28: the close is it)
+                client, ident = upstream
                 reason = params.get("reason")
                 told = {"requestId": ident, **({"reason": reason} if isinstance(reason, str) else {})}
                 with contextlib.suppress(Exception):  # best effort: the call ends here either way
                     await client.notify("notifications/cancelled", told)
-            call.task.cancel()
+            if call is not None and call.task is not None:
+                call.task.cancel()
 
     async def answered(self, session: _Session, message: dict[str, Any]) -> bool:
         waiter = session.asks.pop(str(message.get("id")), None)
@@ -246,7 +253,8 @@ class VirtualServer:
 
     def abandon(self, call: _Call) -> None:
         """The reader left: nothing could take the answer up (no event ids in the process)."""
-        call.session.calls.pop(call.key, None)
+        if call.session.calls.pop(call.key, None) is call and call.upstream is not None:
+            remember_left(call.session.left, call.key, call.upstream)
         if call.task is not None:
             call.task.cancel()
         call.inbox.close()
@@ -508,7 +516,8 @@ class VirtualServer:
             params = {**params, "name": name}
         client = await self._client(session, member)
         on_progress = progress if _token_of(params) is not None else None
-        params = {k: v for k, v in params.items() if k != "_meta"} | _meta_without_token(params)
+        # (no "task": the virtual server offers no tasks, so the answer comes on the call's stream)
+        params = {k: v for k, v in params.items() if k not in ("_meta", "task")} | _meta_without_token(params)
         return await client.request(method, params, on_progress=on_progress, on_sent=_sent_to(client))
 
     async def _member_of(self, session: _Session, shown: Any, method: str) -> tuple[Member, str]:
