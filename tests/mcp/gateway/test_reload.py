@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -156,3 +157,49 @@ def test_a_changed_route_is_served_by_a_new_app_and_its_old_sessions_open_again(
 
             assert asyncio.run(asyncio.wait_for(scenario(), 30)) == "after"
             assert os.path.exists(config)
+
+
+class Built:
+    """An app the reloader built: its path, and whether it was closed."""
+
+    def __init__(self, path: str) -> None:
+        self.gateway = SimpleNamespace(path=path, metadata_paths=[])
+        self.closed = False
+
+    async def drain(self, seconds: float) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("refusal", ["paths collide", "a later route fails to build"])
+def test_apps_built_for_a_reading_that_is_refused_are_closed_and_the_running_ones_kept(refusal):
+    """A refused reading may come after some of its apps were built (their clients, a stdio
+    host): they are closed, never left open beside the routes still served."""
+    from ssewire.mcp.gateway.reload import Reloader
+    from ssewire.mcp.gateway.routes import Router
+
+    async def scenario() -> tuple[list[Built], Built, Router]:
+        running_app = Built("/servers/a/mcp")
+        router = Router({"a": running_app})
+        route = lambda name, source: SimpleNamespace(name=name, source=source)  # noqa: E731
+        built: list[Built] = []
+
+        def build(r: Any) -> Built:
+            if r.name == "c":
+                raise ValueError("route 'c': refused")
+            built.append(Built("/servers/a/mcp" if refusal == "paths collide" else f"/servers/{r.name}/mcp"))
+            return built[-1]
+
+        reading = [route("a", "1"), route("b", "1")] + (
+            [route("c", "1")] if refusal != "paths collide" else []
+        )
+        reloader = Reloader(router, [route("a", "1")], load=lambda: reading, build=build, drain=0)
+        assert reloader.reload() is False
+        await asyncio.sleep(0)  # (closed in the background)
+        return built, running_app, router
+
+    built, running_app, router = asyncio.run(scenario())
+    assert len(built) == 1 and built[0].closed
+    assert router.routes == {"a": running_app} and not running_app.closed and router.reload_failures == 1

@@ -99,6 +99,34 @@ def test_the_first_rule_that_fits_decides_and_no_rule_is_nothing():
 CALL_ECHO = {"method": "tools/call", "params": {"name": "echo"}}
 
 
+def test_a_call_taken_over_is_filtered_by_the_rule_its_principal_met_though_the_store_has_no_claims():
+    """The store keeps a principal's name, not its token's claims: the rule met is recorded
+    with the call, and the replica taking it over offers what that rule offers."""
+    from ssewire.mcp.gateway.stores.base import CallRecord
+
+    policy = ToolPolicy(
+        deny=["rm"],
+        rules=[
+            ToolRule(ToolPolicy(allow=["search_*", "rm"]), claims={"team": ("a",)}),
+            ToolRule(ToolPolicy(allow=["echo"]), principals=frozenset({"bob"})),
+        ],
+    )
+    alice = policy.of(Principal("alice", {"team": "a"}))
+    assert alice.rule == 0 and policy.of("bob").rule == 1 and policy.of("carol").rule is None
+    record = CallRecord.from_dict(
+        orjson.loads(orjson.dumps(CallRecord(1, "tools/list", None, alice.rule).to_dict()))
+    )
+    assert record is not None and record.rule == 0
+    taken = policy.met(record.rule)
+    names = ("search_a", "echo", "rm")
+    assert [taken.permits(n) for n in names] == [alice.permits(n) for n in names] == [True, False, False]
+    assert policy.of("alice").filtered(LISTED)["tools"] == []  # the name alone fits no rule
+    assert [policy.met(None).permits(n) for n in names] == [False, False, False]
+    assert [policy.met(7).permits(n) for n in names] == [False, False, False]  # a rule no longer there
+    assert ToolPolicy(deny=["rm"]).met(None).permits("echo")  # no rules: the list alone
+    assert CallRecord.from_dict({"id": 1, "method": "x", "rule": True}).rule is None
+
+
 def test_scopes_and_claims_are_read_from_the_principals_token():
     rule = ToolRule(ToolPolicy(allow=["*"]), scopes=frozenset({"tools:x"}), claims={"team": ("a", 7, True)})
     fits = rule.fits
@@ -108,6 +136,11 @@ def test_scopes_and_claims_are_read_from_the_principals_token():
     assert not fits(Principal("p", {"scope": "tools:x", "team": "b"}))
     assert not fits(Principal("p", {"scope": "mcp", "team": "a"}))  # the scope missing
     assert not fits(Principal("p", {"scope": "tools:x", "team": {"a": 1}}))  # not a value
+    # JSON's types: true is not 1, 7 is not "7" (Python's True == 1 must not let one pass)
+    one = ToolRule(ToolPolicy(allow=["*"]), claims={"level": (1,)}).fits
+    assert not one(Principal("p", {"level": True})) and not one(Principal("p", {"level": [True]}))
+    assert not one(Principal("p", {"level": "1"})) and one(Principal("p", {"level": 1}))
+    assert not ToolRule(ToolPolicy(allow=["*"]), claims={"admin": (True,)}).fits(Principal("p", {"admin": 1}))
     assert not fits("p")  # a static token's principal has no claims
     assert ToolRule(ToolPolicy(allow=["*"]), principals=frozenset({"p"})).fits(Principal("p", {}))
 

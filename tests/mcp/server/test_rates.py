@@ -52,17 +52,33 @@ def test_a_bucket_gives_its_burst_then_refills_at_its_rate():
     assert [buckets.take_now("k", 2.0, 3) for _ in range(4)][-1] > 0  # full again: 3, never more
 
 
-def test_the_buckets_of_one_process_stay_bounded(monkeypatch):
-    import ssewire.mcp.server.rates as rates
-
-    monkeypatch.setattr(rates, "MAX_BUCKETS", 10)
+def test_past_the_bound_only_buckets_full_again_by_their_own_rate_and_burst_are_let_go():
     clock = Clock()
-    buckets = LocalBuckets(clock)
-    for n in range(10):
-        buckets.take_now(f"k{n}", 1.0, 1)
-    clock.now += 5  # all full again
+    buckets = LocalBuckets(clock, max_buckets=10)
+    for n in range(4):
+        buckets.take_now(f"fast{n}", 1.0, 1)  # full again after 1 s
+        buckets.take_now(f"slow{n}", 0.01, 1)  # after 100 s
+    buckets.take_now("burst", 1.0, 3)
+    buckets.take_now("burst", 1.0, 3)  # 1 of 3 left: 2 s from full
+    buckets.take_now("last", 1.0, 1)
+    assert len(buckets) == 10
+    clock.now += 1.5
     buckets.take_now("new", 1.0, 1)
-    assert len(buckets._held) == 1  # the full ones let go: the same as none
+    assert sorted(buckets._held) == ["burst", "new", *(f"slow{n}" for n in range(4))]
+    assert buckets.take_now("slow0", 0.01, 1) > 90  # still metered: not forgotten as if full
+    assert buckets.take_now("burst", 1.0, 3) == 0.0 and buckets.take_now("burst", 1.0, 3) == 0.0
+    assert buckets.take_now("burst", 1.0, 3) > 0  # 2.5 tokens, not a fresh 3
+
+
+def test_buckets_of_endless_new_keys_stay_bounded_and_the_recently_used_are_kept():
+    """A client choosing tool names makes a key a call: the least recently used go."""
+    clock = Clock()
+    buckets = LocalBuckets(clock, max_buckets=100)
+    for n in range(1000):
+        buckets.take_now(f"tool{n}", 0.001, 1)
+        assert buckets.take_now("mine", 0.001, 5) == 0.0 or n >= 4
+    assert len(buckets) <= 100
+    assert "mine" in buckets._held and buckets.take_now("mine", 0.001, 5) > 0  # still empty
 
 
 class Keys:

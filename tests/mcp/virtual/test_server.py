@@ -245,6 +245,29 @@ def test_a_cancellation_after_the_calls_stream_closed_still_reaches_its_member(r
     run(scenario())
 
 
+def test_the_clients_roots_changing_is_told_to_each_member_it_has_a_session_with(ref):
+    async def scenario() -> None:
+        async with virtual(ref) as (server, http), client(http, listen=False) as c:
+            headers = {**HEADERS, "mcp-session-id": c.session, "mcp-protocol-version": "2025-11-25"}
+            told: list[int] = []  # the reference member's answers to what reached it
+
+            async def answered(response: httpx.Response) -> None:
+                body = json.loads(response.request.content or b"{}")
+                if isinstance(body, dict) and body.get("method") == "notifications/roots/list_changed":
+                    told.append(response.status_code)
+
+            server.members[0].http.event_hooks["response"].append(answered)
+            await c.call_tool("ref__test_simple_text")  # the reference member's session opened
+            changed = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+            assert (await http.post(URL, json=changed, headers=headers)).status_code == 202
+            assert told == [202]
+            # (the stdio member's process was told of no roots capability: nothing to tell it)
+            seen = json.loads((await c.call_tool("s__seen"))["content"][0]["text"])
+            assert "notifications/roots/list_changed" not in [m["method"] for m in seen]
+
+    run(scenario())
+
+
 def test_a_member_that_cannot_start_does_not_count_as_answering(tmp_path):
     """A stdio member whose program is missing answers its transport's 503: not ready."""
 

@@ -249,7 +249,14 @@ class Relay:
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         method = message.get("method")
-        stream = await self.open_stream(CallRecord(ident, method if isinstance(method, str) else None, token))
+        tools = self.tools.of(principal) if self.tools is not None else None
+        record = CallRecord(
+            ident,
+            method if isinstance(method, str) else None,
+            token,
+            tools.rule if tools is not None else None,
+        )
+        stream = await self.open_stream(record)
         outbox = self.outboxes[stream]
         outbox.call_id = ident
         if len(self.calls) >= MAX_CALLS or key in self.calls:
@@ -259,7 +266,6 @@ class Relay:
             if on_done is not None:
                 on_done()
             return stream
-        tools = self.tools.of(principal) if self.tools is not None else None
         task = self._spawn(key, self._call(stream, outbox, message, token, tools), stream)
         if on_done is not None:
             task.add_done_callback(lambda _: on_done())
@@ -314,8 +320,8 @@ class Relay:
         replying = self.client.resume_call(
             position.upstream, position.cursor, on_progress=on_progress, timeout=self.timeout
         )
-        # (the principal as the store keeps it: its name, without a token's claims)
-        tools = self.tools.of(self.record.principal) if self.tools is not None else None
+        # (the rule the principal met when the call began: the store keeps no token's claims)
+        tools = self.tools.met(call.rule) if self.tools is not None else None
         self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying, tools), stream)
 
     def _progress_to(

@@ -41,6 +41,7 @@ class Reloader:
 
     def reload(self) -> bool:
         """Read the file again and serve it; False (the running routes kept) when it is refused."""
+        built: list[Any] = []  # closed again if the reading is refused after all
         try:
             routes = self.load()
             apps: dict[str, Any] = {}
@@ -52,10 +53,15 @@ class Reloader:
                     said["kept"].append(route.name)
                 else:
                     apps[route.name] = self.build(route)
+                    built.append(apps[route.name])
                     said["changed" if before is not None else "added"].append(route.name)
             removed = self.router.replace(apps, self.drain)
-        except (InputError, ValueError) as refused:  # texts that name keys, never values
-            self.router.reload_failures += 1
+        except BaseException as refused:
+            for app in built:
+                self.router.close_later(app)
+            if not isinstance(refused, (InputError, ValueError)):
+                raise
+            self.router.reload_failures += 1  # (texts that name keys, never values)
             log.warning(
                 "the routes file was refused (%s): generation %d goes on", refused, self.router.generation
             )

@@ -71,10 +71,17 @@ class Router:
         for app in retired.values():
             for path in _paths_of(app):
                 self._retiring[path] = app  # its sessions reach it until it is closed
-            task = asyncio.ensure_future(self._retire(app, drain))
-            self._retirements.add(task)
-            task.add_done_callback(self._retirements.discard)
+            self._background(self._retire(app, drain))
         return list(retired)
+
+    def _background(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._retirements.add(task)  # (awaited, or cancelled, by aclose)
+        task.add_done_callback(self._retirements.discard)
+
+    def close_later(self, app: Any) -> None:
+        """Close ``app``, never served (a reading refused after it was built), in the background."""
+        self._background(app.aclose())
 
     async def _retire(self, app: Any, drain: float) -> None:
         try:

@@ -15,6 +15,7 @@ keys hold a digest of the principal, never its name.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 import time
@@ -68,32 +69,44 @@ class Buckets(Protocol):
 
 
 class LocalBuckets:
-    """The buckets of one process."""
+    """The buckets of one process, at most `MAX_BUCKETS`: past it, those full again are let go
+    (the same as none), then the least recently used down to nine tenths of it (tool names are
+    the client's to choose: never an unbounded table, and a sweep once per tenth, not per take)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._held: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, *, max_buckets: int = MAX_BUCKETS
+    ) -> None:
+        self._clock, self.max_buckets = clock, max_buckets
+        # key -> (tokens, when, per_second, burst), least recently used first
+        self._held: dict[str, tuple[float, float, float, int]] = {}
 
     async def take(self, key: str, per_second: float, burst: int) -> float:
         return self.take_now(key, per_second, burst)
 
     def take_now(self, key: str, per_second: float, burst: int) -> float:
         now = self._clock()
-        tokens, then = self._held.get(key, (float(burst), now))
-        tokens = min(float(burst), tokens + (now - then) * per_second)
-        if len(self._held) >= MAX_BUCKETS and key not in self._held:
-            self._sweep(now, per_second)
+        held = self._held.pop(key, None)
+        tokens = float(burst) if held is None else min(float(burst), held[0] + (now - held[1]) * per_second)
+        if held is None and len(self._held) >= self.max_buckets:
+            self._sweep(now)
         if tokens >= 1:
-            self._held[key] = (tokens - 1, now)
+            self._held[key] = (tokens - 1, now, per_second, burst)
             return 0.0
-        self._held[key] = (tokens, now)
+        self._held[key] = (tokens, now, per_second, burst)
         return (1 - tokens) / per_second
 
-    def _sweep(self, now: float, per_second: float) -> None:
-        """Let go of the buckets that would be full by now (the same as none)."""
-        for key, (tokens, then) in list(self._held.items()):
-            if tokens + (now - then) * per_second >= 1 and now - then > 1 / per_second:
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def _sweep(self, now: float) -> None:
+        """Let go of the buckets full by now, each by its own rate; then of the least
+        recently used, down to nine tenths of the bound."""
+        for key, (tokens, then, per_second, burst) in list(self._held.items()):
+            if tokens + (now - then) * per_second >= burst:
                 del self._held[key]
+        excess = len(self._held) - self.max_buckets * 9 // 10
+        for key in list(itertools.islice(self._held, max(0, excess))):
+            del self._held[key]
 
 
 class RateLimited(Refused):

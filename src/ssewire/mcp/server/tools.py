@@ -50,15 +50,26 @@ class ToolPolicy:
         self.deny = _patterns(deny) if deny is not None else None
         self.rules = tuple(rules)
         self._also: ToolPolicy | None = None  # the rule a principal met (in a policy `of` made)
+        self.rule: int | None = None  # its index in the rules (None: none fitted, or no rules)
 
     def of(self, principal: Any) -> ToolPolicy:
         """What ``principal`` is offered: this policy and the first rule that fits it."""
         if not self.rules:
             return self
-        rule = next((rule for rule in self.rules if rule.fits(principal)), None)
+        return self.met(next((n for n, rule in enumerate(self.rules) if rule.fits(principal)), None))
+
+    def met(self, rule: int | None) -> ToolPolicy:
+        """What a principal that met rule number ``rule`` (`of`'s ``rule``) is offered: a call
+        taken over by another replica is filtered as it began, though the store keeps no
+        token's claims to fit the rules again."""
+        if not self.rules:
+            return self
         met = ToolPolicy.__new__(ToolPolicy)
         met.allow, met.deny, met.rules = self.allow, self.deny, ()
-        met._also = rule.tools if rule is not None else NOTHING
+        if rule is not None and 0 <= rule < len(self.rules):
+            met._also, met.rule = self.rules[rule].tools, rule
+        else:
+            met._also, met.rule = NOTHING, None
         return met
 
     def permits(self, name: Any) -> bool:
@@ -140,8 +151,14 @@ class ToolRule:
 
 def _holds(value: Any, wanted: Sequence[Any]) -> bool:
     if isinstance(value, list):
-        return any(item in wanted for item in value if isinstance(item, (str, int, bool)))
-    return isinstance(value, (str, int, bool)) and value in wanted
+        return any(_equal(item, other) for item in value for other in wanted)
+    return any(_equal(value, other) for other in wanted)
+
+
+def _equal(value: Any, wanted: Any) -> bool:
+    """Equal as JSON values: of one type (Python's ``True == 1`` would let a claim of ``true``
+    pass a rule asking for ``1``)."""
+    return isinstance(value, (str, int, bool)) and type(value) is type(wanted) and value == wanted
 
 
 NOTHING = ToolPolicy(allow=())

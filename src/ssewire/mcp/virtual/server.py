@@ -64,6 +64,7 @@ BY_URI = {"resources/read", "resources/subscribe", "resources/unsubscribe"}
 FORWARDED = {"notifications/message", "notifications/resources/updated"}  # (and every list_changed)
 OPEN_TIMEOUT = 30.0  # seconds a member's session may take to open
 MAX_SESSIONS = 1024
+ROOTS_CHANGED = "notifications/roots/list_changed"
 MAX_URIS = 100_000  # resource URIs remembered (past it, a read asks each member in turn)
 # the call a member's request to the client came with (its stream carries the request down)
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("ssewire_virtual_call", default=None)
@@ -229,8 +230,15 @@ class VirtualServer:
         return call
 
     async def notify(self, session: _Session, message: dict[str, Any]) -> None:
-        """A cancellation ends the named call (its member's request cancelled with it)."""
+        """A cancellation ends the named call (its member's request cancelled with it); the
+        client's roots changing is told to every member it has a session with (the others
+        ask for the roots when they open one)."""
         params = message.get("params")
+        if message.get("method") == ROOTS_CHANGED:
+            clients = list(session.clients.values())
+            told = params if isinstance(params, dict) else None
+            await asyncio.gather(*(c.notify(ROOTS_CHANGED, told) for c in clients), return_exceptions=True)
+            return
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
             key = orjson.dumps(params.get("requestId"))
             call = session.calls.get(key)

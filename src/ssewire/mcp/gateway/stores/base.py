@@ -108,11 +108,13 @@ class SessionRecord:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """What a stream answers: the downstream request (its id, method, progress token)."""
+    """What a stream answers: the downstream request (its id, method, progress token) and
+    the tool rule its principal met (`ToolPolicy.met`: a taker filters a listing by it)."""
 
     id: Any
     method: str | None
     token: Any = None
+    rule: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,7 +123,8 @@ class CallRecord:
     def from_dict(cls, raw: Any) -> CallRecord | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("method"), (str, type(None))):
             return None
-        return cls(raw.get("id"), raw.get("method"), raw.get("token"))
+        rule = raw.get("rule")
+        return cls(raw.get("id"), raw.get("method"), raw.get("token"), rule if type(rule) is int else None)
 
 
 @dataclass(frozen=True)
