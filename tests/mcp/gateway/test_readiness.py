@@ -157,6 +157,22 @@ def test_readyz_names_a_stdio_route_whose_program_cannot_start(tmp_path):
             not_ready(answer, ["servers/s"], missing, other, port_of(other), generation=1)
 
 
+async def _overloaded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An upstream (or the proxy in front of it) that answers every request 503."""
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 503, "headers": [(b"retry-after", b"1")]})
+        await send({"type": "http.response.body", "body": b"overloaded"})
+
+
+def test_an_upstreams_503_to_a_client_is_not_heard_as_the_upstream_answering(tmp_path):
+    with running(_overloaded) as upstream:
+        url = upstream + "/mcp"
+        with gateway(tmp_path, "--upstream", url, "--start-timeout", "0") as (root, _):
+            relayed = httpx.post(root + "/mcp", json=INITIALIZE, headers=POST, timeout=10)
+            assert relayed.status_code >= 500
+            not_ready(probe(root), ["upstream"], url, port_of(upstream))
+
+
 def test_readyz_says_draining_at_once_after_sigterm_while_calls_go_on_to_the_deadline(tmp_path):
     """Memory store, ``--drain 5``: SIGTERM while two calls are in flight. At once /readyz is
     503 naming "draining" and a new session is refused 503 with Retry-After; the call that

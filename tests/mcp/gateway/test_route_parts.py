@@ -101,30 +101,34 @@ CALL_ECHO = {"method": "tools/call", "params": {"name": "echo"}}
 
 def test_a_call_taken_over_is_filtered_by_the_rule_its_principal_met_though_the_store_has_no_claims():
     """The store keeps a principal's name, not its token's claims: the rule met is recorded
-    with the call, and the replica taking it over offers what that rule offers."""
+    with the call, and the replica taking it over offers what that rule offers; a rule that
+    is not the same there offers nothing; a call recorded without one is fitted again."""
     from ssewire.mcp.gateway.stores.base import CallRecord
 
-    policy = ToolPolicy(
-        deny=["rm"],
-        rules=[
-            ToolRule(ToolPolicy(allow=["search_*", "rm"]), claims={"team": ("a",)}),
-            ToolRule(ToolPolicy(allow=["echo"]), principals=frozenset({"bob"})),
-        ],
-    )
+    rules = [
+        ToolRule(ToolPolicy(allow=["search_*", "rm"]), claims={"team": ("a",)}),
+        ToolRule(ToolPolicy(allow=["echo"]), principals=frozenset({"bob"})),
+    ]
+    policy = ToolPolicy(deny=["rm"], rules=rules)
     alice = policy.of(Principal("alice", {"team": "a"}))
-    assert alice.rule == 0 and policy.of("bob").rule == 1 and policy.of("carol").rule is None
-    record = CallRecord.from_dict(
-        orjson.loads(orjson.dumps(CallRecord(1, "tools/list", None, alice.rule).to_dict()))
-    )
-    assert record is not None and record.rule == 0
-    taken = policy.met(record.rule)
+    assert policy.of("carol").rule == "none"
+    stored = orjson.loads(orjson.dumps(CallRecord(1, "tools/list", None, alice.rule).to_dict()))
+    record = CallRecord.from_dict(stored)
+    assert record is not None and record.rule == alice.rule
     names = ("search_a", "echo", "rm")
+    taken = policy.met(record.rule, "alice")
     assert [taken.permits(n) for n in names] == [alice.permits(n) for n in names] == [True, False, False]
     assert policy.of("alice").filtered(LISTED)["tools"] == []  # the name alone fits no rule
-    assert [policy.met(None).permits(n) for n in names] == [False, False, False]
-    assert [policy.met(7).permits(n) for n in names] == [False, False, False]  # a rule no longer there
-    assert ToolPolicy(deny=["rm"]).met(None).permits("echo")  # no rules: the list alone
-    assert CallRecord.from_dict({"id": 1, "method": "x", "rule": True}).rule is None
+    # another replica's file: rule 0 is another rule there
+    elsewhere = ToolPolicy(
+        deny=["rm"], rules=[ToolRule(ToolPolicy(allow=["*"]), claims={"team": ("b",)}), *rules]
+    )
+    assert [elsewhere.met(record.rule, "alice").permits(n) for n in names] == [False, False, False]
+    assert [policy.met("none", "bob").permits(n) for n in names] == [False, False, False]
+    assert [policy.met("7:x", "bob").permits(n) for n in names] == [False, False, False]
+    assert [policy.met(None, "bob").permits(n) for n in names] == [False, True, False]  # not recorded
+    assert ToolPolicy(deny=["rm"]).met("none", None).permits("echo")  # no rules: the list alone
+    assert CallRecord.from_dict({"id": 1, "method": "x", "rule": 0}).rule is None
 
 
 def test_scopes_and_claims_are_read_from_the_principals_token():

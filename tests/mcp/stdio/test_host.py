@@ -20,6 +20,7 @@ import pytest
 
 from ssewire.mcp.client import Client, RPCError, StreamBroken
 from ssewire.mcp.stdio import StdioHost, StdioTransport
+from ssewire.mcp.stdio.host import StdioUnavailable
 from tests.support.mcp_helpers import INITIALIZE
 
 ROOT = str(Path(__file__).resolve().parents[3])
@@ -271,18 +272,44 @@ def test_a_process_that_asks_faster_than_it_reads_is_never_deadlocked_by_its_ans
     run(scenario())
 
 
-def test_a_start_cancelled_midway_leaves_no_process_behind(tmp_path):
+SLOW_START = [  # the scripted server, a second late (a first `npx`, a container)
+    sys.executable,
+    "-c",
+    "import runpy, time; time.sleep(1); runpy.run_module('tests.support.stdio_scripted', run_name='__main__')",
+]
+
+
+def test_a_session_that_leaves_during_the_start_never_ends_it_for_the_others():
+    async def scenario() -> None:
+        async with served(SLOW_START) as (host, _http):
+            first = asyncio.ensure_future(host.ready())
+            await until(lambda: host.child is not None)
+            pid = host.child.pid
+            second = asyncio.ensure_future(host.ready())
+            first.cancel()  # its client went away: the start goes on for the second
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            first.cancel()  # (and again, as a cancel scope would: still nothing)
+            server = await second
+            assert server["serverInfo"]["name"] == "scripted" and host.child.pid == pid
+            assert host.figures == {**host.figures, "starts": 1, "exits": 0}
+
+    run(scenario())
+
+
+def test_a_gateway_stopping_during_the_start_leaves_no_process_behind():
     async def scenario() -> int:
         silent = [sys.executable, "-c", "import time; time.sleep(60)"]  # never answers initialize
         host = StdioHost(silent, start_timeout=30)
         starting = asyncio.ensure_future(host.ready())
         await until(lambda: host.child is not None)
         pid = host.child.pid
-        starting.cancel()
-        with pytest.raises(asyncio.CancelledError):
+        await host.aclose()
+        with pytest.raises((asyncio.CancelledError, StdioUnavailable)):
             await starting
         assert host.child is None and host.server is None
-        await host.aclose()
+        with pytest.raises(StdioUnavailable, match="stopping"):
+            await host.ready()
         return pid
 
     pid = run(scenario())

@@ -321,7 +321,7 @@ class Relay:
             position.upstream, position.cursor, on_progress=on_progress, timeout=self.timeout
         )
         # (the rule the principal met when the call began: the store keeps no token's claims)
-        tools = self.tools.met(call.rule) if self.tools is not None else None
+        tools = self.tools.met(call.rule, self.record.principal) if self.tools is not None else None
         self._spawn(("taken", stream), self._relayed(stream, outbox, ident, method, replying, tools), stream)
 
     def _progress_to(

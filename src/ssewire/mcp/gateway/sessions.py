@@ -19,6 +19,7 @@ from ..client import Client, StreamBroken
 from ..protocol import inbound
 from ..protocol.codes import SERVER_ERROR, SESSION_NOT_FOUND
 from ..protocol.reissue import ReissuePolicy
+from ..protocol.wire import UNAVAILABLE
 from ..server.asgi import (
     climb,
     refuse,
@@ -186,8 +187,10 @@ class Sessions:
         return self._http
 
     async def _upstream_heard(self, response: httpx.Response) -> None:
-        """The pool's response hook: the upstream answered (readiness reads it)."""
-        self._heard = time.monotonic()
+        """The pool's response hook: the upstream answered (readiness reads it), unless the
+        answer says it is not there (a proxy's 502 in front of it, its own 503)."""
+        if response.status_code not in UNAVAILABLE:
+            self._heard = time.monotonic()
 
     def _client(self, **options: Any) -> Client:
         return Client(

@@ -13,6 +13,8 @@ are read in order; the first whose conditions all hold decides what the principa
 from __future__ import annotations
 
 import fnmatch
+import functools
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,26 +52,36 @@ class ToolPolicy:
         self.deny = _patterns(deny) if deny is not None else None
         self.rules = tuple(rules)
         self._also: ToolPolicy | None = None  # the rule a principal met (in a policy `of` made)
-        self.rule: int | None = None  # its index in the rules (None: none fitted, or no rules)
+        self.rule: str | None = None  # which, as `met` reads it (in a policy `of` made)
 
     def of(self, principal: Any) -> ToolPolicy:
         """What ``principal`` is offered: this policy and the first rule that fits it."""
         if not self.rules:
             return self
-        return self.met(next((n for n, rule in enumerate(self.rules) if rule.fits(principal)), None))
+        fitted = next((n for n, rule in enumerate(self.rules) if rule.fits(principal)), None)
+        return self._met(fitted)
 
-    def met(self, rule: int | None) -> ToolPolicy:
-        """What a principal that met rule number ``rule`` (`of`'s ``rule``) is offered: a call
-        taken over by another replica is filtered as it began, though the store keeps no
-        token's claims to fit the rules again."""
+    def met(self, rule: str | None, principal: Any) -> ToolPolicy:
+        """What was offered when a call began, by the ``rule`` `of` said then: a call taken
+        over by another replica is filtered as it began, though the store keeps no token's
+        claims to fit the rules again. A rule that is not the same rule here (the replicas
+        read different files) offers nothing; None (not recorded) fits ``principal`` again."""
         if not self.rules:
             return self
+        if rule is None:
+            return self.of(principal)
+        index, _, signature = rule.partition(":")
+        if index.isdigit() and int(index) < len(self.rules) and self.rules[int(index)].signature == signature:
+            return self._met(int(index))
+        return self._met(None)
+
+    def _met(self, fitted: int | None) -> ToolPolicy:
         met = ToolPolicy.__new__(ToolPolicy)
         met.allow, met.deny, met.rules = self.allow, self.deny, ()
-        if rule is not None and 0 <= rule < len(self.rules):
-            met._also, met.rule = self.rules[rule].tools, rule
+        if fitted is None:
+            met._also, met.rule = NOTHING, "none"
         else:
-            met._also, met.rule = NOTHING, None
+            met._also, met.rule = self.rules[fitted].tools, f"{fitted}:{self.rules[fitted].signature}"
         return met
 
     def permits(self, name: Any) -> bool:
@@ -133,6 +145,18 @@ class ToolRule:
     principals: frozenset[str] | None = None
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Sequence[Any]] = field(default_factory=dict)  # a claim -> the values it may have
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """A digest of what the rule says: the same rule on every replica reading the same file."""
+        tools = self.tools
+        said = [
+            sorted(self.principals) if self.principals is not None else None,
+            sorted(self.scopes),
+            sorted((name, list(values)) for name, values in self.claims.items()),
+            [p.pattern if p is not None else None for p in (tools.allow, tools.deny)],
+        ]
+        return hashlib.sha256(orjson.dumps(said)).hexdigest()[:16]
 
     @property
     def conditional(self) -> bool:

@@ -130,7 +130,7 @@ class StdioHost:
         self._calls: dict[int, Call] = {}
         self._internal: dict[int, asyncio.Future[dict[str, Any]] | None] = {}
         self._ids = itertools.count(1)
-        self._lock = asyncio.Lock()
+        self._starting: asyncio.Task[dict[str, Any]] | None = None
         self._backoff, self._next_start, self._started_at = BACKOFF[0], 0.0, 0.0
         self._reader: asyncio.Task[None] | None = None
         self._closed = False
@@ -139,33 +139,36 @@ class StdioHost:
 
     async def ready(self) -> dict[str, Any]:
         """The running process's initialize result, starting it first if it is not running.
-        `StdioUnavailable` when it cannot be."""
+        `StdioUnavailable` when it cannot be. The start is the host's own task, awaited by
+        every session that needs it: one that leaves (its client gone) never ends it."""
         if self.server is not None:
             return self.server
-        async with self._lock:
-            if self.server is not None:
-                return self.server
+        if self._starting is None or self._starting.done():
             if self._closed:
                 raise StdioUnavailable("the gateway is stopping", BACKOFF[1])
-            wait = self._next_start - time.monotonic()
-            if wait > self.start_timeout:
-                raise StdioUnavailable("the stdio server exited; it starts again later", wait)
-            if wait > 0:
-                await asyncio.sleep(wait)
-            try:
-                self.server = _offered(await asyncio.wait_for(self._start(), self.start_timeout))
-            except BaseException as failed:  # a cancelled start too: no process is left behind
-                reason = _reason(failed)
-                child, self.child = self.child, None
-                if child is not None:  # (None: it ended by itself, and its reader said so)
-                    await asyncio.shield(child.stop())
-                    self._exited(reason)
-                if not isinstance(failed, Exception):
-                    raise
-                raise StdioUnavailable(
-                    f"the stdio server could not start ({reason})", self._backoff
-                ) from None
-            return self.server
+            self._starting = asyncio.ensure_future(self._launch())
+            self._starting.add_done_callback(_retrieved)
+        return await asyncio.shield(self._starting)
+
+    async def _launch(self) -> dict[str, Any]:
+        wait = self._next_start - time.monotonic()
+        if wait > self.start_timeout:
+            raise StdioUnavailable("the stdio server exited; it starts again later", wait)
+        if wait > 0:
+            await asyncio.sleep(wait)
+        try:
+            server = _offered(await asyncio.wait_for(self._start(), self.start_timeout))
+        except BaseException as failed:  # cancelled by aclose too: no process is left behind
+            reason = _reason(failed)
+            child, self.child = self.child, None
+            if child is not None:  # (None: it ended by itself, and its reader said so)
+                self._exited(reason)  # first: the host is consistent however the stop ends
+                await child.stop()
+            if not isinstance(failed, Exception):
+                raise
+            raise StdioUnavailable(f"the stdio server could not start ({reason})", self._backoff) from None
+        self.server = server
+        return server
 
     async def _start(self) -> dict[str, Any]:
         child = await Child.start(self.command, env=self.env, cwd=self.cwd, max_line=self.max_message_size)
@@ -478,6 +481,9 @@ class StdioHost:
     async def aclose(self) -> None:
         """Stop the process (stdin closed, then SIGTERM, then SIGKILL) and end every stream."""
         self._closed = True
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()  # (its process stopped on the way out)
+            await asyncio.gather(self._starting, return_exceptions=True)
         child, self.child = self.child, None
         if child is not None:
             code = await child.stop()
@@ -490,6 +496,13 @@ class StdioHost:
             if session.listen is not None:
                 session.listen.close()
         self.sessions.clear()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """A start whose every waiter left: its failure is said by the next start, not as an
+    exception never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _offered(server: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,10 @@ BASE_ENVIRONMENT = (
 )
 
 
+_KILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # (Windows: SIGTERM is TerminateProcess)
+_killpg = getattr(os, "killpg", None)
+
+
 @dataclass(frozen=True)
 class Oversize:
     """A line of ``size`` bytes (at least) over the bound: only its first and last bytes kept."""
@@ -158,7 +162,7 @@ class Child:
         if process.stdin is not None and not process.stdin.is_closing():
             process.stdin.close()
         code: int | None = None
-        for step in (None, signal.SIGTERM, signal.SIGKILL):
+        for step in (None, signal.SIGTERM, _KILL):
             if step is not None and process.returncode is None:
                 self._signal_group(step)
             try:
@@ -168,12 +172,16 @@ class Child:
                 continue
         else:
             code = await process.wait()
-        self._signal_group(signal.SIGKILL)
+        self._signal_group(_KILL)
         return code
 
     def _signal_group(self, sig: signal.Signals) -> None:
-        """``sig`` to every process of the child's group (its own session: `start`)."""
+        """``sig`` to every process of the child's group (its own session: `start`); where
+        there are no process groups (Windows), to the child alone while it runs."""
         try:
-            os.killpg(self.pid, sig)
+            if _killpg is not None:
+                _killpg(self.pid, sig)
+            elif self.process.returncode is None:
+                self.process.send_signal(sig)
         except (ProcessLookupError, PermissionError):
             pass  # none left (or the id went to someone else's group: never signalled)

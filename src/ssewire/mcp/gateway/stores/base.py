@@ -114,7 +114,7 @@ class CallRecord:
     id: Any
     method: str | None
     token: Any = None
-    rule: int | None = None
+    rule: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,7 +124,9 @@ class CallRecord:
         if not isinstance(raw, dict) or not isinstance(raw.get("method"), (str, type(None))):
             return None
         rule = raw.get("rule")
-        return cls(raw.get("id"), raw.get("method"), raw.get("token"), rule if type(rule) is int else None)
+        return cls(
+            raw.get("id"), raw.get("method"), raw.get("token"), rule if isinstance(rule, str) else None
+        )
 
 
 @dataclass(frozen=True)
