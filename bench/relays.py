@@ -230,7 +230,9 @@ def nginx(upstream_url: str) -> Iterator[Relay]:
 def gateway(upstream_url: str) -> Iterator[Relay]:
     port = free_port()
     argv = [sys.executable, "-m", "ssewire", "gateway", "--upstream", upstream_url, "--port", str(port)]
-    with started([*argv, "--keepalive", "60"], port) as (process, url):
+    # no access lines, as nginx's `access_log off` above and the upstream's (a log line per
+    # call is the operator's choice, on both)
+    with started([*argv, "--keepalive", "60", "--access-log", "off"], port) as (process, url):
         yield Relay("gateway", url, process.pid)
 
 

@@ -224,6 +224,12 @@ def add_parser(commands: Any) -> None:
         "(0: start without waiting; /readyz says what does not answer)",
     )
     parser.add_argument(
+        "--access-log",
+        choices=("on", "off"),
+        default="on",
+        help="an access line for each relayed request (off: none; the other lines stay)",
+    )
+    parser.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -249,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     routes = _routes(args)
     apps = {route.name: _route_app(route, args) for route in routes}
     router = Router(apps, serve_metrics=args.metrics_port is None)
-    configure_logging(args.log_format)
+    configure_logging(args.log_format, access=args.access_log == "on")
     reloader = None
     if args.config is not None:  # SIGHUP reads the file again
         from ..mcp.gateway.config import load

@@ -153,6 +153,19 @@ def test_text_lines_and_configure_logging_is_idempotent(lines):
     assert "session=null" in pairs and "resets=0" in pairs
 
 
+def test_with_the_access_log_off_no_access_line_is_written_and_the_other_lines_are(lines):
+    configure_logging("json", access=False)
+    telemetry = Telemetry("default")
+    with telemetry.request("POST", {}) as trace:
+        trace.note(status=200)
+    assert telemetry.notice("reset", "an upstream stream broke")
+    assert [r["logger"] for r in records(lines())] == ["ssewire.mcp.gateway"]
+    configure_logging("json")  # on again
+    with telemetry.request("POST", {}) as trace:
+        trace.note(status=200)
+    assert len(access(lines())) == 1
+
+
 def test_an_unknown_log_format_is_refused():
     with pytest.raises(ValueError, match="text or json"):
         configure_logging("xml")

@@ -77,6 +77,9 @@ class RawServer:
                     200, [("content-type", "application/json"), ("content-length", str(len(text)))], text
                 )
             )
+        elif path == "/cookie":  # what an upstream's session (or its load balancer) may set
+            headers = [("set-cookie", "upstream=one-sessions-own; Path=/"), ("content-length", "0")]
+            writer.write(_response(200, headers))
         elif path == "/gzip":
             packed = gzip.compress(b'{"packed": true}')
             headers = [
@@ -272,6 +275,26 @@ def test_a_connection_is_kept_after_a_body_read_to_its_end_and_not_after_one_lef
     first, second, half_read, after = run(stack, body)
     assert first == second == half_read  # kept while each answer was read whole
     assert after != half_read  # a connection with unread bytes is never handed on
+
+
+@pytest.mark.parametrize("no_extensions", ["0", "1"], ids=["aiohttp", "httpx"])
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "one-session"])
+def test_a_client_shared_by_sessions_sends_no_cookie_an_upstream_set(
+    server, monkeypatch, no_extensions, shared
+):
+    """A gateway's pool carries many clients' sessions: a cookie set for one would go with
+    the requests of all the others."""
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", no_extensions)
+
+    async def main() -> list[str]:
+        async with new_client(shared=shared) as http:
+            await http.get(server.url("/cookie"))
+            await http.post(server.url("/json"), content=b"after")
+        request = next(seen for seen in reversed(server.seen) if seen["body"] == b"after")
+        return [value for name, value in request["headers"] if name.lower() == "cookie"]
+
+    sent = asyncio.run(main())
+    assert sent == ([] if shared else ["upstream=one-sessions-own"])
 
 
 def test_new_client_takes_aiohttp_unless_switched_off_or_proxied(monkeypatch):

@@ -115,7 +115,7 @@ class Bridge:
             raise ValueError("give headers to your own httpx.AsyncClient, not beside it")
         self._own_http = http is None
         self.http = http or new_client(
-            timeout=httpx.Timeout(self.settings.head_timeout, read=None), headers=extra
+            shared=True, timeout=httpx.Timeout(self.settings.head_timeout, read=None), headers=extra
         )
         self.upstream = Upstream(
             upstream,

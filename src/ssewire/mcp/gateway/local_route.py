@@ -79,7 +79,9 @@ def virtual_client(route: Any, *, timeout: float, keepalive: float) -> httpx.Asy
         if part.command is not None:  # a stdio member: its own host, as a stdio route's
             http = local_client(part, max_message_size=limit, timeout=timeout, keepalive=keepalive)
         else:
-            http = new_client(timeout=httpx.Timeout(part.timeout or timeout, read=None), headers=part.headers)
+            http = new_client(
+                shared=True, timeout=httpx.Timeout(part.timeout or timeout, read=None), headers=part.headers
+            )
         members.append(
             Member(
                 part.name,

@@ -153,9 +153,10 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure_logging(fmt: str = "text", level: int = logging.INFO) -> None:
+def configure_logging(fmt: str = "text", level: int = logging.INFO, *, access: bool = True) -> None:
     """One stderr handler on the ``"ssewire"`` logger, writing ``fmt`` (``"text"`` or
-    ``"json"``) from ``level`` up; called again, it replaces the one it installed."""
+    ``"json"``) from ``level`` up, the access lines only if ``access``; called again, it
+    replaces the one it installed."""
     formatters: dict[str, type[logging.Formatter]] = {"text": TextFormatter, "json": JsonFormatter}
     if fmt not in formatters:
         raise ValueError(f"log format {fmt!r}: text or json")
@@ -166,6 +167,7 @@ def configure_logging(fmt: str = "text", level: int = logging.INFO) -> None:
     handler.setFormatter(formatters[fmt]())
     root.addHandler(handler)
     root.setLevel(level)
+    access_log.setLevel(logging.NOTSET if access else logging.WARNING)  # (its lines are info)
 
 
 # -- what is logged of a request -------------------------------------------------------
@@ -264,6 +266,21 @@ class Trace:
         if failed is not None and self.outcome is None:
             self.outcome = "cancelled" if _cancelled(failed) else "failed"
         outcome = self._outcome()
+        if access_log.isEnabledFor(logging.INFO):  # (--access-log off: not even its fields made)
+            self._access_line(outcome, duration)
+        if self.span is not None:
+            otel = _otel()
+            assert otel is not None
+            self.span.set_attribute("ssewire.outcome", outcome)
+            self.span.set_attribute("ssewire.resets", self.resets)
+            self.span.set_attribute("ssewire.resumptions", self.resumptions)
+            if outcome in ERROR_OUTCOMES:
+                self.span.set_status(otel.Status(otel.StatusCode.ERROR, outcome))
+            if failed is not None and not _cancelled(failed):
+                self.span.set_attribute("error.type", type(failed).__name__)
+            self.span.end()
+
+    def _access_line(self, outcome: str, duration: float) -> None:
         fields = {
             "route": self.telemetry.route,
             "http_method": self.http_method,
@@ -283,17 +300,6 @@ class Trace:
             outcome,
             extra={"fields": fields},
         )
-        if self.span is not None:
-            otel = _otel()
-            assert otel is not None
-            self.span.set_attribute("ssewire.outcome", outcome)
-            self.span.set_attribute("ssewire.resets", self.resets)
-            self.span.set_attribute("ssewire.resumptions", self.resumptions)
-            if outcome in ERROR_OUTCOMES:
-                self.span.set_status(otel.Status(otel.StatusCode.ERROR, outcome))
-            if failed is not None and not _cancelled(failed):
-                self.span.set_attribute("error.type", type(failed).__name__)
-            self.span.end()
 
 
 def _cancelled(failed: BaseException) -> bool:

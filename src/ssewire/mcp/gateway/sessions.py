@@ -179,6 +179,7 @@ class Sessions:
         """The one upstream connection pool (the operator's headers on every request)."""
         if self._http is None:
             self._http = new_client(
+                shared=True,
                 max_connections=4 * self.max_sessions,
                 timeout=httpx.Timeout(self.timeout, read=None),
                 headers=self.extra,

@@ -1,11 +1,15 @@
 """A deadline on one await, in the awaiting task: ``asyncio.timeout`` from Python 3.11, where
 ``asyncio.wait_for`` would wrap the awaitable in a task of its own (a task and a hop on every
-message of a relay's hot path); ``asyncio.wait_for`` before 3.11, which has no other way."""
+message of a relay's hot path); ``asyncio.wait_for`` before 3.11, which has no other way.
+
+The relay's writes and stores mostly finish without waiting (a socket with room, a store in
+memory): the first step of the work runs before any timer is set, and the deadline is set
+only when the work has to wait, so a message that waits for nothing costs no timer."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -18,5 +22,43 @@ async def within(work: Awaitable[T], seconds: float | None) -> T:
     no deadline); ``work`` is cancelled then, as ``asyncio.wait_for`` cancels it."""
     if _timeout is None:
         return await asyncio.wait_for(work, seconds)
-    async with _timeout(seconds):
+    if seconds is None:
         return await work
+    if not asyncio.iscoroutine(work):
+        async with _timeout(seconds):
+            return await work
+    try:
+        waiting = work.send(None)  # its first step: done already, or what it waits on
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    async with _timeout(seconds):  # (counted from its first wait: the step took no time to speak of)
+        result: T = await _Rest(work, waiting)
+        return result
+
+
+class _Rest:
+    """The rest of a coroutine whose first step ran: awaited, it goes on from that step's wait."""
+
+    __slots__ = ("waiting", "work")
+
+    def __init__(self, work: Coroutine[Any, Any, Any], waiting: Any) -> None:
+        self.work, self.waiting = work, waiting
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        work, waiting = self.work, self.waiting
+        while True:
+            try:
+                sent = yield waiting
+            except GeneratorExit:
+                work.close()
+                raise
+            except BaseException as thrown:  # a cancellation (the deadline's), into the work
+                try:
+                    waiting = work.throw(thrown)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    waiting = work.send(sent)
+                except StopIteration as done:
+                    return done.value

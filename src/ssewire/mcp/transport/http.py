@@ -18,6 +18,7 @@ and read through it.
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import time
 import urllib.request
 from collections.abc import AsyncGenerator
@@ -42,14 +43,30 @@ DEFAULT_MAX_MESSAGE_SIZE: int | None = 16 * 1024 * 1024
 LINE_SLACK = 64  # a line may hold a message of the limit plus its field name ("data: ")
 
 
+class _NoCookies(http.cookiejar.CookieJar):
+    """A jar that keeps no cookie and sends none."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        pass
+
+    def add_cookie_header(self, request: Any) -> None:
+        pass
+
+
 def new_client(
-    *, max_connections: int = 100, keepalive_expiry: float = 5.0, **options: Any
+    *, max_connections: int = 100, keepalive_expiry: float = 5.0, shared: bool = False, **options: Any
 ) -> httpx.AsyncClient:
     """The httpx client the I/O components make for themselves (``options`` are httpx's):
     on aiohttp's C parser and pool (`ssewire.mcp.transport.aio`) where aiohttp is installed,
     else on httpx's own transport (httpcore, h11); ``SSEWIRE_NO_EXTENSIONS=1`` keeps httpx's,
     ``SSEWIRE_REQUIRE_EXTENSIONS=1`` makes a missing aiohttp an error. A proxy named by the
-    environment (``HTTP(S)_PROXY``, ``ALL_PROXY``) is httpx's to use: its own transport then."""
+    environment (``HTTP(S)_PROXY``, ``ALL_PROXY``) is httpx's to use: its own transport then.
+
+    ``shared``: one client for the upstream sessions of many clients (a gateway's, a
+    bridge's), which keeps no cookies: one that an upstream set for one session would go
+    with every other's requests (the official TypeScript client keeps none either)."""
+    if shared:
+        options["cookies"] = _NoCookies()
     proxied = options.get("trust_env", True) and any(
         scheme in ("http", "https", "all") for scheme in urllib.request.getproxies()
     )

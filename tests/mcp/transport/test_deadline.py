@@ -1,0 +1,142 @@
+"""`within`: a deadline on one await in the awaiting task, its timer set only once the work
+has to wait. On asyncio's loop and on uvloop's, as the gateway runs it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ssewire.mcp.transport.deadline import within
+
+needs_timeout = pytest.mark.skipif(not hasattr(asyncio, "timeout"), reason="Python < 3.11: wait_for")
+
+
+def loops() -> list[Any]:
+    found: list[Any] = [asyncio.new_event_loop]
+    try:
+        import uvloop
+    except ImportError:
+        return found
+    return [*found, uvloop.new_event_loop]
+
+
+@pytest.fixture(params=loops(), ids=lambda make: make.__module__.split(".")[0])
+def run(request) -> Callable[[Any], Any]:
+    def running(coroutine: Any) -> Any:
+        loop = request.param()
+        try:
+            return loop.run_until_complete(asyncio.wait_for(coroutine, 10))
+        finally:
+            loop.close()
+
+    return running
+
+
+async def ready(value: str) -> str:
+    return value
+
+
+@needs_timeout
+def test_work_that_waits_for_nothing_sets_no_timer(run, monkeypatch):
+    async def scenario() -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        timers = 0
+        call_at = loop.call_at
+
+        def counted(*args: Any, **options: Any) -> Any:
+            nonlocal timers
+            timers += 1
+            return call_at(*args, **options)
+
+        monkeypatch.setattr(loop, "call_at", counted)
+        value = await within(ready("now"), 1.0)
+        assert timers == 0
+        waited = await within(asyncio.sleep(0.01, "later"), 1.0)
+        assert waited == "later"
+        return value, timers
+
+    value, timers = run(scenario())
+    assert (
+        value == "now" and timers >= 1
+    )  # the deadline's (asyncio's sleep sets one too; uvloop's not through call_at)
+
+
+def test_work_that_finishes_within_the_deadline_gives_its_value(run):
+    async def work() -> str:
+        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
+        return "done"
+
+    assert run(within(work(), 1.0)) == "done"
+    assert run(within(work(), None)) == "done"
+
+
+def test_work_past_the_deadline_is_cancelled_and_raises_timeout_error(run):
+    ended: list[str] = []
+
+    async def work() -> None:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+
+    async def scenario() -> float:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(asyncio.TimeoutError):
+            await within(work(), 0.05)
+        return loop.time() - began
+
+    took = run(scenario())
+    assert ended == ["cancelled"] and 0.04 <= took < 1
+
+
+def test_errors_come_out_as_raised_before_and_after_the_first_wait(run):
+    async def at_once() -> None:
+        raise KeyError("first step")
+
+    async def later() -> None:
+        await asyncio.sleep(0)
+        raise ValueError("second step")
+
+    async def scenario() -> None:
+        with pytest.raises(KeyError):
+            await within(at_once(), 1.0)
+        with pytest.raises(ValueError, match="second step"):
+            await within(later(), 1.0)
+
+    run(scenario())
+
+
+def test_the_callers_own_cancellation_is_a_cancellation_not_a_timeout(run):
+    ended: list[str] = []
+
+    async def work() -> None:
+        try:
+            await asyncio.sleep(5)
+        finally:
+            ended.append("ended")
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(within(work(), 10.0))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(scenario())
+    assert ended == ["ended"]
+
+
+def test_a_future_is_awaited_under_the_deadline_too(run):
+    async def scenario() -> None:
+        future = asyncio.get_running_loop().create_future()
+        with pytest.raises(asyncio.TimeoutError):
+            await within(future, 0.02)
+        assert future.cancelled()
+
+    run(scenario())
