@@ -140,3 +140,22 @@ def test_a_future_is_awaited_under_the_deadline_too(run):
         assert future.cancelled()
 
     run(scenario())
+
+
+def test_an_async_generators_next_item_is_awaited_under_the_deadline(run):
+    """How a body's chunks are read: one there already comes at once; one that does not
+    come in time is a TimeoutError."""
+
+    async def chunks():
+        yield b"there"
+        await asyncio.sleep(5)
+        yield b"never in time"
+
+    async def scenario() -> None:
+        body = chunks()
+        assert await within(body.__anext__(), 1.0) == b"there"
+        with pytest.raises(asyncio.TimeoutError):
+            await within(body.__anext__(), 0.02)
+        await body.aclose()
+
+    run(scenario())

@@ -9,7 +9,7 @@ only when the work has to wait, so a message that waits for nothing costs no tim
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Generator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -24,15 +24,13 @@ async def within(work: Awaitable[T], seconds: float | None) -> T:
         return await asyncio.wait_for(work, seconds)
     if seconds is None:
         return await work
-    if not asyncio.iscoroutine(work):
-        async with _timeout(seconds):
-            return await work
+    steps = work.__await__()  # (a coroutine's, an async generator's next, a future's)
     try:
-        waiting = work.send(None)  # its first step: done already, or what it waits on
+        waiting = steps.send(None)  # its first step: done already, or what it waits on
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     async with _timeout(seconds):  # (counted from its first wait: the step took no time to speak of)
-        result: T = await _Rest(work, waiting)
+        result: T = await _Rest(steps, waiting)
         return result
 
 
@@ -41,7 +39,7 @@ class _Rest:
 
     __slots__ = ("waiting", "work")
 
-    def __init__(self, work: Coroutine[Any, Any, Any], waiting: Any) -> None:
+    def __init__(self, work: Generator[Any, Any, Any], waiting: Any) -> None:
         self.work, self.waiting = work, waiting
 
     def __await__(self) -> Generator[Any, Any, Any]:

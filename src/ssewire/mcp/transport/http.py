@@ -34,7 +34,7 @@ from ..._envelope import require as require_envelopes
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
 from ..protocol.wire import JSON, SSE
-from .deadline import _timeout
+from .deadline import _timeout, within
 
 # 16 MiB: above the official servers' 4 MB request cap and the multi-megabyte results this
 # package is for (the official Python client's 1 MiB cap refuses a screenshot or a PDF page),
@@ -135,7 +135,7 @@ async def send(
     timeout = httpx.Timeout(head_timeout, read=None)  # reads have the deadlines of Answer.chunks
     request = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
     start = time.monotonic()
-    response = await asyncio.wait_for(http.send(request, stream=True), head_timeout)
+    response = await within(http.send(request, stream=True), head_timeout)  # (no task of its own)
     return Answer(response, start=start, max_message_size=max_message_size, record=record)
 
 
@@ -244,9 +244,8 @@ class Answer:
         already there, so a peer that never pauses would make the caller's deadline
         unreachable. From 3.11, ``asyncio.timeout`` (no task per chunk: a tenth of the cost,
         which counts on a body of a thousand chunks); before, a task and ``asyncio.wait``."""
-        if _timeout is not None:
-            async with _timeout(wait):
-                return await self._chunks.__anext__()
+        if _timeout is not None:  # (its timer set only if the chunk is not there yet)
+            return await within(self._chunks.__anext__(), wait)
         step = asyncio.ensure_future(self._chunks.__anext__())
         try:
             done, _ = await asyncio.wait((step,), timeout=wait)
