@@ -8,9 +8,7 @@ import asyncio
 import logging
 import time
 
-import httpx
-
-from ..protocol.wire import JSON, UNAVAILABLE
+from ..transport.http import answers
 from .relay import Relay
 from .writer import Writer
 
@@ -103,13 +101,7 @@ class Lifecycle(Writer):
         return await asyncio.shield(self._probe[1])
 
     async def _probed(self) -> bool:
-        try:
-            async with self._upstream_http().stream(
-                "GET", self.upstream, headers={"accept": JSON}, timeout=PROBE_TIMEOUT
-            ) as response:
-                if response.status_code in UNAVAILABLE:  # (a stdio route's program that cannot start)
-                    return False
-        except (httpx.HTTPError, OSError):
+        if not await answers(self._upstream_http(), self.upstream, PROBE_TIMEOUT):
             return False
         self._heard = time.monotonic()
         return True

@@ -424,7 +424,7 @@ class StdioHost:
         call = Call(session, message, next(self._ids), self.budget)
         sent = {**message, "id": call.child_id}
         if call.token is not None or "task" in params:  # (no task: answered on its call's stream)
-            sent["params"] = {key: value for key, value in params.items() if key != "task"}
+            sent["params"] = {name: value for name, value in params.items() if name != "task"}
         if call.token is not None:
             sent["params"]["_meta"] = {**params["_meta"], "progressToken": call.child_id}
         self._calls[call.child_id] = call

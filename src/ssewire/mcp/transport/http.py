@@ -33,7 +33,7 @@ from ..._envelope import read as read_envelope
 from ..._envelope import require as require_envelopes
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
-from ..protocol.wire import JSON, SSE
+from ..protocol.wire import JSON, SSE, UNAVAILABLE
 from .deadline import _timeout, within
 
 # 16 MiB: above the official servers' 4 MB request cap and the multi-megabyte results this
@@ -76,6 +76,16 @@ def new_client(
         return httpx_client(max_connections=max_connections, keepalive_expiry=keepalive_expiry, **options)
     limits = httpx.Limits(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
     return httpx.AsyncClient(limits=limits, **options)
+
+
+async def answers(http: httpx.AsyncClient, url: str, timeout: float) -> bool:
+    """Whether the MCP endpoint ``url`` is there to serve (readiness probes): a GET's head
+    within ``timeout`` s, any status but `UNAVAILABLE`'s (a refusal says it is there)."""
+    try:
+        async with http.stream("GET", url, headers={"accept": JSON}, timeout=timeout) as response:
+            return response.status_code not in UNAVAILABLE
+    except (httpx.HTTPError, OSError):
+        return False
 
 
 class Idle(Exception):
@@ -242,8 +252,9 @@ class Answer:
         """The next chunk within ``wait`` seconds (``asyncio.TimeoutError`` past it). Never
         ``asyncio.wait_for``: before Python 3.12 it swallows a cancellation that meets a chunk
         already there, so a peer that never pauses would make the caller's deadline
-        unreachable. From 3.11, ``asyncio.timeout`` (no task per chunk: a tenth of the cost,
-        which counts on a body of a thousand chunks); before, a task and ``asyncio.wait``."""
+        unreachable. From 3.11, `within` (no task per chunk: a tenth of the cost, which counts on
+        a body of a thousand chunks, and no timer for a chunk already there); before, a task
+        and ``asyncio.wait``."""
         if _timeout is not None:  # (its timer set only if the chunk is not there yet)
             return await within(self._chunks.__anext__(), wait)
         step = asyncio.ensure_future(self._chunks.__anext__())

@@ -47,8 +47,8 @@ from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
-from ..protocol.wire import JSON, UNAVAILABLE
 from ..server.tools import ToolPolicy
+from ..transport.http import answers
 from .names import BadCursor, Names, cursor, read_cursor
 
 log = logging.getLogger("ssewire.mcp.virtual")
@@ -174,17 +174,8 @@ class VirtualServer:
 
     async def ready(self) -> None:
         """Ready while any member answers at all (its MCP endpoint, within 2 s)."""
-
-        async def answers(member: Member) -> bool:
-            try:
-                async with member.http.stream(
-                    "GET", member.url, headers={"accept": JSON}, timeout=2.0
-                ) as response:
-                    return response.status_code not in UNAVAILABLE
-            except (httpx.HTTPError, OSError):
-                return False
-
-        if not any(await asyncio.gather(*(answers(member) for member in self.members))):
+        probes = (answers(member.http, member.url, 2.0) for member in self.members)
+        if not any(await asyncio.gather(*probes)):
             raise LocalUnavailable("no member of this virtual server answers", 2.0)
 
     async def initialize(self, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
