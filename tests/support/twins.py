@@ -1,4 +1,5 @@
-"""Helpers shared by the decoder tests: the twins under test, feeding, splitting.
+"""Helpers shared by the decoder tests: the twins under test (the decoder's and the
+stream ledger's booking loop), feeding, splitting.
 
 The compiled twin is under test whenever it is built, and always when
 ``SSEWIRE_REQUIRE_EXTENSIONS=1`` (as in CI): then a missing ``CDecoder`` fails the
@@ -12,10 +13,23 @@ import pytest
 
 import ssewire
 from ssewire import EventTooLarge, _env
+from ssewire.mcp.streams import _books
 
 _CLASSES = {"py": ssewire.PyDecoder, "c": ssewire.CDecoder}
 _RAW_CLASSES = {"py": ssewire.PyRawDecoder, "c": ssewire.CRawDecoder}
 TWINS = [name for name, cls in _CLASSES.items() if cls is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]
+
+
+_BOOKS = {"py": _books.py_book, "c": _books.c_book}
+BOOK_TWINS = [name for name, book in _BOOKS.items() if book is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]
+
+
+def book_twin(name: str):
+    """The stream ledger's booking loop of twin ``name`` (``_books_py`` / ``_books_c``)."""
+    book = _BOOKS[name]
+    if book is None:
+        pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.streams._books_c is not built")
+    return book
 
 
 def twin(name: str, raw: bool = False) -> type:

@@ -21,6 +21,7 @@ from ssewire.mcp.streams.guard import ResumptionGuard, UnsafeResumption, wire_di
 from ssewire.mcp.streams.ledger import DO_NOT_REPLAY, REISSUE, RESUME, StreamLedger
 
 V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
+pytestmark = pytest.mark.usefixtures("books")  # each test on both twins of the booking loop
 
 
 def progress(n: int) -> dict:

@@ -26,6 +26,7 @@ from ssewire.mcp.streams.ledger import (
 from tests.support.transcripts import event, notification, priming, progress, request, result
 
 V11, V26 = PROFILES["2025-11-25"], PROFILES["2026-07-28"]
+pytestmark = pytest.mark.usefixtures("books")  # each test on both twins of the booking loop
 
 # A POST stream: priming, progress, the result; and the GET stream of the same session.
 CALL = priming("c-1") + event(progress(7), "c-2") + event(result(7, {"n": 1}), "c-3")

@@ -43,7 +43,8 @@ from typing import Any, NamedTuple
 
 from ...jsonrpc import Item, Kind, Message, OtherEvent, Priming, TornTail
 from ..protocol.profiles import Profile
-from .ledger import EventVerdict, Recovery, StreamLedger, fingerprint, messages_of
+from .ledger import Recovery, StreamLedger, fingerprint, messages_of
+from .verdicts import EventVerdict
 
 BOUND = 65_536  # ids and messages a guard's ledger remembers for finding copies; oldest go first
 

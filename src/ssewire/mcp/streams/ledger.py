@@ -8,7 +8,7 @@ the event ids it delivered and the responses it carried. From that it knows, as 
 
 - event ids and messages that another chain already used (broadcasts, reused ids);
 - for a resumed stream, what it replayed from at or before the cursor, or from another chain;
-- for each event, its [`EventVerdict`][ssewire.mcp.streams.ledger.EventVerdict]: new (deliver
+- for each event, its [`EventVerdict`][ssewire.mcp.streams.verdicts.EventVerdict]: new (deliver
   it), a replay or a copy (drop it), or why the resumption cannot be trusted;
 - after a disconnect, the one safe recovery: resume, re-issue, or do not replay.
 
@@ -32,9 +32,10 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from ..._strenum import StrEnum
 from ...jsonrpc import Item, Kind, Message, TornTail, classify
 from ..protocol.profiles import Profile
+from ._books import book as _book
+from .verdicts import EventVerdict, StreamState  # defined once there, for both twins
 
 RESUME, REISSUE, DO_NOT_REPLAY = "resume-with-get", "reissue-with-fresh-id", "do-not-replay"
 
@@ -49,33 +50,6 @@ class Recovery:
 
     def as_dict(self) -> dict[str, str]:
         return {"exchange": self.exchange, "action": self.action, "reason": self.reason}
-
-
-class EventVerdict(StrEnum):
-    """What one event is, as the ledger sees it when it arrives. The unsafe ones are named
-    as [`UnsafeResumption`][ssewire.mcp.streams.guard.UnsafeResumption]'s kinds."""
-
-    NEW = "new"  # never delivered: deliver it
-    REPLAY = "replay"  # an event id this chain delivered, with the same content: drop it
-    COPY = "copy"  # a message another chain delivered first (a broadcast): drop it
-    CHANGED_PAYLOAD = "changed-payload"  # an event id this chain delivered, with other content
-    OTHER_STREAM = "other-stream"  # a resumed stream carries another chain's event ids
-    RESTARTED = "restarted"  # a resumed stream repeats its chain's messages under new ids
-
-    @property
-    def unsafe(self) -> bool:
-        return self in _UNSAFE
-
-
-_UNSAFE = frozenset({EventVerdict.CHANGED_PAYLOAD, EventVerdict.OTHER_STREAM, EventVerdict.RESTARTED})
-
-
-class StreamState(StrEnum):
-    """Where a stream stands (a finished stream is forgotten, not kept in a state)."""
-
-    OPEN = "open"
-    ENDED = "ended"  # it ended cleanly
-    BROKEN = "broken"  # it ended before its end (a disconnect)
 
 
 class LedgerMessage(NamedTuple):
@@ -245,111 +219,26 @@ class StreamLedger:
         content, keys)`` each (a live reader's chunk at a time: the stream's, chain's and
         scope's books are looked up once for all, and held to ``bound`` once for all, so a
         table may pass it by one chunk's events in between). Stops after the first unsafe
-        verdict: the events after it are not booked. The one implementation of the rules."""
+        verdict: the events after it are not booked. The rules are `_books_py.book`'s (its
+        compiled twin's, where built)."""
         stream = self._streams[name]
         if stream.state is not _OPEN:
             raise ValueError(f"stream {name!r} is closed")
-        root, scope = stream.root, stream.scope
-        chain = self._chains[root]
-        resumed = stream.resumes is not None
-        bound, facts = self.bound, self.facts
-        delivered_ids, answered = chain.delivered_ids, chain.answered
-        owned_ids, owned_messages = chain.owned_ids, chain.owned_messages
+        scope = stream.scope
+        chain = self._chains[stream.root]
         id_owners = self._event_owner.get(scope)
         if id_owners is None:
             id_owners = self._event_owner[scope] = {}
         message_owners = self._message_owner.get(scope)
         if message_owners is None:
             message_owners = self._message_owner[scope] = {}
-        # the stream's and chain's counters, kept here while the batch is read
-        previous_id, last_event_id = stream.previous_id, stream.last_event_id
-        index, position = stream.events, chain.length
-        verdicts: list[EventVerdict] = []
         try:
-            for event_id, messages, content, keys in batch:
-                own_id = event_id if event_id != previous_id else ""  # Stream.own_id, inlined
-                previous_id = event_id
-                delivered = delivered_ids.get(own_id) if own_id else None
-                repeat = None
-                if delivered is not None:
-                    repeat = _REPLAY if delivered == content else _CHANGED_PAYLOAD
-                    if not book_repeats:
-                        verdicts.append(repeat)
-                        if repeat is _CHANGED_PAYLOAD:
-                            break
-                        continue
-                foreign = restarted = copied = False
-                if own_id and own_id != last_event_id:
-                    if facts:
-                        stream.event_ids.append((index, own_id))
-                        self._keep_recent(stream.event_ids)  # a long-lived stream keeps its recent ids
-                    last_event_id = own_id
-                    seen = id_owners.get(own_id)
-                    if seen is not None:
-                        if resumed:
-                            restarted, copied = self._replay(stream, seen, index)
-                            foreign = seen[0] != root
-                            if scope in self._reusing:  # ids do not tell streams apart here: content does
-                                foreign = restarted = copied = False
-                        elif seen[0] != root:
-                            stream.reused_ids += 1
-                            self._reusing[scope] = None
-                            self._trim(self._reusing)
-                    else:
-                        id_owners[own_id] = (root, position)
-                        if bound is not None:
-                            owned_ids.append(own_id)
-                if messages:
-                    pairs = (
-                        zip(messages, keys, strict=True) if len(messages) > 1 else ((messages[0], keys[0]),)
-                    )
-                    for message, key in pairs:
-                        seen = message_owners.get(key)
-                        if seen is not None:
-                            if resumed:
-                                before, other = self._replay(stream, seen, index)
-                                restarted, copied = restarted or before, copied or other
-                            elif seen[0] != root and not self._legitimate_copy(scope, message):
-                                if facts:
-                                    has_id = message.kind is not _NOTIFICATION
-                                    stream.copies[has_id].append(index)
-                                    self._keep_recent(stream.copies[has_id])
-                                copied = True
-                        else:
-                            message_owners[key] = (root, position)
-                            if bound is not None:
-                                owned_messages.append(key)
-                        if message.kind in _ANSWERS:
-                            answered.add(message.id)
-                index += 1
-                position += 1
-                if repeat is not None:  # the chain delivered this id: its cursor stays
-                    verdicts.append(repeat)
-                    if repeat is _CHANGED_PAYLOAD:
-                        break
-                    continue
-                if own_id:
-                    delivered_ids[own_id] = content
-                    chain.cursor, chain.cursor_at = own_id, position - 1
-                if foreign:
-                    verdicts.append(_OTHER_STREAM)
-                    break
-                # a message seen before is surely the same one only when its id says so, or its
-                # progress value (which must increase); a list-changed or a log line may repeat
-                if (restarted or copied) and messages and all(map(_identifiable, messages)):
-                    verdicts.append(_RESTARTED if restarted else _COPY)
-                    if restarted:
-                        break
-                    continue
-                verdicts.append(_NEW)
+            return _book(self, stream, chain, id_owners, message_owners, batch, book_repeats)
         finally:
-            stream.previous_id, stream.last_event_id = previous_id, last_event_id
-            stream.events, chain.length = index, position
-            for table in (id_owners, message_owners, delivered_ids):
+            for table in (id_owners, message_owners, chain.delivered_ids):
                 self._trim(table)
-            self._keep_recent(owned_ids)
-            self._keep_recent(owned_messages)
-        return verdicts
+            self._keep_recent(chain.owned_ids)
+            self._keep_recent(chain.owned_messages)
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
         """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
@@ -503,15 +392,7 @@ def dispatched(
     return (event_id, messages, content, keys)
 
 
-_ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR})
-# enum members bound once: read through their class, each costs a lookup in the enum's machinery
-_OPEN, _NOTIFICATION = StreamState.OPEN, Kind.NOTIFICATION
-_NEW, _REPLAY, _COPY = EventVerdict.NEW, EventVerdict.REPLAY, EventVerdict.COPY
-_CHANGED_PAYLOAD, _OTHER_STREAM, _RESTARTED = (
-    EventVerdict.CHANGED_PAYLOAD,
-    EventVerdict.OTHER_STREAM,
-    EventVerdict.RESTARTED,
-)
+_OPEN = StreamState.OPEN  # bound once: read through its class, it costs an enum lookup
 
 
 def _disown(
@@ -534,14 +415,6 @@ def _repeat(chain: Chain, own_id: str, content: Any) -> EventVerdict | None:
     if delivered is None:
         return None
     return EventVerdict.REPLAY if delivered == content else EventVerdict.CHANGED_PAYLOAD
-
-
-def _identifiable(message: Carried) -> bool:
-    """Whether a message equal to this one is this one: it has a JSON-RPC id, or it is
-    progress (which must increase)."""
-    if message.kind != Kind.NOTIFICATION:
-        return True
-    return isinstance(message.payload, dict) and message.payload.get("method") == "notifications/progress"
 
 
 def trim(table: dict[Any, Any], bound: int) -> None:

@@ -1,0 +1,152 @@
+"""The two twins of the stream ledger's booking loop (``_books_py``, ``_books_c``) give the
+same verdicts and leave the same books, on random conversations: streams opened, resumed,
+fed in random batches (ids repeated, reused across streams, messages copied), closed and
+finished, on both revisions, bounded or not, with a stream's facts kept or not. And which
+twin the ledger books with is chosen by the decoder's switches."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssewire.jsonrpc import Kind
+from ssewire.mcp import PROFILES
+from ssewire.mcp.streams import _books, ledger
+from ssewire.mcp.streams.ledger import LedgerMessage, StreamLedger, dispatched
+from tests.support.twins import BOOK_TWINS, book_twin
+
+NAMES = [f"s{n}" for n in range(5)]
+IDS = ["", "a1", "a2", "a3", "b1", "b2"]  # few, so they repeat, move on and come back
+POOL = [
+    LedgerMessage(Kind.NOTIFICATION, None, {"method": "notifications/progress", "params": {"progress": 1}}),
+    LedgerMessage(Kind.NOTIFICATION, None, {"method": "notifications/progress", "params": {"progress": 2}}),
+    LedgerMessage(Kind.NOTIFICATION, None, {"method": "notifications/tools/list_changed"}),
+    LedgerMessage(Kind.RESPONSE, 1, {"id": 1, "result": {}}),
+    LedgerMessage(Kind.ERROR, 2, {"id": 2, "error": {"code": -1, "message": "no"}}),
+    LedgerMessage(Kind.REQUEST, "s-1", {"id": "s-1", "method": "ping"}),
+]
+
+EVENT = st.tuples(st.sampled_from(IDS), st.lists(st.sampled_from(POOL), max_size=2))
+OPERATION = st.one_of(
+    st.tuples(st.just("open"), st.sampled_from(NAMES), st.none() | st.sampled_from(IDS[1:])),
+    st.tuples(st.just("resume"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("events"), st.sampled_from(NAMES), st.lists(EVENT, max_size=6), st.booleans()),
+    st.tuples(st.just("close"), st.sampled_from(NAMES), st.booleans()),
+    st.tuples(st.just("finish"), st.sampled_from(NAMES)),
+    st.tuples(st.just("request"), st.sampled_from([1, 2, "s-1"])),
+)
+
+
+def converse(book, operations, profile, bound, facts) -> tuple:
+    """Run ``operations`` on a fresh ledger booking with ``book``: what each answered (or
+    raised), and the books left."""
+    kept, ledger._book = ledger._book, book
+    try:
+        books = StreamLedger(profile, bound=bound, facts=facts)
+        answers = [_answer(books, operation) for operation in operations]
+    finally:
+        ledger._book = kept
+    state = (
+        books._streams,
+        books._chains,
+        books._event_owner,
+        books._message_owner,
+        books._reusing,
+        books._requests,
+    )
+    return answers, state
+
+
+def _answer(books: StreamLedger, operation: tuple):
+    kind, *args = operation
+    try:
+        if kind == "open":
+            name, last_event_id = args
+            return books.open(name, "session", last_event_id=last_event_id).root
+        if kind == "resume":
+            broken, name = args
+            return books.resume(broken, name, "session").resumes
+        if kind == "events":
+            name, events, book_repeats = args
+            batch = [dispatched(event_id, messages) for event_id, messages in events]
+            return books.events(name, batch, book_repeats=book_repeats)
+        if kind == "close":
+            name, disconnected = args
+            return books.close(name, disconnected=disconnected)
+        if kind == "finish":
+            return books.finish(args[0])
+        books.request_sent("session", args[0])
+        return None
+    except (KeyError, ValueError) as error:  # an unknown or closed stream: the same refusal
+        return type(error).__name__, str(error)
+
+
+@pytest.mark.parametrize("name", [name for name in BOOK_TWINS if name != "py"])
+@settings(max_examples=300, deadline=None)
+@given(
+    operations=st.lists(OPERATION, max_size=30),
+    revision=st.sampled_from(sorted(PROFILES)),
+    bound=st.sampled_from([None, 2, 5]),
+    facts=st.booleans(),
+)
+def test_the_compiled_twin_books_as_the_pure_one(name, operations, revision, bound, facts):
+    profile = PROFILES[revision]
+    compiled = converse(book_twin(name), operations, profile, bound, facts)
+    assert compiled == converse(_books.py_book, operations, profile, bound, facts)
+
+
+def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():
+    """One conversation that reaches every verdict (so the property above is not met by
+    conversations that never leave the common path)."""
+    progress, response = POOL[0], POOL[3]
+    operations = [
+        ("open", "s0", None),
+        ("events", "s0", [("a1", [progress]), ("a2", [])], True),
+        ("close", "s0", True),
+        ("resume", "s0", "s1"),
+        ("events", "s1", [("a1", [progress]), ("a3", [response])], False),  # a replay, then new
+        ("open", "s2", None),
+        ("events", "s2", [("b1", [response])], False),  # a copy of what s1 delivered
+        ("close", "s1", True),
+        ("resume", "s1", "s3"),
+        ("events", "s3", [("a3", [POOL[1]])], False),  # its id delivered with other content
+        ("close", "s2", True),
+        ("resume", "s2", "s4"),
+        ("events", "s4", [("b2", [progress])], False),  # another chain's message, new id
+    ]
+    for twin in BOOK_TWINS:
+        answers, _ = converse(book_twin(twin), operations, PROFILES["2025-11-25"], 5, True)
+        verdicts = {str(v) for answer in answers if isinstance(answer, list) for v in answer}
+        assert verdicts >= {"new", "replay", "copy", "changed-payload"}, (twin, answers)
+
+
+def _implementation(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SSEWIRE_")}
+    code = "from ssewire.mcp.streams import _books, ledger; print(_books.IMPLEMENTATION, ledger._book.__module__)"
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_ledger_books_with_the_twin_the_switches_choose():
+    pure = _implementation(SSEWIRE_NO_EXTENSIONS="1")
+    assert pure.returncode == 0, pure.stderr
+    assert pure.stdout.split() == ["python", "ssewire.mcp.streams._books_py"]
+    built = find_spec("ssewire.mcp.streams._books_c") is not None  # (maybe switched off here)
+    chosen = _implementation()
+    assert chosen.returncode == 0, chosen.stderr
+    expected = (
+        ["cython", "ssewire.mcp.streams._books_c"] if built else ["python", "ssewire.mcp.streams._books_py"]
+    )
+    assert chosen.stdout.split() == expected
+    required = _implementation(SSEWIRE_REQUIRE_EXTENSIONS="1")
+    if built:
+        assert required.returncode == 0 and required.stdout.split()[0] == "cython", required.stderr
+    else:  # a pure install: the first compiled module it looks for is missing, loudly
+        assert required.returncode != 0 and "ImportError" in required.stderr
