@@ -21,18 +21,18 @@ checked as JSON but never built), read with `parsed` and written back by `encode
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import orjson
 
-from . import _envelope
+from . import _env, _envelope
 from ._envelope import Body, encoded, parsed, written
 from ._errors import EventTooLarge
 from ._events import RawEvent
+from ._items import InvalidMessage, Item, Kind, Message, OtherEvent, Priming, TornTail
 from ._secrets import mask_json_bytes
 from ._select import RawDecoder
 from ._shared import DEFAULT_MAX_EVENT_SIZE, DEFAULT_MAX_LINE_SIZE
-from ._strenum import StrEnum
 
 __all__ = [
     "Body",
@@ -51,72 +51,26 @@ __all__ = [
 ]
 
 
-class Kind(StrEnum):
-    """What a JSON-RPC message is (a ``str``: ``Kind.REQUEST == "request"``)."""
-
-    REQUEST = "request"
-    NOTIFICATION = "notification"
-    RESPONSE = "response"
-    ERROR = "error"  # an error response
-    BATCH = "batch"  # a JSON array of messages (MCP 2025-03-26)
-
-    @property
-    def answers(self) -> bool:
-        """A response or an error response: it answers a request by its id."""
-        return self in (Kind.RESPONSE, Kind.ERROR)
-
-
-class Message(NamedTuple):
-    """One valid JSON-RPC message (or batch) and the SSE event it came from."""
-
-    kind: Kind
-    payload: Any  # what orjson.loads returned (with raw_above, its large bodies as Body)
-    id: str | int | None  # the JSON-RPC id (None for notifications and batches)
-    method: str | None  # requests and notifications
-    event_type: str
-    event_id: str  # the SSE last event ID at dispatch
-    size: int  # bytes of the event's data
-    data: bytes = b""  # the event's data as it came, only with keep_data (what the resumption guard digests)
-
-
-class InvalidMessage(NamedTuple):
-    """An event whose data is not a valid JSON-RPC message; the stream goes on."""
-
-    reason: str
-    event_id: str
-    size: int
-    excerpt: str  # the start of the data, secrets redacted
-
-
-class Priming(NamedTuple):
-    """An event with empty data: not a message (MCP primes resumable streams with one,
-    carrying an ID; ``event_id`` is the last event ID at dispatch, maybe empty)."""
-
-    event_id: str
-
-
-class OtherEvent(NamedTuple):
-    """An event whose type is not ``message``: not JSON-RPC, passed on undecoded."""
-
-    event_type: str
-    data: bytes
-    event_id: str
-
-
-class TornTail(NamedTuple):
-    """The stream ended inside an event: ``discarded`` bytes were never dispatched.
-
-    ``event_id`` is the last event ID before the torn event (a torn ``id:`` line never
-    counts), i.e. the cursor to resume from."""
-
-    discarded: int
-    event_id: str = ""
-
-
-Item = Message | InvalidMessage | Priming | OtherEvent | TornTail
 _new = tuple.__new__  # Message's fields from one tuple, at C speed (the class call runs Python code)
 
 _MESSAGE_TYPE = "message"
+
+
+def _load_compiled_items() -> Callable[..., list[Item]] | None:
+    """``MessageDecoder``'s per-event step in C (``_messages_c``), under the decoder's
+    switches; None when it is not built or switched off (the pure step, `_item`, serves)."""
+    if _env.extension_mode() == "off":
+        return None
+    try:
+        from ._messages_c import items
+    except ImportError:
+        if _env.extension_mode() == "required":
+            raise
+        return None
+    return items
+
+
+_compiled_items = _load_compiled_items()
 _EXCERPT = 80
 
 
@@ -304,7 +258,14 @@ class MessageDecoder:
             # The dropped event's position among this chunk's events is not known: it is
             # reported first. Its id was dropped with it, so event_id is empty.
             dropped = InvalidMessage(f"too large: {error}", "", error.size, "")
-            return [dropped, *(self._item(event) for event in error.events)]
+            return [dropped, *self._items(error.events)]
+        return self._items(events)
+
+    def _items(self, events: list[RawEvent]) -> list[Item]:
+        """Each event's item: the common shapes in C where built (the same items, proven
+        by the differential tests), else, and for every other event, `_item`."""
+        if _compiled_items is not None:
+            return _compiled_items(events, self._keep, self._raw_above, self._item)
         item = self._item  # bound once for the chunk's events
         return [item(event) for event in events]
 

@@ -45,6 +45,31 @@ def test_a_call_with_progress_and_a_multi_megabyte_result():
     assert stats["resets"] == 0 and stats["ttfb_s"] and len(stats["progress_gaps_s"]) == 9
 
 
+def test_a_long_calls_progress_times_stay_bounded_while_it_runs():
+    """A call may stream millions of notifications: it keeps the times of its newest
+    ``FIGURES_KEPT + 1`` only (their gaps are all the statistics keep)."""
+    from ssewire.mcp.client.counters import FIGURES_KEPT
+
+    count = 2 * FIGURES_KEPT + 10
+
+    async def main(url):
+        held = []
+        async with Client(url) as client:
+
+            def on_progress(params):
+                (record,) = set(client._requests.values())  # one call: under its id and its token
+                held.append(len(record.times))
+
+            await client.call_tool("countdown", {"count": count, "size": 10}, on_progress=on_progress)
+            return held, client.statistics()
+
+    app = server(countdown_delay=0)
+    with running(app) as base:
+        held, stats = asyncio.run(main(base + "/mcp"))
+    assert len(held) == count and max(held) == FIGURES_KEPT + 1
+    assert len(stats["progress_gaps_s"]) == FIGURES_KEPT
+
+
 def test_two_concurrent_calls_get_their_own_progress_and_results():
     async def main(url):
         first, second = [], []

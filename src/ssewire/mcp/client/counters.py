@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +55,10 @@ class ClientStats:
         """An SSE answer's time to first byte."""
         _keep(self.ttfb_s, [round(seconds, 4)])
 
-    def progressed(self, times: list[float]) -> None:
+    def progressed(self, times: Iterable[float]) -> None:
         """One call's progress notifications came at ``times`` (monotonic seconds): the
         gaps between them, the newest kept."""
-        times = times[-FIGURES_KEPT - 1 :]
+        times = list(times)[-FIGURES_KEPT - 1 :]
         _keep(self.progress_gaps_s, [round(b - a, 4) for a, b in itertools.pairwise(times)])
 
     def dropped_request(self) -> bool:

@@ -11,6 +11,7 @@ import contextvars
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,7 +69,8 @@ class _Pending:
     on_progress: Callable[[dict[str, Any]], Any] | None = None
     token: str | None = None  # the progress token it was sent with (the id it was first sent under)
     cursor: str | None = None  # the cursor of its answer so far, while unanswered (``Client.position``)
-    times: list[float] = field(default_factory=list)  # when each progress notification came
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=FIGURES_KEPT + 1))
+    # ^ when its newest progress notifications came (bounded: a call may stream millions)
     repeat: str | None = None  # why it may be re-issued (a `reissue.REASONS` or "caller"), None: never
     progress: ProgressSeen = field(default_factory=ProgressSeen)  # the progress delivered
     reissued: bool = False  # once re-issued, progress goes on only above what was delivered
