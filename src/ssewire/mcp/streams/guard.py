@@ -190,6 +190,7 @@ class ResumptionGuard:
         resumed = facts.resumes is not None
         events: list[Item] = []
         batch: list[Any] = []
+        digest = _digest  # wire_digest's own, bound once for the chunk
         for item in items:
             kind = type(item)
             if kind is Message:
@@ -197,7 +198,7 @@ class ResumptionGuard:
                 if answer_to is not None and item.id == answer_to and item.kind.answers:
                     content: Any = (_ANSWER, item.id)
                 else:
-                    content = wire_digest(item.data) if item.data else fingerprint(item.payload)
+                    content = digest(item.data) if item.data else fingerprint(item.payload)
                 if item.kind is _BATCH:
                     members = messages_of(item)
                     keys = [member.fingerprint or fingerprint(member.payload) for member in members]
@@ -223,17 +224,20 @@ class ResumptionGuard:
         else:
             verdicts = self.ledger.events(stream, batch, book_repeats=False)
         safe: list[Item] = []
+        delivered = 0
         for item, verdict in zip(events, verdicts, strict=False):  # the verdicts stop at an unsafe one
             if verdict is _NEW:
-                if type(item) is not Priming:
+                kind = type(item)
+                if kind is not Priming:
                     safe.append(item)
+                    delivered += kind is Message
                 continue
             if verdict is _REPLAY or verdict is _COPY:
                 # a replay of what was delivered, or a copy another stream delivered: drop it
                 self.stats.duplicates += 1
                 continue
             self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
-        self.stats.delivered += sum(type(item) is Message for item in safe)
+        self.stats.delivered += delivered
         return safe
 
     def _ordered(self, stream: str, facts: Any, dispatched: Any) -> EventVerdict:
