@@ -70,6 +70,7 @@ from .base import (
     event_id,
     redacted,
 )
+from .live import LIVE_EVENTS, LiveTail
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -208,6 +209,8 @@ class RedisStore:
         self._next: dict[tuple[str, int], int] = {}  # the streams this process writes: their next seq
         self._leases: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._failed: dict[tuple[str, int], Stored] = {}  # streams whose writer here gave up: their end
+        # the streams this process writes: their newest events, for its own followers
+        self._live: dict[tuple[str, int], LiveTail] = {}
         self._news = asyncio.Event()  # set (and replaced) when a stream fails here: its followers wake
         self._tasks: set[asyncio.Task[Any]] = set()  # the failed streams' error events being stored
         self._cancel_listeners: dict[str, list[Callable[[Any, Any], None]]] = {}
@@ -294,6 +297,16 @@ class RedisStore:
         """This process writes the stream from ``seq`` on, under its lease."""
         self._next[(session, stream)] = seq
         self._leases[(session, stream)] = asyncio.ensure_future(self._renew(session, stream))
+        self._let_go(session, stream)  # (a tail of an earlier writing here: not this one's)
+        self._live[(session, stream)] = LiveTail(seq, max_events=min(LIVE_EVENTS, self.max_events))
+
+    def _let_go(self, session: str, stream: int) -> None:
+        """The stream's tail, unless it ended (its followers read it to its end): its
+        followers go back to reading the store."""
+        tail = self._live.get((session, stream))
+        if tail is not None and not tail.ended:
+            del self._live[(session, stream)]
+            tail.wake()
 
     async def _renew(self, session: str, stream: int) -> None:
         """Renew the lease while it is this process's; a lease found taken (this process
@@ -317,6 +330,7 @@ class RedisStore:
                 log.error("stream %s was taken over by another replica: this one stops writing it", stream)
                 self._next.pop((session, stream), None)
                 self._leases.pop((session, stream), None)
+                self._let_go(session, stream)
                 return
 
     async def append(
@@ -366,19 +380,34 @@ class RedisStore:
             lease = self._leases.pop((session, stream), None)
             if lease is not None:
                 lease.cancel()
+            self._let_go(session, stream)
             raise StreamGone(f"stream {stream} is no longer kept")  # (still ours to `fail`)
         if done < 0:
             self._stop_writing(session, stream)
             raise Gap(f"stream {stream} was written by another replica")
+        tail = self._live.get((session, stream))
+        if tail is not None and not failing:  # stored: this process's followers take them from here
+            stored = [
+                Stored(event_id(stream, seq + n), data, arrived) for n, (data, arrived) in enumerate(items)
+            ]
+            tail.add(seq, stored, final=final)
+            if final:
+                asyncio.get_running_loop().call_later(FAILED_KEPT, self._forget_tail, session, stream, tail)
         if final:
             self._stop_writing(session, stream)
         else:
             self._next[(session, stream)] = seq + len(items)
 
+    def _forget_tail(self, session: str, stream: int, tail: LiveTail) -> None:
+        """An ended tail, once its followers had the time to read it."""
+        if self._live.get((session, stream)) is tail:
+            del self._live[(session, stream)]
+
     def _stop_writing(self, session: str, stream: int) -> int | None:
         lease = self._leases.pop((session, stream), None)
         if lease is not None:
             lease.cancel()
+        self._let_go(session, stream)
         return self._next.pop((session, stream), None)
 
     async def finish(self, session: str, stream: int) -> None:
@@ -405,6 +434,7 @@ class RedisStore:
         asyncio.get_running_loop().call_later(FAILED_KEPT, self._failed.pop, key, None)
         self._news.set()
         self._news = asyncio.Event()
+        self._let_go(session, stream)  # its followers here wake to the failure
         task = asyncio.ensure_future(self._store_failure(session, stream, event))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -616,7 +646,9 @@ class RedisStore:
     async def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]:
         """The events after ``after`` as they are stored, until the stream ends; a stream
         that failed here ends with its error event at once (`fail`), Redis answering or not.
-        Reads that fail are tried again for `READ_DEADLINE` seconds, then `StoreFailed`."""
+        Events this process stored come from its own tail (`LiveTail`) once the follower is
+        within it, never read back; the others from Redis. Reads that fail are tried again
+        for `READ_DEADLINE` seconds, then `StoreFailed`."""
         events, key = self._key("e", session, stream), (session, stream)
         state = await self.state(session, stream)
         if (state is None or state.next <= after) and key not in self._failed:
@@ -634,6 +666,20 @@ class RedisStore:
                     if _seq(failed.event_id) > sent:  # (a reader resuming after it gets nothing more)
                         yield [*await self._tail(session, stream, sent, failed), failed]
                     return
+                tail = self._live.get(key)
+                if tail is not None and tail.reaches(sent):
+                    if reading is not None:  # (begun before it was within the tail)
+                        reading.cancel()
+                        reading = None
+                    batch: list[Stored] = tail.after(sent)
+                    if batch:
+                        sent = _seq(batch[-1].event_id)
+                        yield batch
+                    elif tail.ended:
+                        return
+                    else:
+                        await tail.changed.wait()
+                    continue
                 if reading is None:
                     reading = asyncio.ensure_future(
                         self.redis.xread({events: f"0-{sent}"}, count=512, block=BLOCK_MS)
@@ -668,7 +714,7 @@ class RedisStore:
                     continue
                 if _seq(entries[0][0]) != sent + 1:
                     raise Gap(f"events after {sent} of stream {stream} were evicted before they were sent")
-                batch: list[Stored] = []
+                batch = []
                 ended = False
                 for entry, fields in entries:
                     if b"end" in fields:
