@@ -457,6 +457,7 @@ def _serve(router: Any, args: argparse.Namespace, reloader: Any = None) -> int:
         drain=router.drain,
         seconds=args.drain,
         cut=router.cut_streams,
+        settle_heap=True,  # the process is the gateway's own
     )
     servers = [main]
     if args.metrics_port is not None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import math
 import socket
@@ -385,6 +386,21 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+FULL_COLLECTIONS_EVERY = 100  # younger collections between two full ones (CPython's default: 10)
+
+
+def settle_heap() -> None:
+    """For a serving process, once it serves: what it built to serve (modules, the app,
+    its pools) stays for its life, so the collector leaves it out of every collection
+    (`gc.freeze`), and full collections come a tenth as often. A full collection walks
+    every object the process keeps (its sessions, their books) and stopped a gateway for
+    up to 80 ms, six times in 12 s at 500 calls a second: the p99 of every call caught
+    behind it. Garbage that outlives the young collections waits longer to be freed."""
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTIONS_EVERY)
+
+
 class Draining(uvicorn.Server):
     """A uvicorn server whose first SIGTERM (or SIGINT) drains its app before it stops:
     ``drain(seconds)`` runs while the server still listens (readiness fails meanwhile),
@@ -395,6 +411,8 @@ class Draining(uvicorn.Server):
 
     :param signals: whether this server takes the process's signals (one server in a
         process does; one beside it, as the metrics port's, is stopped by its owner).
+    :param settle_heap: once it serves, `settle_heap` (a process of its own: the
+        collector's settings are the process's).
     """
 
     def __init__(
@@ -405,9 +423,11 @@ class Draining(uvicorn.Server):
         seconds: float = 30.0,
         cut: Callable[[], None] | None = None,
         signals: bool = True,
+        settle_heap: bool = False,
     ) -> None:
         super().__init__(config)
         self._drain, self.seconds, self._cut, self._signals = drain, seconds, cut, signals
+        self._settle_heap = settle_heap
         self._loop: asyncio.AbstractEventLoop | None = None
         self._draining: asyncio.Future[None] | None = None
         self.deadline: float | None = None  # monotonic: when the drain must be over
@@ -423,6 +443,11 @@ class Draining(uvicorn.Server):
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         await super().serve(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self._settle_heap:
+            settle_heap()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self._draining is not None or self.should_exit or self._loop is None or self._drain is None:
