@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False
+# cython: language_level=3
 """The stream ledger's booking loop, compiled: the twin of ``_books_py.py``.
 
 The same statements as the pure twin, with the books typed (dict, set and list calls
