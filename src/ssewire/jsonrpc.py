@@ -264,7 +264,7 @@ class MessageDecoder:
     def _items(self, events: list[RawEvent]) -> list[Item]:
         """Each event's item: the common shapes in C where built (the same items, proven
         by the differential tests), else, and for every other event, `_item`."""
-        if _compiled_items is not None:
+        if _compiled_items is not None and type(events) is list:  # (a core of the user's may give a tuple)
             return _compiled_items(events, self._keep, self._raw_above, self._item)
         item = self._item  # bound once for the chunk's events
         return [item(event) for event in events]

@@ -378,3 +378,17 @@ def test_cli_jsonrpc_torn_stream_exits_1():
     assert lines(result.stdout) == [
         {"kind": "torn", "discarded": len(b'data: {"jsonrpc":"2.0","id":1,"res'), "event_id": ""}
     ]
+
+
+def test_a_core_of_the_users_that_gives_its_events_as_a_tuple_is_served(messages):
+    """The decoder hook takes any core with the raw core's methods; its events may come in
+    any sequence (the compiled step takes a list only: a tuple goes to the pure step)."""
+    from ssewire import RawDecoder
+
+    class TupleCore(RawDecoder):
+        def feed(self, data):
+            return tuple(super().feed(data))
+
+    stream = b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\ndata: {"jsonrpc":"2.0","method":"m"}\n\n'
+    expected = decode_all(messages(), [stream])
+    assert decode_all(MessageDecoder(decoder=TupleCore), [stream]) == expected and len(expected) == 2

@@ -14,13 +14,21 @@ import pytest
 from ssewire.mcp.server import serving
 
 _SETTLED = """
-import asyncio, gc, socket, sys
+import asyncio, gc, socket, sys, weakref
 from ssewire.mcp.server import serving
+
+class Cycle:
+    pass
 
 async def app(scope, receive, send):
     pass
 
 async def main(settle):
+    garbage = Cycle()
+    garbage.me, dead = garbage, weakref.ref(garbage)
+    held = [garbage]
+    gc.collect()  # (now in the oldest generation: only a full collection frees it)
+    del held, garbage
     server = serving.Draining(serving.config(app, host="127.0.0.1", port=0, log_level="warning"),
                               signals=False, settle_heap=settle)
     sock = serving.bind("127.0.0.1", 0)
@@ -31,7 +39,7 @@ async def main(settle):
     after = (gc.get_freeze_count(), gc.get_threshold())
     server.should_exit = True
     await task
-    print(before[0], *before[1], after[0], *after[1])
+    print(before[0], *before[1], after[0], *after[1], int(dead() is None))
 
 asyncio.run(main(sys.argv[1] == "1"))
 """
@@ -46,9 +54,10 @@ def test_a_server_that_settles_its_heap_freezes_what_it_built_and_collects_in_fu
         [sys.executable, "-c", _SETTLED, "1" if settle else "0"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    frozen_before, *before, frozen_after, young, middle, full = map(int, done.stdout.split())
+    frozen_before, *before, frozen_after, young, middle, full, freed = map(int, done.stdout.split())
     assert frozen_before == 0
     if settle:
+        assert freed  # collected before the freeze, not kept for the process's life
         assert frozen_after > 1000 and (young, middle) == tuple(before[:2])
         assert full == serving.FULL_COLLECTIONS_EVERY
     else:

@@ -396,6 +396,7 @@ def settle_heap() -> None:
     every object the process keeps (its sessions, their books) and stopped a gateway for
     up to 80 ms, six times in 12 s at 500 calls a second: the p99 of every call caught
     behind it. Garbage that outlives the young collections waits longer to be freed."""
+    gc.collect()  # (garbage frozen would never be freed)
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTIONS_EVERY)

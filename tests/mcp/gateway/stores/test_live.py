@@ -10,7 +10,7 @@ import secrets
 import pytest
 
 from ssewire.mcp.gateway.stores.base import Stored, event_id
-from ssewire.mcp.gateway.stores.live import LiveTail
+from ssewire.mcp.gateway.stores.live import LiveTail, LiveTails
 from tests.support.redis_server import redis_server
 
 WAIT = 5.0
@@ -115,9 +115,9 @@ def test_a_stream_let_go_sends_its_followers_back_to_redis(redis_url):
             follower = asyncio.ensure_future(_follow(store, stream, 0, got))
             while not got:
                 await asyncio.sleep(0.01)
-            assert store._live  # followed from its tail until now
+            assert store._live.tails  # followed from its tail until now
             await store.release("s", stream)
-            assert not store._live
+            assert not store._live.tails
             with pytest.raises(Abandoned):
                 await asyncio.wait_for(follower, WAIT)
             return got
@@ -158,3 +158,62 @@ def test_a_write_the_tail_missed_starts_it_again_with_no_hole():
         assert not tail.reaches(2) and tail.reaches(4) and tail.after(4) == [tail.window[0]]
 
     asyncio.run(main())
+
+
+def test_a_stream_whose_keys_vanish_ends_its_followers_here_too(redis_url):
+    """Redis lost the stream (a restart, a flush) while nothing was written: the lease's
+    renewal finds it gone and lets the tail go, so its follower learns it from Redis rather
+    than waiting on a tail no write will ever change."""
+    from ssewire.mcp.gateway.stores import Gap
+
+    async def main():
+        store = _store(redis_url, lease=0.3)
+        try:
+            stream = await store.open_stream("s")
+            await store.append("s", stream, [(b"a", 1.0)])
+            got: list = []
+            follower = asyncio.ensure_future(_follow(store, stream, 0, got))
+            while not got:
+                await asyncio.sleep(0.01)
+            await store.redis.delete(*[store._key(kind, "s", stream) for kind in ("m", "e", "l")])
+            with pytest.raises(Gap):
+                await asyncio.wait_for(follower, WAIT)
+            return got, store._live.tails
+        finally:
+            await store.aclose()
+
+    got, tails = asyncio.run(main())
+    assert got == [(event_id(1, 1), b"a")] and not tails
+
+
+def test_an_ended_tail_stays_only_while_its_followers_catch_up(monkeypatch):
+    from ssewire.mcp.gateway.stores import live
+
+    monkeypatch.setattr(live, "ENDED_KEPT", 0.05)
+
+    async def main():
+        tails = live.LiveTails()
+        tails.start(("s", 1), 1)
+        tails.add(("s", 1), 1, [_stored(1, size=100)], final=True)
+        tails.let_go(("s", 1))  # (its writing stopped: an ended tail is still read to its end)
+        kept = tails.get(("s", 1)) is not None
+        await asyncio.sleep(0.2)
+        return kept, tails.tails, tails.size
+
+    assert asyncio.run(main()) == (True, {}, 0)
+
+
+def test_the_tails_of_a_process_are_bounded_together_oldest_let_go_first():
+    async def main():
+        tails = LiveTails(budget=250)
+        for stream in (1, 2, 3):
+            tails.start(("s", stream), 1)
+            tails.add(("s", stream), 1, [_stored(1, size=100)])
+        oldest_woken = tails.get(("s", 1)) is None  # 300 bytes: the first tail went
+        first = tails.get(("s", 2))
+        assert first is not None
+        waiting = first.changed
+        tails.add(("s", 3), 2, [_stored(2, size=400)])  # over the budget alone: it stays, the others go
+        return oldest_woken, waiting.is_set(), list(tails.tails), tails.size
+
+    assert asyncio.run(main()) == (True, True, [("s", 3)], 500)

@@ -70,7 +70,7 @@ from .base import (
     event_id,
     redacted,
 )
-from .live import LIVE_EVENTS, LiveTail
+from .live import LIVE_EVENTS, LiveTails
 
 log = logging.getLogger("ssewire.mcp.gateway")
 
@@ -210,7 +210,7 @@ class RedisStore:
         self._leases: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._failed: dict[tuple[str, int], Stored] = {}  # streams whose writer here gave up: their end
         # the streams this process writes: their newest events, for its own followers
-        self._live: dict[tuple[str, int], LiveTail] = {}
+        self._live = LiveTails(max_events=min(LIVE_EVENTS, max_events))
         self._news = asyncio.Event()  # set (and replaced) when a stream fails here: its followers wake
         self._tasks: set[asyncio.Task[Any]] = set()  # the failed streams' error events being stored
         self._cancel_listeners: dict[str, list[Callable[[Any, Any], None]]] = {}
@@ -297,16 +297,7 @@ class RedisStore:
         """This process writes the stream from ``seq`` on, under its lease."""
         self._next[(session, stream)] = seq
         self._leases[(session, stream)] = asyncio.ensure_future(self._renew(session, stream))
-        self._let_go(session, stream)  # (a tail of an earlier writing here: not this one's)
-        self._live[(session, stream)] = LiveTail(seq, max_events=min(LIVE_EVENTS, self.max_events))
-
-    def _let_go(self, session: str, stream: int) -> None:
-        """The stream's tail, unless it ended (its followers read it to its end): its
-        followers go back to reading the store."""
-        tail = self._live.get((session, stream))
-        if tail is not None and not tail.ended:
-            del self._live[(session, stream)]
-            tail.wake()
+        self._live.start((session, stream), seq)
 
     async def _renew(self, session: str, stream: int) -> None:
         """Renew the lease while it is this process's; a lease found taken (this process
@@ -325,12 +316,13 @@ class RedisStore:
                 continue
             if held == -1:  # the stream's keys are gone (a restart): its writer's next write says so
                 self._leases.pop((session, stream), None)
+                self._live.let_go((session, stream))  # (its followers here learn it from Redis)
                 return
             if not held:
                 log.error("stream %s was taken over by another replica: this one stops writing it", stream)
                 self._next.pop((session, stream), None)
                 self._leases.pop((session, stream), None)
-                self._let_go(session, stream)
+                self._live.let_go((session, stream))
                 return
 
     async def append(
@@ -380,34 +372,26 @@ class RedisStore:
             lease = self._leases.pop((session, stream), None)
             if lease is not None:
                 lease.cancel()
-            self._let_go(session, stream)
+            self._live.let_go((session, stream))
             raise StreamGone(f"stream {stream} is no longer kept")  # (still ours to `fail`)
         if done < 0:
             self._stop_writing(session, stream)
             raise Gap(f"stream {stream} was written by another replica")
-        tail = self._live.get((session, stream))
-        if tail is not None and not failing:  # stored: this process's followers take them from here
+        if not failing and (session, stream) in self._live.tails:  # stored: its followers here take them
             stored = [
                 Stored(event_id(stream, seq + n), data, arrived) for n, (data, arrived) in enumerate(items)
             ]
-            tail.add(seq, stored, final=final)
-            if final:
-                asyncio.get_running_loop().call_later(FAILED_KEPT, self._forget_tail, session, stream, tail)
+            self._live.add((session, stream), seq, stored, final=final)
         if final:
             self._stop_writing(session, stream)
         else:
             self._next[(session, stream)] = seq + len(items)
 
-    def _forget_tail(self, session: str, stream: int, tail: LiveTail) -> None:
-        """An ended tail, once its followers had the time to read it."""
-        if self._live.get((session, stream)) is tail:
-            del self._live[(session, stream)]
-
     def _stop_writing(self, session: str, stream: int) -> int | None:
         lease = self._leases.pop((session, stream), None)
         if lease is not None:
             lease.cancel()
-        self._let_go(session, stream)
+        self._live.let_go((session, stream))
         return self._next.pop((session, stream), None)
 
     async def finish(self, session: str, stream: int) -> None:
@@ -434,7 +418,7 @@ class RedisStore:
         asyncio.get_running_loop().call_later(FAILED_KEPT, self._failed.pop, key, None)
         self._news.set()
         self._news = asyncio.Event()
-        self._let_go(session, stream)  # its followers here wake to the failure
+        self._live.let_go((session, stream))  # its followers here wake to the failure
         task = asyncio.ensure_future(self._store_failure(session, stream, event))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -757,6 +741,7 @@ class RedisStore:
             task.cancel()
         self._leases.clear()
         self._listening = None
+        self._live.clear()  # (its followers here wake, and find the store closed)
         if tasks:
             await asyncio.wait(tasks, timeout=SOCKET_TIMEOUT)
         await self.redis.aclose()
