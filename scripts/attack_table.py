@@ -28,7 +28,8 @@ REPORT_ENV = "SSEWIRE_ATTACK_REPORT"  # as tests/support/attacks.py reads it
 
 def run_suite(report: Path, extra: list[str]) -> int:
     env = {**os.environ, REPORT_ENV: str(report)}
-    command = [sys.executable, "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider", *extra]
+    # one process (-n 0): the suite's groups would take two workers, each writing its own rows
+    command = [sys.executable, "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider", "-n", "0", *extra]
     return subprocess.run(command, cwd=ROOT, env=env, stdout=sys.stderr, check=False).returncode
 
 

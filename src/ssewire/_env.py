@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from importlib import import_module
 from importlib.util import find_spec
+from typing import Any
 
 NO_EXTENSIONS = "SSEWIRE_NO_EXTENSIONS"
 REQUIRE_EXTENSIONS = "SSEWIRE_REQUIRE_EXTENSIONS"
@@ -57,6 +59,22 @@ def extension_mode(environ: Mapping[str, str] | None = None, implementation: str
     if disabled:
         return "off"
     return "required" if required else "optional"
+
+
+def compiled(module: str, *names: str) -> tuple[Any, ...] | None:
+    """``names`` from the compiled twin ``module`` (``"ssewire._decoder_c"``) under the
+    switches: None when it is switched off or not built; not built when required is the
+    ``ImportError`` naming it. The one rule every twin's selector follows."""
+    mode = extension_mode()
+    if mode == "off":
+        return None
+    try:
+        loaded = import_module(module)
+    except ImportError:
+        if mode == "required":
+            raise
+        return None
+    return tuple(getattr(loaded, name) for name in names)
 
 
 def accelerated(module: str, environ: Mapping[str, str] | None = None) -> bool:

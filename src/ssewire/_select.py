@@ -12,22 +12,7 @@ from typing import Any
 from . import _env
 from ._decoder_py import PyDecoder, PyRawDecoder
 
-
-def _load_compiled() -> tuple[Any, Any]:
-    mode = _env.extension_mode()
-    if mode == "off":
-        return None, None
-    try:
-        from ._decoder_c import CDecoder as compiled
-        from ._decoder_c import CRawDecoder as compiled_raw
-    except ImportError:
-        if mode == "required":
-            raise
-        return None, None
-    return compiled, compiled_raw
-
-
-_compiled = _load_compiled()
+_compiled = _env.compiled("ssewire._decoder_c", "CDecoder", "CRawDecoder") or (None, None)
 CDecoder: Any = _compiled[0]
 """The compiled twin (Cython: lines found with ``memchr``), or None when it is not built or
 ``SSEWIRE_NO_EXTENSIONS=1`` disabled it. Same signature and behaviour as

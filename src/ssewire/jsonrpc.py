@@ -56,21 +56,10 @@ _new = tuple.__new__  # Message's fields from one tuple, at C speed (the class c
 _MESSAGE_TYPE = "message"
 
 
-def _load_compiled_items() -> Callable[..., list[Item]] | None:
-    """``MessageDecoder``'s per-event step in C (``_messages_c``), under the decoder's
-    switches; None when it is not built or switched off (the pure step, `_item`, serves)."""
-    if _env.extension_mode() == "off":
-        return None
-    try:
-        from ._messages_c import items
-    except ImportError:
-        if _env.extension_mode() == "required":
-            raise
-        return None
-    return items
-
-
-_compiled_items = _load_compiled_items()
+# ``MessageDecoder``'s per-event step in C, under the decoder's switches; None when it is
+# not built or switched off (the pure step, `_item`, serves)
+_steps = _env.compiled("ssewire._messages_c", "items")
+_compiled_items: Callable[..., list[Item]] | None = None if _steps is None else _steps[0]
 _EXCERPT = 80
 
 

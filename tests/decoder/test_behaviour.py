@@ -397,9 +397,9 @@ def test_events_around_the_handover_size_match_the_pure_twin(decoder_cls, odd, a
         return events, errors, decoder.discarded
 
     raw = run(raw_decoder_cls)
-    assert raw == run(ssewire.PyRawDecoder)
+    assert raw_decoder_cls is ssewire.PyRawDecoder or raw == run(ssewire.PyRawDecoder)
     text = run(decoder_cls)
-    assert text == run(ssewire.PyDecoder)
+    assert decoder_cls is ssewire.PyDecoder or text == run(ssewire.PyDecoder)
     assert [len(e.data) for e in raw[0]] == kept
     assert [e.data for e in text[0]] == [e.data.decode("utf-8", "replace") for e in raw[0]]
     assert all(type(e.data) is bytes for e in raw[0]) and all(type(e.data) is str for e in text[0])

@@ -78,8 +78,11 @@ from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import free_port, stop
 from tests.support.redis_server import controlled_redis
 
-# one worker runs them all (xdist_group): the module's upstream is started
-# once, and the report (SSEWIRE_ATTACK_REPORT) holds every row, written by one process
+# one worker runs each group (xdist_group), one after another: the module's upstream is
+# started once a group; the store's faults and the upstream's own are a group apart, so the
+# two halves take two workers (scripts/attack_table.py runs them in one process, -n 0: its
+# report, SSEWIRE_ATTACK_REPORT, holds every row)
+APART = pytest.mark.xdist_group("attacks_apart")
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's"),
     pytest.mark.xdist_group("attacks"),
@@ -522,6 +525,7 @@ def test_an_answer_nested_too_deep_to_re_encode_fails_the_call_explicitly():
 SECRET = "SECRET123"
 
 
+@APART
 def test_an_upstream_urls_secret_never_reaches_a_client_or_the_log():
     dead = free_port()
     url = f"http://127.0.0.1:{dead}/mcp?api_key={SECRET}"
@@ -659,17 +663,20 @@ def _faulted_call(gw, name: str, fault, undo, lasting: float) -> None:
         assert after.whole, after.said()
 
 
+@APART
 def test_redis_refusing_writes_ends_the_call_whole_or_with_the_store_error(up):
     with controlled_redis() as redis, gateway(up.url, "--store", redis.url) as gw:
         name = "13. Redis refuses writes (maxmemory) for 9 s mid-call"
         _faulted_call(gw, name, redis.refuse_writes, redis.accept_writes, 9.0)
 
 
+@APART
 def test_redis_stalled_ends_the_call_whole_or_with_the_store_error(up):
     with controlled_redis() as redis, gateway(up.url, "--store", redis.url) as gw:
         _faulted_call(gw, "14. Redis stalled (SIGSTOP) for 12 s mid-call", redis.pause, redis.resume, 12.0)
 
 
+@APART
 def test_redis_connections_cut_every_300_ms_lose_nothing(up):
     with (
         controlled_redis() as redis,
@@ -690,6 +697,7 @@ def test_redis_connections_cut_every_300_ms_lose_nothing(up):
         assert answered_echo(gw.url)
 
 
+@APART
 def test_redis_restarted_mid_call_ends_it_explicitly_and_the_gateway_reconnects(up):
     with (
         controlled_redis() as redis,
@@ -709,6 +717,7 @@ def test_redis_restarted_mid_call_ends_it_explicitly_and_the_gateway_reconnects(
         assert after.whole, after.said()
 
 
+@APART
 def test_redis_down_at_initialize_is_a_503_and_the_upstream_session_is_closed():
     spy = SpyUpstream()
     with (
@@ -757,6 +766,7 @@ CUTS = (12, 300)  # bytes an upstream answer gets through: inside its status lin
 CALL_TIMEOUT = 10.0
 
 
+@APART
 def test_an_upstream_resetting_every_connection_is_an_explicit_error_within_the_deadline(up):
     """Every connection to the upstream reset after 12 bytes (the POST fails at once) or 300
     (inside its events: the gateway resumes upstream, and is reset again): each call ends

@@ -59,7 +59,7 @@ COUNT, DELAY, SIZE = 8, 0.05, 1 << 20  # each call: 8 progress notifications ove
 CALL_DEADLINE = 60.0  # a call not answered by then is hung
 BUDGET = 90.0 + 20.0 * RESTARTS  # the whole rolling restart, bounded (s)
 TAKEOVERS = "ssewire_gateway_takeovers_total"
-RACES = int(os.environ.get("SSEWIRE_DRAIN_RACES", "20"))
+RACES = int(os.environ.get("SSEWIRE_DRAIN_RACES", "12"))
 # what a log must not hold: lost tasks, tracebacks, uvicorn's word for a request left unanswered
 CLEAN = (
     "Task exception was never retrieved",

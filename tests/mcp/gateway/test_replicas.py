@@ -24,7 +24,7 @@ from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import free_port, listening
 from tests.support.redis_server import redis_server
 
-KILLS = int(os.environ.get("SSEWIRE_REPLICA_KILLS", "20"))
+KILLS = int(os.environ.get("SSEWIRE_REPLICA_KILLS", "12"))
 
 
 @pytest.fixture(scope="module")

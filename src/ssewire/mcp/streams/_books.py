@@ -10,20 +10,8 @@ from ... import _env
 from ._books_py import book as py_book
 from .verdicts import EventVerdict
 
-
-def _load_compiled() -> Any:
-    if _env.extension_mode() == "off":
-        return None
-    try:
-        from ._books_c import book as compiled
-    except ImportError:
-        if _env.extension_mode() == "required":
-            raise
-        return None
-    return compiled
-
-
-c_book: Any = _load_compiled()
+_compiled = _env.compiled("ssewire.mcp.streams._books_c", "book")
+c_book: Any = None if _compiled is None else _compiled[0]
 """The compiled twin's ``book``, or None (not built, or ``SSEWIRE_NO_EXTENSIONS=1``)."""
 book: Callable[..., list[EventVerdict]] = py_book if c_book is None else c_book
 IMPLEMENTATION = "python" if c_book is None else "cython"
