@@ -34,6 +34,18 @@ from ssewire.mcp.client import Client
 # seconds for the whole run: under the 60 s per scenario tests/support/conformance.py gives the
 # suite (its default is 30 s); the auth scenarios start all at once, and a loaded machine is slow
 DEADLINE = float(os.environ.get("SSEWIRE_CONFORMANCE_DEADLINE", "55"))
+# what a run imports as it goes, imported once by a fork server (tests/support/forkserver.py)
+PRELOAD = (
+    "aiohttp",
+    "ssewire.mcp.transport.aio",
+    "mcp.client.auth",
+    "mcp.client.auth.extensions.client_credentials",
+    "mcp.shared.auth",
+    "authlib.integrations.httpx_client",
+    "authlib.oauth2.rfc7523",
+    "authlib.oauth2.rfc8414",
+    "joserfc.jwk",
+)
 REDIRECT_URI = "http://localhost:3030/callback"  # never listened on: the redirect is read, not followed
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the scenarios' client metadata URL
 
