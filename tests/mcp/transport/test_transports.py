@@ -338,3 +338,56 @@ def test_a_body_cut_short_delivers_what_came_then_is_broken_not_a_clean_end(serv
     got, broken = run(stack, body)
     assert got == b'{"partial'  # what came before the cut, first
     assert isinstance(broken, Broken) and broken.error in ("RemoteProtocolError", "ReadError")  # no clean end
+
+
+def test_a_shared_client_on_aiohttp_sends_past_httpx_send_with_its_hooks_and_headers(server, monkeypatch):
+    """The gateway's pool (shared: no cookies to keep) sends on aiohttp without httpx's send
+    around it, its request and response hooks run as httpx runs them; one with an auth of
+    its own goes through httpx's send, which runs the auth."""
+    monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
+    through_httpx: list[str] = []
+    real_send = httpx.AsyncClient.send
+
+    async def counted(self, request, **options):
+        through_httpx.append(request.url.path)
+        return await real_send(self, request, **options)
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", counted)
+    heard: list[str] = []
+
+    async def on_request(request: httpx.Request) -> None:
+        heard.append(f"request {request.url.path}")
+
+    async def on_response(response: httpx.Response) -> None:
+        heard.append(f"response {response.status_code} {response.request.url.path}")
+
+    def auth(request: httpx.Request) -> httpx.Request:
+        request.headers["x-auth"] = "yes"
+        return request
+
+    async def main() -> list[object]:
+        hooks = {"request": [on_request], "response": [on_response]}
+        got: list[object] = []
+        for options in ({}, {"auth": auth}):
+            async with new_client(
+                shared=True, headers={"x-operator": "1"}, event_hooks=hooks, **options
+            ) as http:
+                answer = await send(http, "POST", server.url("/json"), {}, b"direct", head_timeout=5)
+                try:
+                    got.append(await answer.json())
+                finally:
+                    await answer.aclose()
+                got.append(
+                    sorted(
+                        name.lower()
+                        for name, _ in server.seen[-1]["headers"]
+                        if name.lower().startswith("x-")
+                    )
+                )
+        return got
+
+    got = asyncio.run(main())
+    assert got == [{"echo": "direct"}, ["x-operator"], {"echo": "direct"}, ["x-auth", "x-operator"]]
+    assert through_httpx == ["/json"]  # the one with an auth only
+    assert heard == ["request /json", "response 200 /json"] * 2

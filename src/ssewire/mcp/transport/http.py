@@ -73,7 +73,10 @@ def new_client(
     if not proxied and _env.accelerated("aiohttp"):
         from .aio import httpx_client
 
-        return httpx_client(max_connections=max_connections, keepalive_expiry=keepalive_expiry, **options)
+        client = httpx_client(max_connections=max_connections, keepalive_expiry=keepalive_expiry, **options)
+        if shared:  # (no cookies to keep: httpx's send has nothing to add to the transport's)
+            client._ssewire_direct = client._transport  # type: ignore[attr-defined]
+        return client
     limits = httpx.Limits(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
     return httpx.AsyncClient(limits=limits, **options)
 
@@ -145,8 +148,42 @@ async def send(
     timeout = httpx.Timeout(head_timeout, read=None)  # reads have the deadlines of Answer.chunks
     request = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
     start = time.monotonic()
-    response = await within(http.send(request, stream=True), head_timeout)  # (no task of its own)
+    direct = _direct(http)
+    if direct is not None:
+        response = await within(_sent_directly(http, direct, request), head_timeout)
+    else:
+        response = await within(http.send(request, stream=True), head_timeout)  # (no task of its own)
     return Answer(response, start=start, max_message_size=max_message_size, record=record)
+
+
+def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
+    """The transport of a shared client of `new_client`'s on aiohttp, while nothing of
+    httpx's own send but its hooks applies (no auth, no redirects, no cookies: it keeps
+    none): `_sent_directly` sends on it. None otherwise: httpx sends it."""
+    direct: httpx.AsyncBaseTransport | None = getattr(http, "_ssewire_direct", None)
+    if direct is None or http.is_closed or http.auth is not None or http.follow_redirects:
+        return None
+    return direct
+
+
+async def _sent_directly(
+    http: httpx.AsyncClient, transport: httpx.AsyncBaseTransport, request: httpx.Request
+) -> httpx.Response:
+    """What ``http.send(request, stream=True)`` does for such a client (its hooks, then the
+    transport), without the rest of httpx's send around it: its auth flow, redirect loop,
+    cookie jar and stream wrappers were a tenth of the gateway's CPU a short call."""
+    hooks = http.event_hooks
+    for hook in hooks["request"]:
+        await hook(request)
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        for hook in hooks["response"]:
+            await hook(response)
+    except BaseException:
+        await response.aclose()
+        raise
+    return response
 
 
 def _abandon(step: asyncio.Future[Any]) -> None:
