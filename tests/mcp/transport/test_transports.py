@@ -18,7 +18,8 @@ import pytest
 from ssewire.mcp.transport import aio
 from ssewire.mcp.transport.http import Broken, Idle, new_client, send
 
-STACKS = ("httpx", "aiohttp")
+# aiohttp-direct: the gateway's pool, sent on the transport past httpx's send
+STACKS = ("httpx", "aiohttp", "aiohttp-direct")
 
 
 def _response(status: int, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:
@@ -151,7 +152,9 @@ def server() -> Iterator[RawServer]:
 
 
 def client(stack: str) -> httpx.AsyncClient:
-    return aio.httpx_client() if stack == "aiohttp" else httpx.AsyncClient()
+    if stack == "httpx":
+        return httpx.AsyncClient()
+    return aio.httpx_client(direct=stack == "aiohttp-direct")
 
 
 def run(stack: str, body: Callable[[httpx.AsyncClient], object]) -> object:

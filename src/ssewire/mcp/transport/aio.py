@@ -164,9 +164,14 @@ def _mapped(failed: BaseException, request: httpx.Request, *, connecting: bool) 
 
 
 def httpx_client(
-    *, max_connections: int = 100, keepalive_expiry: float = 5.0, **options: Any
+    *, max_connections: int = 100, keepalive_expiry: float = 5.0, direct: bool = False, **options: Any
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` on `AiohttpTransport` (``options`` are httpx's: headers,
-    timeout, event_hooks, ...)."""
+    timeout, event_hooks, ...). ``direct``: the transport path sends on its transport, past
+    httpx's send (`transport.http.send`), while the client has no auth and follows no
+    redirects; for a client that keeps no cookies (a shared one)."""
     transport = AiohttpTransport(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
-    return httpx.AsyncClient(transport=transport, **options)
+    client = httpx.AsyncClient(transport=transport, **options)
+    if direct:
+        client._ssewire_direct = transport  # type: ignore[attr-defined]
+    return client

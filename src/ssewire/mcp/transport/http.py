@@ -21,7 +21,7 @@ import asyncio
 import http.cookiejar
 import time
 import urllib.request
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -73,10 +73,10 @@ def new_client(
     if not proxied and _env.accelerated("aiohttp"):
         from .aio import httpx_client
 
-        client = httpx_client(max_connections=max_connections, keepalive_expiry=keepalive_expiry, **options)
-        if shared:  # (no cookies to keep: httpx's send has nothing to add to the transport's)
-            client._ssewire_direct = client._transport  # type: ignore[attr-defined]
-        return client
+        # shared: no cookies to keep, so httpx's send adds nothing the transport path needs
+        return httpx_client(
+            max_connections=max_connections, keepalive_expiry=keepalive_expiry, direct=shared, **options
+        )
     limits = httpx.Limits(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
     return httpx.AsyncClient(limits=limits, **options)
 
@@ -149,11 +149,14 @@ async def send(
     request = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
     start = time.monotonic()
     direct = _direct(http)
-    if direct is not None:
-        response = await within(_sent_directly(http, direct, request), head_timeout)
-    else:
+    if direct is None:
         response = await within(http.send(request, stream=True), head_timeout)  # (no task of its own)
-    return Answer(response, start=start, max_message_size=max_message_size, record=record)
+        return Answer(response, start=start, max_message_size=max_message_size, record=record)
+    response = await within(_sent_directly(http, direct, request), head_timeout)
+    answer = Answer(response, start=start, max_message_size=max_message_size, record=record)
+    if "content-encoding" not in response.headers:  # nothing for httpx's decoders to undo
+        answer._chunks = _as_sent(response)
+    return answer
 
 
 def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
@@ -184,6 +187,17 @@ async def _sent_directly(
         await response.aclose()
         raise
     return response
+
+
+async def _as_sent(response: httpx.Response) -> AsyncIterator[bytes]:
+    """A body sent directly, with no content-encoding, as its transport reads it (what
+    ``aiter_bytes`` gives then, without its decoder, chunker and checks); closed at its end,
+    as ``aiter_raw`` closes it (its connection goes back to the pool)."""
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)
+    async for chunk in stream:
+        yield chunk
+    await response.aclose()
 
 
 def _abandon(step: asyncio.Future[Any]) -> None:
