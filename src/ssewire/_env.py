@@ -70,11 +70,11 @@ def compiled(module: str, *names: str) -> tuple[Any, ...] | None:
         return None
     try:
         loaded = import_module(module)
-    except ImportError:
+        return tuple(getattr(loaded, name) for name in names)
+    except (ImportError, AttributeError) as missing:  # (a build older than its names: not built)
         if mode == "required":
-            raise
+            raise ImportError(f"{module}: {missing}") from missing
         return None
-    return tuple(getattr(loaded, name) for name in names)
 
 
 def accelerated(module: str, environ: Mapping[str, str] | None = None) -> bool:

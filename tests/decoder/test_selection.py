@@ -146,3 +146,15 @@ def test_an_accelerated_library_is_used_when_installed_unless_switched_off(envir
             _env.accelerated(module, environ)
     else:
         assert _env.accelerated(module, environ) is expected
+
+
+def test_a_build_without_a_name_its_selector_asks_for_is_not_built(monkeypatch):
+    """An older compiled module (a stale build) lacking a name: the pure twin serves, as
+    for a module not built; required, it is the ImportError naming what is missing."""
+    monkeypatch.delenv(_env.NO_EXTENSIONS, raising=False)
+    monkeypatch.delenv(_env.REQUIRE_EXTENSIONS, raising=False)
+    assert _env.compiled("json", "no_such_name") is None
+    assert _env.compiled("json", "loads", "dumps") is not None
+    monkeypatch.setenv(_env.REQUIRE_EXTENSIONS, "1")
+    with pytest.raises(ImportError, match="no_such_name"):
+        _env.compiled("json", "no_such_name")

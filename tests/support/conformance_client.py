@@ -488,6 +488,8 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    global DEADLINE  # (read at each run: a fork server imported this module once, for many)
+    DEADLINE = float(os.environ.get("SSEWIRE_CONFORMANCE_DEADLINE", "55"))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     url = argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")

@@ -21,6 +21,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -37,6 +38,7 @@ SHIM = ROOT / "tests" / "support" / "forkshim.py"
 LIFETIME = 1800.0  # seconds a server serves at most (its test stops it long before)
 READY_TIMEOUT = 60.0  # seconds the server may take to import what it preloads
 HEADER = struct.Struct("!I")  # the request's length, sent with the three descriptors
+TIMEOUT = 10.0  # seconds a shim may take to send its request
 
 
 @contextlib.contextmanager
@@ -79,7 +81,8 @@ def _read(conn: socket.socket, size: int) -> bytes:
 
 
 def _child(module: Any, request: dict[str, Any], fds: list[int]) -> None:
-    """In the forked child: become the command's process, run it, exit with its status."""
+    """In the forked child: become the command's process, run it, exit with its status
+    (as the interpreter would: None is 0, another object is printed and is 1)."""
     code = 1
     try:
         for target, fd in enumerate(fds):
@@ -92,7 +95,11 @@ def _child(module: Any, request: dict[str, Any], fds: list[int]) -> None:
         result = module.main(request["argv"])
         code = result if isinstance(result, int) else 0
     except SystemExit as stopped:
-        code = stopped.code if isinstance(stopped.code, int) else 1
+        code = stopped.code if isinstance(stopped.code, int) else 0 if stopped.code is None else 1
+        if not isinstance(stopped.code, int) and stopped.code is not None:
+            print(stopped.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        code = 130
     except BaseException:
         traceback.print_exc()
     finally:
@@ -102,7 +109,24 @@ def _child(module: Any, request: dict[str, Any], fds: list[int]) -> None:
         os._exit(code)
 
 
+def _request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """A shim's request and its three descriptors (closed here if the request is not whole)."""
+    message, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
+    try:
+        if len(fds) != 3 or len(message) != HEADER.size:
+            raise ConnectionError("the shim sent no descriptors")
+        return json.loads(_read(conn, HEADER.unpack(message)[0])), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
 def serve(path: str, name: str) -> None:
+    """Fork a child for each shim that connects; tell the shim its child's pid, then its
+    status. A shim that goes away first (killed) takes its child with it: nothing is left
+    running with the peer's streams. A shim that sends no whole request within `TIMEOUT`
+    is dropped; none stops the server."""
     module = importlib.import_module(name)
     for preloaded in getattr(module, "PRELOAD", ()):
         with contextlib.suppress(ImportError):  # (an extra not installed: its scenarios skip)
@@ -112,33 +136,50 @@ def serve(path: str, name: str) -> None:
     listener.listen(64)
     print("ready", flush=True)
     parent, ends = os.getppid(), time.monotonic() + LIFETIME
-    waiting: dict[int, socket.socket] = {}  # children by pid: the shim told their status
+    children: dict[socket.socket, int] = {}  # each running child, by its shim's connection
     while time.monotonic() < ends and os.getppid() == parent:
-        readable, _, _ = select.select([listener], [], [], 0.02)
-        if readable:
-            conn, _ = listener.accept()
-            message, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
-            request = json.loads(_read(conn, HEADER.unpack(message)[0]))
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
-                for other in waiting.values():
-                    other.close()
-                conn.close()
-                _child(module, request, fds)
-            for fd in fds:
-                os.close(fd)
-            conn.sendall(b"%d\n" % pid)
-            waiting[pid] = conn
-        while waiting:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
-                break
-            conn = waiting.pop(pid, None)
-            if conn is not None:
+        readable, _, _ = select.select([listener, *children], [], [], 0.02)
+        for ready in readable:
+            if ready is listener:
+                conn, _ = listener.accept()
+                conn.settimeout(TIMEOUT)
+                try:
+                    request, fds = _request(conn)
+                except (OSError, ValueError, struct.error):
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    listener.close()
+                    for other in children:
+                        other.close()
+                    conn.close()
+                    _child(module, request, fds)
+                for fd in fds:
+                    os.close(fd)
+                children[conn] = pid
+                try:
+                    conn.sendall(b"%d\n" % pid)
+                except OSError:  # the shim is gone already
+                    _gone(children, conn)
+            elif ready in children:  # a shim says nothing more: it went away
+                _gone(children, ready)
+        for conn, pid in list(children.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                del children[conn]
                 with contextlib.suppress(OSError):
                     conn.sendall(b"%d\n" % os.waitstatus_to_exitcode(status))
                 conn.close()
+
+
+def _gone(children: dict[socket.socket, int], conn: socket.socket) -> None:
+    """The shim of a running child went away: the child goes too (and is reaped)."""
+    pid = children.pop(conn)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    conn.close()
 
 
 if __name__ == "__main__":

@@ -13,22 +13,29 @@ import sys
 
 def main() -> int:
     path, argv = sys.argv[1], sys.argv[2:]
+    child: list[int] = []  # its pid, once the server said it
+    early: list[int] = []  # signals that came before it
+
+    def forward(signum: int, _frame: object) -> None:
+        if not child:
+            early.append(signum)
+            return
+        try:
+            os.kill(child[0], signum)
+        except ProcessLookupError:
+            pass
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
     request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(path)
     socket.send_fds(conn, [struct.pack("!I", len(request))], [0, 1, 2])
     conn.sendall(request)
     answers = conn.makefile("rb")
-    pid = int(answers.readline())
-
-    def forward(signum: int, _frame: object) -> None:
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+    child.append(int(answers.readline()))
+    for signum in early:
+        forward(signum, None)
     status = answers.readline().strip()
     code = int(status) if status else 1  # (the server went away: a failure, never a pass)
     return code if code >= 0 else 128 - code  # killed by a signal: as a shell says it

@@ -394,3 +394,21 @@ def test_a_shared_client_on_aiohttp_sends_past_httpx_send_with_its_hooks_and_hea
     assert got == [{"echo": "direct"}, ["x-operator"], {"echo": "direct"}, ["x-auth", "x-operator"]]
     assert through_httpx == ["/json"]  # the one with an auth only
     assert heard == ["request /json", "response 200 /json"] * 2
+
+
+def test_a_body_a_response_hook_read_is_still_the_answer_on_the_direct_path(server):
+    """A hook that reads the body (httpx's way to log it or raise for its status) leaves it
+    to httpx, which serves what it read: the direct read would find the stream at its end."""
+
+    async def reads(response: httpx.Response) -> None:
+        await response.aread()
+
+    async def main() -> object:
+        async with aio.httpx_client(direct=True, event_hooks={"response": [reads]}) as http:
+            answer = await send(http, "POST", server.url("/json"), {}, b"read twice", head_timeout=5)
+            try:
+                return await answer.json()
+            finally:
+                await answer.aclose()
+
+    assert asyncio.run(main()) == {"echo": "read twice"}

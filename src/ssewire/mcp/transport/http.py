@@ -74,8 +74,10 @@ def new_client(
         from .aio import httpx_client
 
         # shared: no cookies to keep, so httpx's send adds nothing the transport path needs
+        # (but a proxy or a transport of the caller's, which only httpx's send would pick)
+        direct = shared and "proxy" not in options and "mounts" not in options
         return httpx_client(
-            max_connections=max_connections, keepalive_expiry=keepalive_expiry, direct=shared, **options
+            max_connections=max_connections, keepalive_expiry=keepalive_expiry, direct=direct, **options
         )
     limits = httpx.Limits(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
     return httpx.AsyncClient(limits=limits, **options)
@@ -154,7 +156,8 @@ async def send(
         return Answer(response, start=start, max_message_size=max_message_size, record=record)
     response = await within(_sent_directly(http, direct, request), head_timeout)
     answer = Answer(response, start=start, max_message_size=max_message_size, record=record)
-    if "content-encoding" not in response.headers:  # nothing for httpx's decoders to undo
+    # nothing for httpx's decoders to undo, and nothing read yet (a hook may have read it)
+    if "content-encoding" not in response.headers and not response.is_stream_consumed:
         answer._chunks = _as_sent(response)
     return answer
 
