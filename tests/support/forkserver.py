@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.support import ROOT
+from tests.support.processes import stop
 
 SHIM = ROOT / "tests" / "support" / "forkshim.py"
 LIFETIME = 1800.0  # seconds a server serves at most (its test stops it long before)
@@ -61,12 +62,7 @@ def forking(module: str) -> Iterator[list[str]]:
             raise RuntimeError(f"the fork server for {module} did not start (exit {server.poll()})")
         yield [sys.executable, "-S", str(SHIM), path, module]
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import httpx
 
 from tests.support.mcp_helpers import INITIALIZE
-from tests.support.processes import free_port
+from tests.support.processes import free_port, stop
 
 MIB = 1 << 20
 BOTH = "application/json, text/event-stream"
@@ -55,12 +55,7 @@ def serve(*options: str) -> Iterator[Served]:
                 time.sleep(0.05)
         yield Served(url, port, process.pid)
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process)
 
 
 def peak_memory(pid: int) -> int:

@@ -155,11 +155,10 @@ async def send(
         response = await within(http.send(request, stream=True), head_timeout)  # (no task of its own)
         return Answer(response, start=start, max_message_size=max_message_size, record=record)
     response = await within(_sent_directly(http, direct, request), head_timeout)
-    answer = Answer(response, start=start, max_message_size=max_message_size, record=record)
     # nothing for httpx's decoders to undo, and nothing read yet (a hook may have read it)
-    if "content-encoding" not in response.headers and not response.is_stream_consumed:
-        answer._chunks = _as_sent(response)
-    return answer
+    plain = "content-encoding" not in response.headers and not response.is_stream_consumed
+    chunks = _as_sent(response) if plain else None
+    return Answer(response, start=start, max_message_size=max_message_size, record=record, chunks=chunks)
 
 
 def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
@@ -177,7 +176,7 @@ async def _sent_directly(
 ) -> httpx.Response:
     """What ``http.send(request, stream=True)`` does for such a client (its hooks, then the
     transport), without the rest of httpx's send around it: its auth flow, redirect loop,
-    cookie jar and stream wrappers were a tenth of the gateway's CPU a short call."""
+    cookie jar and stream wrappers were 6% of a short call's instructions in the gateway."""
     hooks = http.event_hooks
     for hook in hooks["request"]:
         await hook(request)
@@ -224,6 +223,7 @@ class Answer:
         start: float,
         max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
         record: Recording | None = None,
+        chunks: AsyncIterator[bytes] | None = None,
     ) -> None:
         self.response = response
         self.status = response.status_code
@@ -238,7 +238,7 @@ class Answer:
         self.received = 0  # bytes of the body read so far (after content decoding)
         self.retry: int | None = None  # the SSE retry field, if one came
         self.kept = bytearray()
-        self._chunks = response.aiter_bytes()
+        self._chunks = response.aiter_bytes() if chunks is None else chunks
         self._decoder: MessageDecoder | None = None
         self._hurry: float | None = None  # a deadline set while reading (`hurry`)
 

@@ -46,6 +46,17 @@ async def _follow(store, stream: int, after: int, into: list) -> None:
         into.extend((event.event_id, event.data) for event in batch)
 
 
+async def _followed(store) -> tuple[int, list, asyncio.Future]:
+    """A stream written here with one event, and a follower here that has it."""
+    stream = await store.open_stream("s")
+    await store.append("s", stream, [(b"a", 1.0)])
+    got: list = []
+    follower = asyncio.ensure_future(_follow(store, stream, 0, got))
+    while not got:
+        await asyncio.sleep(0.01)
+    return stream, got, follower
+
+
 def test_a_stream_written_here_is_followed_from_memory_as_redis_holds_it(redis_url):
     async def main():
         store = _store(redis_url)
@@ -109,12 +120,7 @@ def test_a_stream_let_go_sends_its_followers_back_to_redis(redis_url):
     async def main():
         store = _store(redis_url)
         try:
-            stream = await store.open_stream("s")
-            await store.append("s", stream, [(b"a", 1.0)])
-            got: list = []
-            follower = asyncio.ensure_future(_follow(store, stream, 0, got))
-            while not got:
-                await asyncio.sleep(0.01)
+            stream, got, follower = await _followed(store)
             assert store._live.tails  # followed from its tail until now
             await store.release("s", stream)
             assert not store._live.tails
@@ -169,12 +175,7 @@ def test_a_stream_whose_keys_vanish_ends_its_followers_here_too(redis_url):
     async def main():
         store = _store(redis_url, lease=0.3)
         try:
-            stream = await store.open_stream("s")
-            await store.append("s", stream, [(b"a", 1.0)])
-            got: list = []
-            follower = asyncio.ensure_future(_follow(store, stream, 0, got))
-            while not got:
-                await asyncio.sleep(0.01)
+            stream, got, follower = await _followed(store)
             await store.redis.delete(*[store._key(kind, "s", stream) for kind in ("m", "e", "l")])
             with pytest.raises(Gap):
                 await asyncio.wait_for(follower, WAIT)
