@@ -236,6 +236,16 @@ def gateway(upstream_url: str) -> Iterator[Relay]:
         yield Relay("gateway", url, process.pid)
 
 
+@contextlib.contextmanager
+def floor_relay(upstream_url: str) -> Iterator[Relay]:
+    """``floor_relay.py``: the least a relay in Python costs a call (G3's floor)."""
+    upstream_port = upstream_url.split(":")[2].split("/")[0]
+    port = free_port()
+    argv = [sys.executable, str(HERE / "floor_relay.py"), str(port), upstream_port]
+    with started(argv, port) as (process, url):
+        yield Relay("floor: Python relay", url, process.pid)
+
+
 def _worker(master: int) -> int:
     """nginx's one worker: the master's child (it starts within the master's first second)."""
     deadline = time.monotonic() + 10

@@ -23,6 +23,8 @@ the relays and the upstream share the machine's cores:
   and the CPU per call of the relay, the upstream and the client, with how busy the two
   cores were. The official client spends about eight times the lean one's CPU on a short
   call, which would go missing from the relays' share of the two cores.
+  Beside them, G3's floor (``floor_relay.py``): the least a relay written in Python costs
+  a call, doing per message only what a gateway cannot skip.
 
 G4 asks what one core carries: each relay (nginx's worker; every thread of the gateway)
 pinned to one core, the upstream and the load generator (``lean_client.py --cpu``, a
@@ -245,10 +247,18 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
+@pytest.fixture(scope="module")
+def load_ways(ways) -> Iterator[tuple[relays.Relay, list[relays.Relay]]]:
+    """G3's relays, and its floor: the least a relay written in Python costs a call."""
+    up, targets = ways
+    with relays.floor_relay(up.url) as floor:
+        yield up, [*targets, floor]
+
+
 @needs_lean_client
 @pytest.mark.parametrize("sessions", SESSIONS)
-def test_relays_under_load(benchmark, ways, sessions):
-    up, targets = ways
+def test_relays_under_load(benchmark, load_ways, sessions):
+    up, targets = load_ways
     calls, rounds = (1, 1) if benchmark.disabled else (LOAD_CALLS, LOAD_ROUNDS)
     latencies: dict[str, list[float]] = {t.name: [] for t in targets}
     spent: dict[str, dict[str, float]] = {t.name: {} for t in targets}
