@@ -158,7 +158,7 @@ def test_a_member_that_is_down_fails_its_own_calls_explicitly_and_the_others_ser
     gone = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
     with gateway(tmp_path, virtual("all", {"gone": {"upstream": gone}, "local": local()})) as root:
 
-        async def scenario() -> tuple[list[str], Exception, str]:
+        async def scenario() -> tuple[list[str], RPCError, str]:
             async with Client(f"{root}/servers/all/mcp", profile="2025-11-25", timeout=60) as client:
                 names = [tool["name"] for tool in await client.list_tools()]
                 with pytest.raises(RPCError) as failed:
@@ -169,6 +169,7 @@ def test_a_member_that_is_down_fails_its_own_calls_explicitly_and_the_others_ser
         names, failed, echoed = asyncio.run(asyncio.wait_for(scenario(), 90))
     assert names and all(name.startswith("local__") for name in names)
     assert "the member server 'gone' cannot be reached now" in str(failed)
+    assert failed.error["data"] == {"gateway": "upstream"}
     assert gone.split("/")[2] not in str(failed)  # where the members are is the operator's
     assert echoed == "up"
 

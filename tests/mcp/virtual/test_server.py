@@ -22,6 +22,7 @@ import pytest
 from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.local import LocalTransport
 from ssewire.mcp.local.transport import LocalUnavailable
+from ssewire.mcp.server.tools import ToolPolicy
 from ssewire.mcp.stdio import StdioHost, StdioTransport
 from ssewire.mcp.transport.serving import running
 from ssewire.mcp.virtual import Member, VirtualServer
@@ -282,6 +283,74 @@ def test_a_member_that_cannot_start_does_not_count_as_answering(tmp_path):
             await server.aclose()
 
     run(scenario())
+
+
+def test_a_member_that_goes_down_mid_session_fails_its_calls_as_the_gateway_names_it():
+    """The member answered once (its session is open), then its server stopped: the next
+    call is the gateway's own "upstream" failure, saying which member, with none of where it
+    was (the connection error's text held it as a URL, as host:port and as a tuple)."""
+
+    async def scenario() -> tuple[RPCError, str]:
+        app = reference_server(conformance=True)
+        with running(app) as root:
+            ref = root + "/mcp"
+            server_cm = virtual(ref)
+            server, http = await server_cm.__aenter__()
+            c = client(http, listen=False)
+            await c.connect()
+            await c.call_tool("ref__test_simple_text")
+        try:
+            with pytest.raises(RPCError) as failed:
+                await c.call_tool("ref__test_simple_text")
+        finally:
+            await c.close()
+            await server_cm.__aexit__(None, None, None)
+        return failed.value, root.split("/")[2]
+
+    failed, address = run(scenario())
+    assert failed.error["data"] == {"gateway": "upstream"}
+    assert "the member server 'ref' cannot be reached now" in failed.error["message"]
+    host, port = address.split(":")
+    assert host not in str(failed.error) and port not in str(failed.error)
+
+
+def test_a_members_own_tool_rule_refuses_as_a_route_refuses_and_too_large_is_named(ref):
+    async def scenario() -> tuple[RPCError, RPCError]:
+        async with virtual(ref) as (server, http), client(http, listen=False) as c:
+            server.members[0].tools = ToolPolicy(deny=["test_simple_text"])
+            with pytest.raises(RPCError) as refused:
+                await c.call_tool("ref__test_simple_text")
+            server.members[0].tools = None
+            await c.call_tool("ref__test_simple_text")  # the member's session opens
+            (session,) = server.sessions.values()
+            session.clients["ref"].max_message_size = 300  # under the audio result's 1.2 kB
+            with pytest.raises(RPCError) as large:
+                await c.call_tool("ref__test_audio_content")
+        return refused.value, large.value
+
+    refused, large = run(scenario())
+    assert refused.code == -32602
+    assert refused.error["data"] == {"gateway": "tool-refused", "tool": "ref__test_simple_text"}
+    assert refused.error["message"] == "gateway: tool 'ref__test_simple_text' is not available on this route"
+    assert large.code == -32603 and large.error["data"] == {"gateway": "too-large"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ClientConnectorError: Cannot connect to host member.example:8443 ssl:default "
+        "[Connect call failed ('10.1.2.3', 8443)]",
+        "could not connect to https://member.example/mcp (ConnectError): nothing was sent",
+        "Connect call failed ('::1', 8443, 0, 0)",
+        "[Errno 111] connect to [fe80::1]:8443 refused",
+        "member.example refused",
+    ],
+)
+def test_no_address_of_a_member_survives_in_a_text_a_client_reads(text):
+    members = [Member("m", "https://member.example:8443/mcp", httpx.AsyncClient())]
+    public = VirtualServer(members)._public(text)
+    for part in ("member.example", "8443", "10.1.2.3", "::1", "fe80"):
+        assert part not in public, public
 
 
 async def until(condition: Callable[[], bool], within: float = 5.0) -> None:

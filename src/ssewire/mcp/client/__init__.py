@@ -7,6 +7,7 @@ guard, resumed or re-issued), ``listener.py`` (the standalone GET stream), ``ses
 (``errors.py``) and counts (``counters.py``)."""
 
 from .counters import ClientStats
+from .errors import Unreachable, failure_kind
 from .session import (
     CLIENT_INFO,
     Client,
@@ -30,6 +31,8 @@ __all__ = [
     "RequestTimeout",
     "StreamBroken",
     "Unauthorized",
+    "Unreachable",
     "delivering",
+    "failure_kind",
     "learn_tool_hints",
 ]

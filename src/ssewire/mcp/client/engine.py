@@ -33,7 +33,7 @@ from ..transport.http import Answer, Broken, Idle, NotJSON, send
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
-from .errors import RequestTimeout, StreamBroken, Unauthorized
+from .errors import RequestTimeout, StreamBroken, Unauthorized, Unreachable
 from .routing import _DELIVERING, TOKEN_PREFIX, Router, _Pending
 
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
@@ -271,7 +271,7 @@ class Engine(Router):
         try:  # the answer must start within idle_timeout, like any stream
             answer = await self._send("POST", headers, orjson.dumps(body))
         except httpx.ConnectError as exc:  # nothing was sent
-            raise StreamBroken(
+            raise Unreachable(
                 f"could not connect to {self.url} ({exc or 'ConnectError'}): nothing was sent"
             ) from None
         except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent

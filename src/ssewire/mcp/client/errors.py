@@ -8,6 +8,9 @@ from typing import Any
 
 import httpx
 
+from ..streams.guard import UnsafeResumption
+from ..transport.http import MessageTooLarge
+
 
 class RPCError(Exception):
     """The server answered a request with a JSON-RPC error."""
@@ -20,6 +23,11 @@ class RPCError(Exception):
 
 class StreamBroken(Exception):
     """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
+
+
+class Unreachable(StreamBroken):
+    """The server could not be connected to: nothing of the request was sent (safe to try
+    again later)."""
 
 
 class Unauthorized(httpx.HTTPStatusError):
@@ -53,3 +61,21 @@ class InputRequired(Exception):
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
         self.result = result
+
+
+def failure_kind(failed: BaseException) -> str | None:
+    """What a request's failure was, as the gateway names it in ``data.gateway``: the answer
+    too large, unsafe to resume, credentials refused, the deadline passed, or the upstream
+    failed (its stream broke, an HTTP error, a JSON-RPC error of the session); None for
+    anything else (a fault of the caller's own)."""
+    if isinstance(failed, MessageTooLarge):
+        return "too-large"
+    if isinstance(failed, UnsafeResumption):
+        return "unsafe-resumption"
+    if isinstance(failed, Unauthorized):
+        return "upstream-unauthorized"
+    if isinstance(failed, RequestTimeout):
+        return "timeout"
+    if isinstance(failed, (StreamBroken, httpx.HTTPError, RPCError)):
+        return "upstream"
+    return None

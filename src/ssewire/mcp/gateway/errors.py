@@ -8,10 +8,8 @@ from typing import Any
 
 from ..._secrets import scrub_urls
 from ..client import Unauthorized
-from ..protocol.codes import INTERNAL_ERROR
-from ..server.asgi import error_message
-
-GATEWAY_ERROR = INTERNAL_ERROR  # the gateway's own failures, with data.gateway saying which
+from ..protocol.codes import GATEWAY_ERROR as GATEWAY_ERROR
+from ..protocol.codes import gateway_failure
 
 
 def unauthorized_error(ident: Any, text: str, refused: Unauthorized) -> dict[str, Any]:
@@ -25,4 +23,4 @@ def unauthorized_error(ident: Any, text: str, refused: Unauthorized) -> dict[str
 
 
 def gateway_error(ident: Any, kind: str, text: str) -> dict[str, Any]:
-    return error_message(ident, GATEWAY_ERROR, f"gateway: {text}", {"gateway": kind})
+    return {"jsonrpc": "2.0", "id": ident, "error": gateway_failure(kind, text)}

@@ -32,22 +32,23 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
 
 from ..._secrets import scrub_urls
-from ..client import Client, RPCError
+from ..client import Client, RPCError, Unreachable, failure_kind
 from ..local.inbox import Inbox
 from ..local.transport import LocalUnavailable, idlest, remember_left
-from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, gateway_failure
 from ..protocol.handshake import CAPABILITY_OF
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
 from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy
-from ..server.tools import ToolPolicy
+from ..server.tools import ToolPolicy, tool_refused
 from ..transport.http import answers
 from .names import BadCursor, Names, cursor, read_cursor
 
@@ -169,6 +170,7 @@ class VirtualServer:
         self.sessions: dict[str, _Session] = {}
         self._uris: dict[str, str] = {}  # resource URI -> the member that listed it
         self._ids = itertools.count(1)
+        self._addresses = _addresses(member.url for member in self.members)
 
     # -- the LocalServer side --------------------------------------------------------------
 
@@ -313,9 +315,7 @@ class VirtualServer:
         except _Refusal as refusal:
             answer = _answer(ident, error=refusal.error)
         except Exception as failed:  # explicit, never a silence; no member's address in it
-            answer = _answer(
-                ident, error=_error(INTERNAL_ERROR, _public(str(failed)) or type(failed).__name__)
-            )
+            answer = _answer(ident, error=self._failure(failed))
         if not call.inbox.put(answer):
             call.inbox.close(
                 _answer(
@@ -323,6 +323,40 @@ class VirtualServer:
                 )
             )
         call.inbox.close()
+
+    def _failure(self, failed: Exception) -> dict[str, Any]:
+        """A call's failure as the gateway writes its own (``data.gateway`` naming the kind),
+        its text with no member's address in it."""
+        if isinstance(failed, MemberDown):
+            return gateway_failure("upstream", str(failed))
+        kind = failure_kind(failed)
+        if kind is None:  # no traceback: it may name secrets
+            log.error("virtual server %s: a call failed (%s)", self.name, type(failed).__name__)
+            return gateway_failure("internal", f"the virtual server failed ({type(failed).__name__})")
+        return gateway_failure(kind, self._public(str(failed)) or type(failed).__name__)
+
+    def _public(self, text: str) -> str:
+        """An error's text as a client may read it: where the members are is the operator's
+        (each member's own address, then anything that reads as a URL, a host and port, or
+        an IP address)."""
+        for address in self._addresses:
+            text = text.replace(address, _HIDDEN)
+        return _ADDRESS.sub(_HIDDEN, text)
+
+    async def _asked(
+        self, member: Member, client: Client, method: str, params: dict[str, Any], **options: Any
+    ) -> dict[str, Any]:
+        """``client.request``, with a member that cannot be connected to now said to be down."""
+        try:
+            return await client.request(method, params, **options)
+        except Unreachable as failed:
+            log.warning(
+                "virtual server %s: member %s cannot be reached (%s)",
+                self.name,
+                member.name,
+                scrub_urls(str(failed)),
+            )
+            raise MemberDown(f"the member server {member.name!r} cannot be reached now") from None
 
     async def _client(self, session: _Session, member: Member) -> Client:
         """The session's client of ``member``, opened on first need."""
@@ -508,7 +542,7 @@ class VirtualServer:
             shown = params.get("name")
         member, name = await self._member_of(session, shown, method)
         if method == "tools/call" and member.tools is not None and not member.tools.permits(name):
-            raise _Refusal(_error(INVALID_PARAMS, f"tool {shown!r} is not available"))
+            raise _Refusal(tool_refused(None, str(shown))["error"])  # as a route refuses its tools
         if method == "completion/complete":
             params = {**params, "ref": {**params["ref"], "name": name}}
         else:
@@ -517,7 +551,9 @@ class VirtualServer:
         on_progress = progress if _token_of(params) is not None else None
         # (no "task": the virtual server offers no tasks, so the answer comes on the call's stream)
         params = {k: v for k, v in params.items() if k not in ("_meta", "task")} | _meta_without_token(params)
-        return await client.request(method, params, on_progress=on_progress, on_sent=_sent_to(client))
+        return await self._asked(
+            member, client, method, params, on_progress=on_progress, on_sent=_sent_to(client)
+        )
 
     async def _member_of(self, session: _Session, shown: Any, method: str) -> tuple[Member, str]:
         if not isinstance(shown, str):
@@ -541,7 +577,7 @@ class VirtualServer:
         client = await self._client(session, member)
         inner: str | None = None
         for _ in range(1000):  # bounded: a member paging forever stops here
-            page = await client.request(method, {"cursor": inner} if inner else {})
+            page = await self._asked(member, client, method, {"cursor": inner} if inner else {})
             for item in page.get(LISTINGS[method], []) if isinstance(page, dict) else []:
                 if isinstance(item, dict) and isinstance(item.get("name"), str):
                     self.names.shown(member.name, item["name"])
@@ -562,14 +598,15 @@ class VirtualServer:
             raise _Refusal(_error(INVALID_PARAMS, f"{method}: no uri"))
         known = self._uris.get(uri)
         if known is not None:
-            client = await self._client(session, self._by_name[known])
-            return await client.request(method, params, on_sent=_sent_to(client))
+            member = self._by_name[known]
+            client = await self._client(session, member)
+            return await self._asked(member, client, method, params, on_sent=_sent_to(client))
         if method != "resources/read":
             raise _Refusal(_error(INVALID_PARAMS, f"{method}: no member listed {uri!r}"))
         failure: Exception | None = None
         for member in self.members:  # reads change nothing: each member in turn
             try:
-                read = await (await self._client(session, member)).request(method, params)
+                read = await self._asked(member, await self._client(session, member), method, params)
             except (RPCError, MemberDown) as failed:
                 failure = failed
                 continue
@@ -595,12 +632,23 @@ async def _without_call(work: Awaitable[Any]) -> Any:
     return await work
 
 
-_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+|\b[\w.-]+:\d{1,5}\b", re.IGNORECASE)
+def _addresses(urls: Iterable[str]) -> list[str]:
+    """Each URL, its host and port, and its host, the longest first (hidden before the
+    shorter ones they hold)."""
+    found: set[str] = set()
+    for url in urls:
+        parts = urlsplit(url)
+        found.update(part for part in (url, parts.netloc, parts.hostname or "") if part)
+    return sorted(found, key=len, reverse=True)
 
 
-def _public(text: str) -> str:
-    """An error's text as a client may read it: where the members are is the operator's."""
-    return _ADDRESS.sub("(a member's address)", text)
+_HIDDEN = "(a member's address)"
+# a URL; a host and port; an IPv4 or bracketed IPv6 address; Python's (host, port) tuple
+_ADDRESS = re.compile(
+    r"[a-z][a-z0-9+.-]*://\S+|\b[\w.-]+:\d{1,5}\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|\[[0-9a-f:.]+\](?::\d{1,5})?"
+    r"|\(\s*'[^']*'\s*,\s*\d+\s*(?:,[^)]*)?\)",
+    re.IGNORECASE,
+)
 
 
 def _sent_to(client: Client) -> Callable[[Any], None] | None:
