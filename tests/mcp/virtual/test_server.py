@@ -291,20 +291,13 @@ def test_a_member_that_goes_down_mid_session_fails_its_calls_as_the_gateway_name
     was (the connection error's text held it as a URL, as host:port and as a tuple)."""
 
     async def scenario() -> tuple[RPCError, str]:
-        app = reference_server(conformance=True)
-        with running(app) as root:
-            ref = root + "/mcp"
-            server_cm = virtual(ref)
-            server, http = await server_cm.__aenter__()
-            c = client(http, listen=False)
-            await c.connect()
-            await c.call_tool("ref__test_simple_text")
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            with running(reference_server(conformance=True)) as root:
+                _, http = await stack.enter_async_context(virtual(root + "/mcp"))
+                c = await stack.enter_async_context(client(http, listen=False))
+                await c.call_tool("ref__test_simple_text")
             with pytest.raises(RPCError) as failed:
                 await c.call_tool("ref__test_simple_text")
-        finally:
-            await c.close()
-            await server_cm.__aexit__(None, None, None)
         return failed.value, root.split("/")[2]
 
     failed, address = run(scenario())
