@@ -12,6 +12,7 @@ reached the process, not on what the host meant to send:
 - ``announce``: ``notifications/tools/list_changed``, ``notifications/resources/updated`` for
   ``uri``, a log message, then "announced";
 - ``garbage``: a line that is not JSON, then "after garbage";
+- ``unreadable``: its answer as a line naming its id that is not JSON (invalid UTF-8 in it);
 - ``hang``: never answered (a call to cancel);
 - ``flood``: ``count`` pings to the client, written without reading their answers, then
   "flooded" (a host that waits to write an answer while the process waits to write the next
@@ -80,6 +81,10 @@ def call(message: dict) -> None:
     elif name == "garbage":
         sys.stdout.write("this is not json\n")
         text(id_, "after garbage")
+    elif name == "unreadable":
+        head = json.dumps({"jsonrpc": "2.0", "id": id_})[:-1].encode()
+        sys.stdout.buffer.write(head + b', "result": {"content": [{"type": "text", "text": "\xff\xfe"}]}}\n')
+        sys.stdout.flush()
     elif name == LONG:
         text(id_, "long one")
     elif name == "flood":

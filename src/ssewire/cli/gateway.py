@@ -420,7 +420,10 @@ def _bridged(gateway: Any, revision: str, shared: dict[str, Any], path: str) -> 
         raise InputError(
             f"--upstream-revision: the bridge maps {NEWEST_WITH_SESSIONS.name} and {NEWEST.name} onto each other"
         )
-    return Bridged(gateway, Bridge(gateway.upstream, upstream_revision=profile.name, path=path, **shared))
+    bridge = Bridge(
+        gateway.upstream, upstream_revision=profile.name, path=path, trace=gateway.trace_request, **shared
+    )
+    return Bridged(gateway, bridge)
 
 
 def _serve(router: Any, args: argparse.Namespace, reloader: Any = None) -> int:

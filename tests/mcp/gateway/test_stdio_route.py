@@ -19,16 +19,20 @@ from typing import Any
 import httpx
 
 from ssewire.mcp.client import Client
+from ssewire.mcp.protocol.profiles import named
+from ssewire.mcp.protocol.requests import post_headers, request
+from tests.support.mcp_helpers import INITIALIZE
 from tests.support.processes import free_port, listening
 
 ROOT = str(Path(__file__).resolve().parents[3])
 
 
 @contextlib.contextmanager
-def gateway(tmp_path: Path) -> Iterator[tuple[str, Any]]:
-    """The gateway with one stdio route, ``local``; its MCP URL and process."""
+def gateway(tmp_path: Path, command: list[str] | None = None) -> Iterator[tuple[str, Any]]:
+    """The gateway with one stdio route, ``local`` (the official SDK's stdio server unless
+    ``command`` says otherwise); its MCP URL and process."""
     config = tmp_path / "stdio.toml"
-    command = [sys.executable, "-m", "tests.support.stdio_server"]
+    command = command or [sys.executable, "-m", "tests.support.stdio_server"]
     config.write_text(
         f'[servers.local]\ncommand = {json.dumps(command)}\nenv = ["PYTHONPATH"]\ncwd = {json.dumps(ROOT)}\n'
     )
@@ -44,6 +48,8 @@ def gateway(tmp_path: Path) -> Iterator[tuple[str, Any]]:
         str(port),
         "--drain",
         "2",
+        "--start-timeout",
+        "0",  # (a route that cannot start is a case of its own)
     ]
     env = {**os.environ, "PYTHONPATH": ROOT}
     with (
@@ -106,6 +112,37 @@ def test_a_2026_07_28_client_reaches_the_stdio_server_through_the_bridge(tmp_pat
     with gateway(tmp_path) as (url, _):
         echoed, pid = asyncio.run(asyncio.wait_for(modern(url), 60))
         assert echoed == "modern" and pid.isdigit()
+    log = (tmp_path / "gateway.log").read_text()
+    assert log.count("POST tools/call 200 ok route=local") == 2  # the bridged calls' access lines
+
+
+def test_a_program_that_cannot_start_is_a_503_with_retry_after_on_either_revision(tmp_path):
+    """Not the 502 of an upstream that failed: it cannot serve now, and says when to come
+    back, to a 2025 client opening its session and to a 2026-07-28 one through the bridge."""
+
+    async def opened(url: str) -> list[httpx.Response]:
+        modern = named("2026-07-28")
+        async with httpx.AsyncClient(timeout=20) as http:
+            return [
+                await http.post(url, json=INITIALIZE, headers=post_headers(None, None)),
+                await http.post(
+                    url,
+                    json=request(1, "tools/list", {}, modern, client_info={"name": "t", "version": "1"}),
+                    headers=post_headers(modern, None, "tools/list"),
+                ),
+            ]
+
+    with gateway(tmp_path, [str(tmp_path / "no-such-program")]) as (url, _):
+        began = time.monotonic()
+        answers = asyncio.run(asyncio.wait_for(opened(url), 60))
+        took = time.monotonic() - began
+    assert [answer.status_code for answer in answers] == [503, 503], [a.text for a in answers]
+    assert all(int(answer.headers["retry-after"]) >= 1 for answer in answers)
+    assert took < 10  # answered, not held for the backoff
+    log = (tmp_path / "gateway.log").read_text()
+    assert "stdio server could not start (No such file or directory)" in log
+    assert "POST initialize 503 failed" in log  # a 5xx is the access line's failure, not a refusal
+    assert "POST tools/list 503 failed" in log  # (the bridged request's line)
 
 
 def test_the_stdio_server_stops_with_the_gateway(tmp_path):

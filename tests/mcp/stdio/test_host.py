@@ -385,6 +385,61 @@ def test_a_program_that_cannot_start_is_a_503_with_retry_after_and_an_explicit_c
     run(scenario())
 
 
+def test_a_request_is_not_held_for_the_backoff_of_a_program_that_keeps_exiting(caplog):
+    """It exits at once: the first starts are tried (the first backoff, half a second, is
+    waited); once the backoff is longer, a request is answered at once, 503 with when to
+    come back, and no start is tried before then."""
+    exits = [sys.executable, "-c", "import sys; sys.exit(7)"]
+
+    async def scenario() -> tuple[list[tuple[int, float, float]], StdioHost]:
+        answers = []
+        async with served(exits) as (host, http):
+            for ident in range(4):
+                began = time.monotonic()
+                answer = await http.post(URL, json={**INITIALIZE, "id": ident}, headers=HEADERS)
+                waited = time.monotonic() - began
+                answers.append((answer.status_code, float(answer.headers["retry-after"]), waited))
+            return answers, host
+
+    answers, host = run(scenario())
+    assert [status for status, _, _ in answers] == [503] * 4
+    assert host.figures["starts"] == 2  # the third and fourth came within the backoff
+    for _, retry_after, waited in answers[2:]:
+        assert retry_after >= 1 and waited < 0.4  # told when, not held until then
+    assert "stdio server ended (exit status 7); next start in" in caplog.text
+
+
+def test_a_missing_program_is_logged_and_backed_off_as_a_program_that_exits(tmp_path, caplog):
+    async def scenario() -> list[float]:
+        waits = []
+        async with served([str(tmp_path / "no-such-program")]) as (_host, http):
+            for ident in range(3):
+                answer = await http.post(URL, json={**INITIALIZE, "id": ident}, headers=HEADERS)
+                assert answer.status_code == 503
+                waits.append(float(answer.headers["retry-after"]))
+        return waits
+
+    waits = run(scenario())
+    assert "stdio server could not start (No such file or directory); next start in" in caplog.text
+    assert caplog.text.count("could not start") == 2  # the third came within the second's backoff
+    assert waits[-1] >= 1
+
+
+def test_an_answer_that_does_not_parse_ends_its_call_at_once():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (host, http), client(http, listen=False, timeout=30) as a:
+            began = time.monotonic()
+            with pytest.raises(RPCError) as unreadable:
+                await a.call_tool("unreadable")
+            assert time.monotonic() - began < 5  # not at the call's deadline
+            assert unreadable.value.error["data"] == {"gateway": "upstream"}
+            assert "not a JSON-RPC message" in str(unreadable.value)
+            assert text(await a.call_tool("garbage")) == "after garbage"  # the session goes on
+            assert host.figures["invalid"] == 2
+
+    run(scenario())
+
+
 # -- the official SDK's stdio server: exits, restarts, bounds, keep-alives ------------------
 
 
@@ -400,6 +455,7 @@ def test_a_process_that_dies_mid_call_ends_that_call_explicitly_and_is_started_a
                 await a.call_tool("crash")
             assert "ended (exit status 3) before answering" in str(died.value)
             assert "may have been processed" in str(died.value)
+            assert died.value.error["data"] == {"gateway": "upstream"}
             after = text(await b.call_tool("whoami"))  # the other session goes on, on a new process
             assert after != before and host.figures == {**host.figures, "starts": 2, "exits": 1}
             assert text(await a.call_tool("echo", {"text": "still here"})) == "still here"
@@ -413,6 +469,7 @@ def test_an_answer_over_the_message_limit_ends_its_call_and_nothing_else():
             with pytest.raises(RPCError) as large:
                 await a.call_tool("big", {"size": 300_000})
             assert "over the 100000 byte message limit" in str(large.value)
+            assert large.value.error["data"] == {"gateway": "too-large"}
             assert text(await a.call_tool("big", {"size": 10})) == "x" * 10
             assert host.figures["oversize"] == 1 and host.figures["starts"] == 1
 

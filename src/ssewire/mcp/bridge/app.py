@@ -48,7 +48,7 @@ from ..server.asgi import (
 )
 from ..server.auth import Authenticator
 from ..server.budget import ByteBudget
-from ..server.front import Front, Handler, Request
+from ..server.front import Front, Handler, Request, Tracer
 from ..server.quotas import Limits, Quotas
 from ..server.rates import RateLimits
 from ..server.tools import LIST, ToolPolicy, tool_refused
@@ -86,6 +86,8 @@ class Bridge:
     :param reissue: which tool calls are sent upstream again when an answer broke beyond
         resumption (a 2026-07-28 upstream; a 2025 one before any event id) (`ReissuePolicy`,
         the gateway's default).
+    :param trace: a context around each request, giving a ``send`` wrapper (a gateway's
+        ``trace_request``: the route's access lines and spans cover its bridged clients).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class Bridge:
         principals: Iterable[str] | None = None,
         reissue: ReissuePolicy | None = SAFE_TOOLS,
         rates: RateLimits | None = None,
+        trace: Tracer | None = None,
     ) -> None:
         self.profile, _ = resolve(upstream_revision)
         self.tools, self.rates = tools, rates
@@ -155,6 +158,7 @@ class Bridge:
             failure=_failure,
             quiet=(ClientGone,),
             before=self._start_janitor,
+            trace=trace,  # (a gateway's access lines and spans, for the route it bridges)
         )
 
     async def _start_janitor(self) -> None:
@@ -284,7 +288,7 @@ class Bridge:
             await self.sessions_mode.request(message, principal, reply, headers)
         except Refusal as refusal:
             # the stream's last event, or a JSON answer of its own status (else the code's)
-            await reply.final(refusal.error, 200 if reply.started else refusal.status)
+            await reply.final(refusal.error, refusal.status, refusal.headers)
 
     async def _post_session_client(
         self, receive: Any, send: Any, headers: dict[str, str], message: dict[str, Any], principal: str | None
@@ -321,7 +325,7 @@ class Bridge:
             try:
                 await mode.request(session, message, reply)
             except Refusal as refusal:
-                await reply.final(refusal.error, 200 if reply.started else refusal.status)
+                await reply.final(refusal.error, refusal.status, refusal.headers)
 
         with self.quotas.hold(principal, "calls"):
             await watched(receive, answering())

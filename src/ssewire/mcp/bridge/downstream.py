@@ -94,8 +94,10 @@ class Reply:
     async def _chunk(self, data: bytes) -> None:
         await self._write({"type": "http.response.body", "body": data, "more_body": True})
 
-    async def final(self, message: dict[str, Any], status: int = 200) -> None:
-        """The last message: the stream's last event, or the one JSON answer."""
+    async def final(
+        self, message: dict[str, Any], status: int = 200, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        """The last message: the stream's last event, or the one JSON answer (with ``headers``)."""
         if self.ended:
             return
         if self.answer_filter is not None:
@@ -108,7 +110,7 @@ class Reply:
         error = message.get("error")
         if status == 200 and isinstance(error, dict) and isinstance(error.get("code"), int):
             status = self.error_status.get(error["code"], status)
-        head = [("content-type", JSON), *self.headers]
+        head = [("content-type", JSON), *self.headers, *headers]
         raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in head]
         await self._write({"type": "http.response.start", "status": status, "headers": raw})
         await self._write({"type": "http.response.body", "body": orjson.dumps(message)})

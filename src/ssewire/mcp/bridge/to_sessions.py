@@ -45,7 +45,7 @@ import httpx
 
 from ... import __version__
 from ..._secrets import scrub_urls
-from ..client import Client, MessageTooLarge, RPCError, StreamBroken, Unauthorized, delivering
+from ..client import Client, MessageTooLarge, RPCError, StreamBroken, Unauthorized, delivering, unavailable
 from ..protocol.bridging import (
     ACKNOWLEDGED,
     COMPLETE,
@@ -195,6 +195,11 @@ class ToSessions:
             if not isinstance(failed, Exception):
                 raise
             text = f"the upstream did not open a session ({_why(failed)})"
+            later = unavailable(failed)  # it cannot serve now, and says when to come back: so do we
+            if later is not None:
+                raise Refusal(
+                    bridge_error(None, _kind(failed), text), 503, (("retry-after", later),)
+                ) from None
             raise Refusal(bridge_error(None, _kind(failed), text), 502) from None
         session.engine = engine
         caps = session.server.get("capabilities")

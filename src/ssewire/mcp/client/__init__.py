@@ -7,7 +7,7 @@ guard, resumed or re-issued), ``listener.py`` (the standalone GET stream), ``ses
 (``errors.py``) and counts (``counters.py``)."""
 
 from .counters import ClientStats
-from .errors import Unreachable, failure_kind
+from .errors import Unreachable, failure_kind, unavailable
 from .session import (
     CLIENT_INFO,
     Client,
@@ -35,4 +35,5 @@ __all__ = [
     "delivering",
     "failure_kind",
     "learn_tool_hints",
+    "unavailable",
 ]

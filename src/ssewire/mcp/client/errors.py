@@ -4,10 +4,12 @@ refused, a deadline passed, an input-required result it cannot satisfy."""
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import httpx
 
+from ..protocol.retry import retry_after
 from ..streams.guard import UnsafeResumption
 from ..transport.http import MessageTooLarge
 
@@ -79,3 +81,17 @@ def failure_kind(failed: BaseException) -> str | None:
     if isinstance(failed, (StreamBroken, httpx.HTTPError, RPCError)):
         return "upstream"
     return None
+
+
+MAX_RETRY_AFTER = 3600  # seconds: a longer Retry-After of an upstream's is told as this
+
+
+def unavailable(failed: BaseException) -> str | None:
+    """When an upstream that answered 503 (it cannot serve now: a stdio server that cannot
+    start, an upstream overloaded) asks to be tried again, in whole seconds as a
+    ``Retry-After`` to pass on (1 when it said nothing readable, at most `MAX_RETRY_AFTER`);
+    None for any other failure."""
+    if not isinstance(failed, httpx.HTTPStatusError) or failed.response.status_code != 503:
+        return None
+    seconds = retry_after(failed.response.headers.get("retry-after"))
+    return str(min(MAX_RETRY_AFTER, max(1, math.ceil(seconds or 0))))

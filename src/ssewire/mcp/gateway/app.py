@@ -26,7 +26,7 @@ import httpx
 import orjson
 
 from ..._secrets import public_url, scrub_urls
-from ..client import RPCError, Unauthorized
+from ..client import RPCError, Unauthorized, unavailable
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
@@ -189,7 +189,7 @@ class Gateway(Lifecycle):
             guarded_paths={"/metrics": self._metrics} if serve_metrics else None,
             failure=self._failure,
             count=self._count,
-            trace=self._trace,
+            trace=self.trace_request,
             before=self._expire,
         )
         self.upstream_label = public_url(upstream)  # what texts and logs name: never its query
@@ -242,13 +242,13 @@ class Gateway(Lifecycle):
     async def _metrics(self, scope: dict[str, Any], send: Any) -> None:
         await expose(send, self.metrics.render())
 
-    def _trace(self, method: str, headers: dict[str, str]) -> contextlib.AbstractContextManager[Any]:
+    def trace_request(self, method: str, headers: dict[str, str]) -> contextlib.AbstractContextManager[Any]:
+        """The access line and span of one request (what the front opens around it; a bridge
+        serving this route's other revision opens them too)."""
         return _tracing(self.telemetry, method, headers)
 
     def _count(self, kind: str) -> None:
-        self.metrics.add(f"{kind}_total")
-        if kind == "refused":
-            _noted(outcome="refused")
+        self.metrics.add(f"{kind}_total")  # (the access line's outcome follows the refusal's status)
 
     def _failure(self, failed: Exception) -> Refused:
         """Never a traceback: a store's may name keys, which hold session ids."""
@@ -394,6 +394,11 @@ class Gateway(Lifecycle):
             return
         except Exception as failed:  # any failure of the upstream: this one request's 502
             await self._forget(record.ident, relay)
+            later = unavailable(failed)
+            if later is not None:  # it cannot serve now, and says when to come back: so do we
+                text = "gateway: the upstream cannot open a session now; try again later"
+                retry = [("retry-after", later)]
+                raise refuse(503, SERVER_ERROR, text, ident=message.get("id"), headers=retry) from None
             text = f"gateway: the upstream did not open a session ({type(failed).__name__}: {failed})"
             raise refuse(502, INTERNAL_ERROR, scrub_urls(text), ident=message.get("id")) from None
         try:

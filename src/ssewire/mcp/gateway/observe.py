@@ -399,6 +399,11 @@ class Telemetry:
             )
             attached = otel.context.attach(otel.trace.set_span_in_context(span))
         trace = Trace(self, http_method, span)
+        named = next(
+            (v for k, v in headers.items() if k.lower() == "mcp-method" and isinstance(v, str)), None
+        )
+        if named is not None:  # a 2026-07-28 request names its method in its head (a bridge's too)
+            trace.note(mcp_method=named)
         token = _current.set(trace)
         failed: BaseException | None = None
         try:

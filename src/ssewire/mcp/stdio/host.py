@@ -35,10 +35,10 @@ import orjson
 
 from ..local.inbox import Inbox
 from ..local.transport import LocalUnavailable, idlest, remember_left
-from ..protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol.codes import INVALID_REQUEST, METHOD_NOT_FOUND, gateway_failure
 from ..protocol.handshake import INITIALIZE, INITIALIZED, client_info
 from ..protocol.profiles import NEWEST_WITH_SESSIONS
-from .process import STOP_GRACE, Child, Oversize, Torn, environment
+from .process import EDGE, STOP_GRACE, Child, Oversize, Torn, environment
 
 log = logging.getLogger("ssewire.mcp.stdio")
 
@@ -90,6 +90,11 @@ class Call:
 
 def error(id: Any, code: int, message: str) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+
+
+def failed(id: Any, kind: str, text: str) -> bytes:
+    """The host's own failure of a call, as the gateway writes its own (``data.gateway``)."""
+    return orjson.dumps({"jsonrpc": "2.0", "id": id, "error": gateway_failure(kind, text)})
 
 
 def result(id: Any, value: Any) -> bytes:
@@ -152,21 +157,25 @@ class StdioHost:
 
     async def _launch(self) -> dict[str, Any]:
         wait = self._next_start - time.monotonic()
-        if wait > self.start_timeout:
-            raise StdioUnavailable("the stdio server exited; it starts again later", wait)
+        if wait > BACKOFF[0]:  # a request is not held for a backoff: it is told when to come back
+            raise StdioUnavailable("the stdio server is not running; it starts again later", wait)
         if wait > 0:
             await asyncio.sleep(wait)
+        starts = self.figures["starts"]
         try:
             server = _offered(await asyncio.wait_for(self._start(), self.start_timeout))
         except BaseException as failed:  # cancelled by aclose too: no process is left behind
             reason = _reason(failed)
             child, self.child = self.child, None
-            if child is not None:  # (None: it ended by itself, and its reader said so)
+            if child is not None:  # (None: it ended by itself, and its reader said so, or never ran)
                 self._exited(reason)  # first: the host is consistent however the stop ends
                 await child.stop()
+            elif self.figures["starts"] == starts and isinstance(failed, Exception):  # it never ran
+                self._wait_before_next(f"stdio server could not start ({reason})", ran=False)
             if not isinstance(failed, Exception):
                 raise
-            raise StdioUnavailable(f"the stdio server could not start ({reason})", self._backoff) from None
+            wait = max(self._next_start - time.monotonic(), BACKOFF[0])
+            raise StdioUnavailable(f"the stdio server could not start ({reason})", wait) from None
         self.server = server
         return server
 
@@ -232,28 +241,31 @@ class StdioHost:
         """The process is gone: calls in flight end, the next start waits the backoff."""
         self.server = None
         self.figures["exits"] += 1
-        now = time.monotonic()
-        if now - self._started_at >= STABLE:
-            self._backoff = BACKOFF[0]
-        self._next_start = now + self._backoff
         if self._closed:
             log.info("stdio server stopped (%s)", reason)
         else:
-            log.warning(
-                "stdio server ended (%s); next start in %.1f s at the earliest", reason, self._backoff
-            )
-        self._backoff = min(self._backoff * 2, BACKOFF[1])
+            self._wait_before_next(f"stdio server ended ({reason})")
         calls, self._calls = self._calls, {}
         for call in calls.values():
             self._end(
                 call,
-                INTERNAL_ERROR,
+                "upstream",
                 f"the stdio server ended ({reason}) before answering: the request may have been processed",
             )
         internal, self._internal = self._internal, {}
         for waiter in internal.values():
             if waiter is not None and not waiter.done():
                 waiter.set_exception(ConnectionResetError(f"the stdio server ended ({reason})"))
+
+    def _wait_before_next(self, what: str, *, ran: bool = True) -> None:
+        """The next start waits the backoff (which doubles, unless the process that ``ran``
+        lasted)."""
+        now = time.monotonic()
+        if ran and now - self._started_at >= STABLE:
+            self._backoff = BACKOFF[0]
+        self._next_start = now + self._backoff
+        log.warning("%s; next start in %.1f s at the earliest", what, self._backoff)
+        self._backoff = min(self._backoff * 2, BACKOFF[1])
 
     # what the process says
 
@@ -264,6 +276,9 @@ class StdioHost:
             message = None
         if not isinstance(message, dict):
             self.figures["invalid"] += 1
+            call = self._named_at_ends(line[:EDGE], line[-EDGE:])
+            if call is not None:  # an answer that does not parse ends its call now, not at its deadline
+                self._end(call, "upstream", "the stdio server's answer is not a JSON-RPC message")
             log.warning(
                 "stdio server: a line of %d bytes that is not a JSON-RPC message was dropped", len(line)
             )
@@ -284,7 +299,7 @@ class StdioHost:
             message["id"] = call.original
             if not call.inbox.put(orjson.dumps(message)):
                 call.inbox.close(
-                    error(call.original, INTERNAL_ERROR, "the answer is over what may wait for a slow reader")
+                    failed(call.original, "slow-reader", "the answer is over what may wait for a slow reader")
                 )
             call.inbox.close()
             return
@@ -333,25 +348,29 @@ class StdioHost:
     def _oversize(self, line: Oversize) -> None:
         """An answer over the bound ends its call (if the bytes kept at its ends name it)."""
         self.figures["oversize"] += 1
-        for edge, pattern in ((line.head, _HEAD_ID), (line.tail, _TAIL_ID)):
-            for found in pattern.finditer(edge):
-                call = self._calls.get(int(found.group(1)))
-                if call is not None:
-                    self._calls.pop(call.child_id)
-                    self._end(
-                        call,
-                        INTERNAL_ERROR,
-                        f"the answer of {line.size} bytes or more is over the {self.max_message_size} byte message limit",
-                    )
-                    return
+        call = self._named_at_ends(line.head, line.tail)
+        if call is not None:
+            limit = f"over the {self.max_message_size} byte message limit"
+            self._end(call, "too-large", f"the answer of {line.size} bytes or more is {limit}")
+            return
         log.warning(
             "stdio server: a line of %d bytes or more (over the message limit) was dropped", line.size
         )
 
+    def _named_at_ends(self, head: bytes, tail: bytes) -> Call | None:
+        """The call in flight whose id a line that cannot be read names at its head or its
+        tail (taken out of the calls in flight), else None."""
+        for edge, pattern in ((head, _HEAD_ID), (tail, _TAIL_ID)):
+            for found in pattern.finditer(edge):
+                call = self._calls.pop(int(found.group(1)), None)
+                if call is not None:
+                    return call
+        return None
+
     def _deliver(self, call: Call, data: bytes) -> None:
         if not call.inbox.put(data):
             self._calls.pop(call.child_id, None)
-            self._end(call, INTERNAL_ERROR, "the call's reader fell too far behind its messages")
+            self._end(call, "slow-reader", "the call's reader fell too far behind its messages")
 
     def _broadcast(self, sessions: list[Session], data: bytes) -> None:
         for session in sessions:
@@ -359,9 +378,9 @@ class StdioHost:
                 session.listen.close()  # a listener that fell behind: its stream ends, it may open another
                 session.listen = None
 
-    def _end(self, call: Call, code: int, text: str) -> None:
+    def _end(self, call: Call, kind: str, text: str) -> None:
         call.session.calls.pop(call.key, None)
-        call.inbox.close(error(call.original, code, text))
+        call.inbox.close(failed(call.original, kind, text))
 
     # what the sessions ask
 
@@ -419,7 +438,7 @@ class StdioHost:
         try:
             await self.ready()
         except StdioUnavailable as unavailable:
-            return error(message.get("id"), INTERNAL_ERROR, str(unavailable))
+            return failed(message.get("id"), "upstream", str(unavailable))
         session.left.pop(key, None)  # (the id is the new call's now)
         call = Call(session, message, next(self._ids), self.budget)
         sent = {**message, "id": call.child_id}
@@ -433,7 +452,7 @@ class StdioHost:
             await self._send(sent)
         except ConnectionError:
             self._calls.pop(call.child_id, None)
-            self._end(call, INTERNAL_ERROR, "the stdio server ended before the request reached it")
+            self._end(call, "upstream", "the stdio server ended before the request reached it")
         return call
 
     async def notify(self, session: Session, message: dict[str, Any]) -> None:
