@@ -193,7 +193,11 @@ def test_the_source_is_the_same_for_the_same_file_and_changes_with_a_members_tab
             ["servers.all.members.x.headers_env"],
             id="headers_env-on-a-stdio-member",
         ),
-        pytest.param(member(f'upstream = "{URL}"\n', name="X"), ["servers.all.members.X"], id="member-name"),
+        pytest.param(
+            member(f'upstream = "{URL}"\n', name="X"),
+            ["servers.all.members.X: a member name is"],
+            id="member-name",
+        ),
         pytest.param(
             member(f'upstream = "{URL}"\n', name="a")
             + member(f'upstream = "{URL}"\nprefix = "a"\n', name="b"),
@@ -222,7 +226,7 @@ def test_the_source_is_the_same_for_the_same_file_and_changes_with_a_members_tab
         ),
         pytest.param(
             '[servers.all]\nseparator = ""\n' + member(f'upstream = "{URL}"\n'),
-            ["servers.all.separator"],
+            ["servers.all.separator: a string, not empty"],
             id="separator-empty",
         ),
         pytest.param(

@@ -6,6 +6,7 @@ reached it (so the ids, tokens and cancellations are asserted where they land)."
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ import pytest
 from ssewire.mcp.client import Client, RPCError, StreamBroken
 from ssewire.mcp.stdio import StdioHost, StdioTransport
 from ssewire.mcp.stdio.host import StdioUnavailable
+from ssewire.mcp.stdio.process import Child
 from tests.support.mcp_helpers import INITIALIZE
 
 ROOT = str(Path(__file__).resolve().parents[3])
@@ -402,11 +404,37 @@ def test_a_request_is_not_held_for_the_backoff_of_a_program_that_keeps_exiting(c
             return answers, host
 
     answers, host = run(scenario())
+    gc.collect()  # a failure no one retrieved is said when its future is collected
+    assert "never retrieved" not in caplog.text
     assert [status for status, _, _ in answers] == [503] * 4
     assert host.figures["starts"] == 2  # the third and fourth came within the backoff
     for _, retry_after, waited in answers[2:]:
         assert retry_after >= 1 and waited < 0.4  # told when, not held until then
     assert "stdio server ended (exit status 7); next start in" in caplog.text
+
+
+def test_a_program_that_stops_reading_before_it_exits_leaves_no_failure_unretrieved(caplog, monkeypatch):
+    """Its stdin closed before the host's initialize is written (the write is held until
+    then): the write fails, then the exit fails the initialize's waiter too, which no one
+    awaits any more."""
+    deaf = [sys.executable, "-c", "import os, time; os.close(0); time.sleep(0.5); raise SystemExit(7)"]
+    send = Child.send
+
+    async def late(child: Child, line: bytes) -> None:
+        await asyncio.sleep(0.3)
+        await send(child, line)
+
+    monkeypatch.setattr(Child, "send", late)
+
+    async def scenario() -> int:
+        async with served(deaf) as (_host, http):
+            answer = await http.post(URL, json=INITIALIZE, headers=HEADERS)
+            await asyncio.sleep(0.5)  # (the exit comes after the failed write)
+            return answer.status_code
+
+    assert run(scenario()) == 503
+    gc.collect()
+    assert "never retrieved" not in caplog.text
 
 
 def test_a_missing_program_is_logged_and_backed_off_as_a_program_that_exits(tmp_path, caplog):

@@ -206,9 +206,11 @@ def _virtual(name: str, table: dict[str, Any], environ: Mapping[str, str]) -> Ro
 
 
 def _route(name: str, table: Any, environ: Mapping[str, str], *, where: str = "") -> Route:
+    """A route, or (``where`` given) a virtual server's member, from its table."""
+    kind = "a member" if where else "a route"
     where = where or f"servers.{name}"
     if not NAME.fullmatch(name):
-        raise InputError(f"{where}: a route name is lower-case letters, digits, '-' and '_' (at most 63)")
+        raise InputError(f"{where}: {kind} name is lower-case letters, digits, '-' and '_' (at most 63)")
     if not isinstance(table, dict):
         raise InputError(f"{where}: a table")
     unknown = sorted(set(table) - ROUTE_KEYS)
@@ -366,8 +368,9 @@ def _rates(where: str, rates: Any) -> list[Rate]:
         tools = _names(table, at, "tools")
         if tools is not None and not tools:
             raise InputError(f"{at}.tools: at least one name (or leave tools out: every request)")
+        burst = _count(table, at, "burst")  # (its own key in its error)
         try:
-            parsed.append(Rate.parse(text, burst=_count(table, at, "burst"), tools=tools))
+            parsed.append(Rate.parse(text, burst=burst, tools=tools))
         except ValueError as why:
             raise InputError(f"{at}.rate: {why}") from None
     return parsed
@@ -393,7 +396,7 @@ def _reissue(where: str, table: dict[str, Any]) -> ReissuePolicy:
 def _text(table: dict[str, Any], where: str, key: str) -> str | None:
     value = table.get(key)
     if value is not None and (not isinstance(value, str) or not value):
-        raise InputError(f"{where}.{key}: a string")
+        raise InputError(f"{where}.{key}: a string, not empty")
     return value
 
 

@@ -205,8 +205,15 @@ class StdioHost:
         child_id = next(self._ids)
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._internal[child_id] = waiter
-        await self._send({"jsonrpc": "2.0", "id": child_id, "method": method, "params": params})
-        return await waiter
+        try:
+            await self._send({"jsonrpc": "2.0", "id": child_id, "method": method, "params": params})
+            return await waiter
+        finally:  # a write that failed leaves a waiter no one awaits: never a failure unretrieved
+            self._internal.pop(child_id, None)
+            if not waiter.done():
+                waiter.cancel()
+            elif not waiter.cancelled():
+                waiter.exception()
 
     async def _tell(self, method: str, params: dict[str, Any]) -> None:
         """A request of the host's own whose answer no one reads."""
