@@ -337,6 +337,7 @@ def test_a_members_own_tool_rule_refuses_as_a_route_refuses_and_too_large_is_nam
         "Connect call failed ('::1', 8443, 0, 0)",
         "[Errno 111] connect to [fe80::1]:8443 refused",
         "member.example refused",
+        "no answer from member.example.",
     ],
 )
 def test_no_address_of_a_member_survives_in_a_text_a_client_reads(text):
@@ -344,6 +345,14 @@ def test_no_address_of_a_member_survives_in_a_text_a_client_reads(text):
     public = VirtualServer(members)._public(text)
     for part in ("member.example", "8443", "10.1.2.3", "::1", "fe80"):
         assert part not in public, public
+
+
+def test_a_members_short_host_name_hides_itself_and_no_other_word():
+    members = [Member("m", "http://db/mcp", httpx.AsyncClient())]
+    public = VirtualServer(members)._public("db refused: the dbx table of db.other is locked (db)")
+    assert (
+        public == "(a member's address) refused: the dbx table of db.other is locked ((a member's address))"
+    )
 
 
 async def until(condition: Callable[[], bool], within: float = 5.0) -> None:

@@ -339,9 +339,7 @@ class VirtualServer:
         """An error's text as a client may read it: where the members are is the operator's
         (each member's own address, then anything that reads as a URL, a host and port, or
         an IP address)."""
-        for address in self._addresses:
-            text = text.replace(address, _HIDDEN)
-        return _ADDRESS.sub(_HIDDEN, text)
+        return _ADDRESS.sub(_HIDDEN, self._addresses.sub(_HIDDEN, text))
 
     async def _asked(
         self, member: Member, client: Client, method: str, params: dict[str, Any], **options: Any
@@ -632,14 +630,15 @@ async def _without_call(work: Awaitable[Any]) -> Any:
     return await work
 
 
-def _addresses(urls: Iterable[str]) -> list[str]:
-    """Each URL, its host and port, and its host, the longest first (hidden before the
-    shorter ones they hold)."""
+def _addresses(urls: Iterable[str]) -> re.Pattern[str]:
+    """Each URL, its host and port, and its host, as whole words (a host named ``db`` hides
+    no other word), the longest first (hidden before the shorter ones they hold)."""
     found: set[str] = set()
     for url in urls:
         parts = urlsplit(url)
         found.update(part for part in (url, parts.netloc, parts.hostname or "") if part)
-    return sorted(found, key=len, reverse=True)
+    alternatives = "|".join(re.escape(part) for part in sorted(found, key=len, reverse=True)) or "(?!)"
+    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])(?!\.\w)", re.IGNORECASE)
 
 
 _HIDDEN = "(a member's address)"
