@@ -328,6 +328,18 @@ def test_a_members_own_tool_rule_refuses_as_a_route_refuses_and_too_large_is_nam
     assert large.code == -32603 and large.error["data"] == {"gateway": "too-large"}
 
 
+def test_an_answer_over_what_may_wait_for_its_reader_is_the_gateways_slow_reader_error(ref):
+    async def scenario() -> RPCError:
+        async with virtual(ref, budget=600) as (_, http), client(http, listen=False) as c:
+            with pytest.raises(RPCError) as waited:
+                await c.call_tool("ref__test_audio_content")  # (1.2 kB, over the 600 bytes)
+            assert (await c.call_tool("ref__test_simple_text"))["content"]  # the session goes on
+        return waited.value
+
+    waited = run(scenario())
+    assert waited.error["data"] == {"gateway": "slow-reader"}
+
+
 @pytest.mark.parametrize(
     "text",
     [

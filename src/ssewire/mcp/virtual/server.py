@@ -319,7 +319,10 @@ class VirtualServer:
         if not call.inbox.put(answer):
             call.inbox.close(
                 _answer(
-                    ident, error=_error(INTERNAL_ERROR, "the answer is over what may wait for a slow reader")
+                    ident,
+                    error=gateway_failure(
+                        "slow-reader", "the answer is over what may wait for a slow reader"
+                    ),
                 )
             )
         call.inbox.close()
