@@ -12,7 +12,10 @@ reached the process, not on what the host meant to send:
 - ``announce``: ``notifications/tools/list_changed``, ``notifications/resources/updated`` for
   ``uri``, a log message, then "announced";
 - ``garbage``: a line that is not JSON, then "after garbage";
-- ``unreadable``: its answer as a line naming its id that is not JSON (invalid UTF-8 in it);
+- ``unreadable``: its answer as a line naming its id that is not JSON (invalid UTF-8 in it),
+  the Python SDK's way (the id first), or with ``last`` the TypeScript SDK's (the id last);
+- ``unreadable_ask``: a request to the client that is not JSON, under the call's own id (the
+  server's ids are its own), then the call's answer, "answered after";
 - ``hang``: never answered (a call to cancel);
 - ``flood``: ``count`` pings to the client, written without reading their answers, then
   "flooded" (a host that waits to write an answer while the process waits to write the next
@@ -82,9 +85,18 @@ def call(message: dict) -> None:
         sys.stdout.write("this is not json\n")
         text(id_, "after garbage")
     elif name == "unreadable":
-        head = json.dumps({"jsonrpc": "2.0", "id": id_})[:-1].encode()
-        sys.stdout.buffer.write(head + b', "result": {"content": [{"type": "text", "text": "\xff\xfe"}]}}\n')
+        result = b'"result": {"content": [{"type": "text", "text": "\xff\xfe"}]}'
+        if args.get("last"):
+            line = b"{" + result + b', "jsonrpc": "2.0", "id": ' + json.dumps(id_).encode() + b"}"
+        else:
+            line = json.dumps({"jsonrpc": "2.0", "id": id_})[:-1].encode() + b", " + result + b"}"
+        sys.stdout.buffer.write(line + b"\n")
         sys.stdout.flush()
+    elif name == "unreadable_ask":
+        head = json.dumps({"jsonrpc": "2.0", "id": id_, "method": "sampling/createMessage"})[:-1].encode()
+        sys.stdout.buffer.write(head + b', "params": {"note": "\xff"}}\n')
+        sys.stdout.flush()
+        text(id_, "answered after")
     elif name == LONG:
         text(id_, "long one")
     elif name == "flood":

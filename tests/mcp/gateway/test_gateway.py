@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import httpx
 import orjson
@@ -504,3 +505,59 @@ def test_a_session_taken_up_by_many_requests_at_once_is_taken_up_once(upstream, 
         assert second == [200] * 12
         assert len(attaches) == 2  # not one per request
         assert list(two.app.relays) == [headers["Mcp-Session-Id"]] and two.app._attaching == {}
+
+
+def _refusing(status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> Any:
+    """An upstream that answers every request ``status`` with ``body`` (its id, if it says
+    ``ID``, the request's) and ``headers``."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        request = b""
+        while True:
+            part = await receive()
+            request += part.get("body", b"")
+            if not part.get("more_body"):
+                break
+        ident = json.dumps(json.loads(request or b"{}").get("id")).encode()
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body.replace(b"ID", ident)})
+
+    return app
+
+
+ERROR_503 = b'{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"overloaded"}}'
+JSON_HEAD = [(b"content-type", b"application/json")]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said", "answered", "told", "error"),
+    [
+        # the upstream's own error, as it came, with its status and when to come back
+        (503, ERROR_503, b"9", 503, "9", {"code": -32000, "message": "overloaded"}),
+        # a body that is not the request's answer: the status still says it
+        (503, b"busy", b"99999999", 503, "60", {"gateway": "unavailable"}),
+        (
+            503,
+            ERROR_503.replace(b"ID", b"12345"),
+            b"Sun, 01 Jan 2100 00:00:00 GMT",
+            503,
+            "60",
+            {"gateway": "unavailable"},
+        ),
+        (503, b"busy", None, 503, "1", {"gateway": "unavailable"}),
+        (500, b"broken", None, 502, None, {"gateway": "upstream"}),
+    ],
+    ids=["json-rpc-error", "text-far-off", "another-id-a-date", "no-retry-after", "500"],
+)
+def test_an_upstream_that_cannot_open_a_session_now_is_passed_on_with_when_to_come_back(
+    status, body, said, answered, told, error
+):
+    headers = [*JSON_HEAD, *([(b"retry-after", said)] if said is not None else [])]
+    with running(_refusing(status, body, headers)) as root, gateway_over(root + "/mcp") as gw:
+        answer = httpx.post(gw.url, json=INITIALIZE, headers=POST, timeout=30)
+    assert answer.status_code == answered, answer.text
+    assert answer.headers.get("retry-after") == told  # (at most a minute, whatever it said)
+    got = answer.json()["error"]
+    assert got == error if "code" in error else got["data"] == error, got

@@ -453,17 +453,27 @@ def test_a_missing_program_is_logged_and_backed_off_as_a_program_that_exits(tmp_
     assert waits[-1] >= 1
 
 
-def test_an_answer_that_does_not_parse_ends_its_call_at_once():
+@pytest.mark.parametrize("last", [False, True], ids=["id-first", "id-last"])
+def test_an_answer_that_does_not_parse_ends_its_call_at_once(last):
     async def scenario() -> None:
         async with served(SCRIPTED) as (host, http), client(http, listen=False, timeout=30) as a:
             began = time.monotonic()
             with pytest.raises(RPCError) as unreadable:
-                await a.call_tool("unreadable")
+                await a.call_tool("unreadable", {"last": last})
             assert time.monotonic() - began < 5  # not at the call's deadline
             assert unreadable.value.error["data"] == {"gateway": "upstream"}
             assert "not a JSON-RPC message" in str(unreadable.value)
             assert text(await a.call_tool("garbage")) == "after garbage"  # the session goes on
             assert host.figures["invalid"] == 2
+
+    run(scenario())
+
+
+def test_a_request_of_the_servers_that_does_not_parse_ends_no_call_of_the_same_id():
+    async def scenario() -> None:
+        async with served(SCRIPTED) as (host, http), client(http, listen=False, timeout=30) as a:
+            assert text(await a.call_tool("unreadable_ask")) == "answered after"
+            assert host.figures["invalid"] == 1
 
     run(scenario())
 

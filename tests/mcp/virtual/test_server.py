@@ -328,6 +328,20 @@ def test_a_members_own_tool_rule_refuses_as_a_route_refuses_and_too_large_is_nam
     assert large.code == -32603 and large.error["data"] == {"gateway": "too-large"}
 
 
+def test_a_members_own_error_is_passed_on_with_no_address_in_its_text(ref):
+    """A member that is itself a relay may name where its upstream is: not to this client."""
+
+    async def scenario() -> RPCError:
+        async with virtual(ref) as (_, http), client(http, listen=False) as c:
+            with pytest.raises(RPCError) as refused:
+                await c.call_tool("s__10.0.0.7:8080")  # the scripted member: "no tool <name>"
+        return refused.value
+
+    refused = run(scenario())
+    assert refused.code == -32602  # its own code, as it came
+    assert refused.error["message"] == "no tool (a member's address)"
+
+
 def test_an_answer_over_what_may_wait_for_its_reader_is_the_gateways_slow_reader_error(ref):
     async def scenario() -> RPCError:
         async with virtual(ref, budget=600) as (_, http), client(http, listen=False) as c:

@@ -190,16 +190,17 @@ class ToSessions:
         except BaseException as failed:
             self.sessions.pop(session.owner)
             await engine.close(end_session=engine.session is not None)
-            if isinstance(failed, RPCError):  # the upstream's own refusal, as it came
-                raise Refusal({"jsonrpc": "2.0", "id": None, "error": failed.error}) from None
             if not isinstance(failed, Exception):
                 raise
-            text = f"the upstream did not open a session ({_why(failed)})"
             later = unavailable(failed)  # it cannot serve now, and says when to come back: so do we
+            retry = (("retry-after", later),) if later is not None else ()
+            if isinstance(failed, RPCError):  # the upstream's own refusal, as it came
+                refused = {"jsonrpc": "2.0", "id": None, "error": failed.error}
+                raise Refusal(refused, 200 if later is None else 503, retry) from None
             if later is not None:
-                raise Refusal(
-                    bridge_error(None, _kind(failed), text), 503, (("retry-after", later),)
-                ) from None
+                text = f"the upstream cannot open a session now; try again in {later} s"
+                raise Refusal(bridge_error(None, "unavailable", text), 503, retry) from None
+            text = f"the upstream did not open a session ({_why(failed)})"
             raise Refusal(bridge_error(None, _kind(failed), text), 502) from None
         session.engine = engine
         caps = session.server.get("capabilities")

@@ -7,7 +7,7 @@ guard, resumed or re-issued), ``listener.py`` (the standalone GET stream), ``ses
 (``errors.py``) and counts (``counters.py``)."""
 
 from .counters import ClientStats
-from .errors import Unreachable, failure_kind, unavailable
+from .errors import ConnectFailed, failure_kind, unavailable
 from .session import (
     CLIENT_INFO,
     Client,
@@ -25,13 +25,13 @@ __all__ = [
     "CLIENT_INFO",
     "Client",
     "ClientStats",
+    "ConnectFailed",
     "InputRequired",
     "MessageTooLarge",
     "RPCError",
     "RequestTimeout",
     "StreamBroken",
     "Unauthorized",
-    "Unreachable",
     "delivering",
     "failure_kind",
     "learn_tool_hints",

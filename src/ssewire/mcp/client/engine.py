@@ -33,7 +33,7 @@ from ..transport.http import Answer, Broken, Idle, NotJSON, send
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
-from .errors import RequestTimeout, StreamBroken, Unauthorized, Unreachable
+from .errors import ConnectFailed, RequestTimeout, StreamBroken, Unauthorized
 from .routing import _DELIVERING, TOKEN_PREFIX, Router, _Pending
 
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
@@ -271,7 +271,7 @@ class Engine(Router):
         try:  # the answer must start within idle_timeout, like any stream
             answer = await self._send("POST", headers, orjson.dumps(body))
         except httpx.ConnectError as exc:  # nothing was sent
-            raise Unreachable(
+            raise ConnectFailed(
                 f"could not connect to {self.url} ({exc or 'ConnectError'}): nothing was sent"
             ) from None
         except (httpx.TransportError, asyncio.TimeoutError) as exc:  # processed or not: never re-sent
@@ -287,6 +287,8 @@ class Engine(Router):
             raise _SessionGone
         if fresh_session and answer.headers.get("mcp-session-id"):
             self.session = answer.headers["mcp-session-id"]
+        if answer.status >= 400:
+            record.retry_after = answer.headers.get("retry-after")
         await self._answered(answer, record, idempotent)
         return answer.status, await record.future
 
@@ -327,6 +329,10 @@ class Engine(Router):
             )
         self._route(message)
         if not record.future.done():
+            if answer.status >= 400:  # an error status whose body is not this request's: the status says it
+                raise httpx.HTTPStatusError(
+                    f"{answer.status}", request=answer.response.request, response=answer.response
+                )
             raise StreamBroken(f"the answer ({answer.status}) carries no response to request {record.ident}")
 
     async def _read_answer(

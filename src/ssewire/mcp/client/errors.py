@@ -15,11 +15,16 @@ from ..transport.http import MessageTooLarge
 
 
 class RPCError(Exception):
-    """The server answered a request with a JSON-RPC error."""
+    """The server answered a request with a JSON-RPC error (``status``: the HTTP status of
+    the answer it came in, when the session's opening was refused with one of 400 or more;
+    ``retry_after``: that answer's ``Retry-After``, as it came)."""
 
-    def __init__(self, error: dict[str, Any]) -> None:
+    def __init__(
+        self, error: dict[str, Any], *, status: int | None = None, retry_after: str | None = None
+    ) -> None:
         self.code = error.get("code")
         self.error = error
+        self.status, self.retry_after = status, retry_after
         super().__init__(f"JSON-RPC error {self.code}: {error.get('message')}")
 
 
@@ -27,7 +32,7 @@ class StreamBroken(Exception):
     """A stream broke, and neither resumption nor a re-issue is safe: report the failure."""
 
 
-class Unreachable(StreamBroken):
+class ConnectFailed(StreamBroken):
     """The server could not be connected to: nothing of the request was sent (safe to try
     again later)."""
 
@@ -83,15 +88,21 @@ def failure_kind(failed: BaseException) -> str | None:
     return None
 
 
-MAX_RETRY_AFTER = 3600  # seconds: a longer Retry-After of an upstream's is told as this
+# seconds: the longest wait an upstream's Retry-After is told on as (a hostile or confused
+# upstream cannot send a route's clients away for long; a stdio server's backoff is 30 s)
+MAX_RETRY_AFTER = 60
 
 
 def unavailable(failed: BaseException) -> str | None:
     """When an upstream that answered 503 (it cannot serve now: a stdio server that cannot
-    start, an upstream overloaded) asks to be tried again, in whole seconds as a
-    ``Retry-After`` to pass on (1 when it said nothing readable, at most `MAX_RETRY_AFTER`);
-    None for any other failure."""
-    if not isinstance(failed, httpx.HTTPStatusError) or failed.response.status_code != 503:
+    start, an upstream overloaded), whatever its body, asks to be tried again: whole seconds
+    for a ``Retry-After`` to pass on (1 when it said nothing readable, at most
+    `MAX_RETRY_AFTER`); None for any other failure."""
+    if isinstance(failed, httpx.HTTPStatusError) and failed.response.status_code == 503:
+        said = failed.response.headers.get("retry-after")
+    elif isinstance(failed, RPCError) and failed.status == 503:
+        said = failed.retry_after
+    else:
         return None
-    seconds = retry_after(failed.response.headers.get("retry-after"))
+    seconds = retry_after(said)
     return str(min(MAX_RETRY_AFTER, max(1, math.ceil(seconds or 0))))

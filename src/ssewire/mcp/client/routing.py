@@ -75,6 +75,7 @@ class _Pending:
     progress: ProgressSeen = field(default_factory=ProgressSeen)  # the progress delivered
     reissued: bool = False  # once re-issued, progress goes on only above what was delivered
     asked: bool = False  # the server sent a request on its stream (sampling, elicitation)
+    retry_after: str | None = None  # the Retry-After of an answer of 400 or more, as it came
 
 
 class Router:

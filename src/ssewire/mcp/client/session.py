@@ -272,6 +272,7 @@ class Client(Listener):
             wanted, ids=lambda: next(self._ids), client=self.info, answers=self._capabilities()
         )
         came: Incoming | None = None
+        record: _Pending | None = None  # the last request's (its answer's Retry-After)
         while True:
             try:
                 out = opening.send(came) if came is not None else next(opening)
@@ -279,9 +280,11 @@ class Client(Listener):
                 agreement = done.value
                 break
             except HandshakeFailed as failed:
-                reply = failed.incoming.reply
+                reply, status = failed.incoming.reply, failed.incoming.status
                 if reply is not None and isinstance(reply.get("error"), dict):
-                    raise RPCError(reply["error"]) from None
+                    refused = status if status is not None and status >= 400 else None
+                    said = record.retry_after if refused is not None and record is not None else None
+                    raise RPCError(reply["error"], status=refused, retry_after=said) from None
                 raise StreamBroken(str(failed)) from None
             if "id" not in out.body:  # notifications/initialized
                 await self._post(out.body, out.headers)

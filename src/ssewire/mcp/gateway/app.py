@@ -383,8 +383,10 @@ class Gateway(Lifecycle):
             raise
         except RPCError as upstream_error:  # the upstream's own answer: passed on as it is
             await self._forget(record.ident, relay)
+            later = unavailable(upstream_error)  # (a 503 with it: so is ours, and when to come back)
             body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": upstream_error.error})
-            await respond(send, 200, body, [("content-type", JSON)])
+            head = [("content-type", JSON), *([("retry-after", later)] if later is not None else [])]
+            await respond(send, 200 if later is None else 503, body, head)
             return
         except Unauthorized as refused_us:  # the operator's upstream credentials: never the client's
             await self._forget(record.ident, relay)
@@ -394,13 +396,14 @@ class Gateway(Lifecycle):
             return
         except Exception as failed:  # any failure of the upstream: this one request's 502
             await self._forget(record.ident, relay)
-            later = unavailable(failed)
+            ident, later = message.get("id"), unavailable(failed)
             if later is not None:  # it cannot serve now, and says when to come back: so do we
-                text = "gateway: the upstream cannot open a session now; try again later"
-                retry = [("retry-after", later)]
-                raise refuse(503, SERVER_ERROR, text, ident=message.get("id"), headers=retry) from None
+                text = f"gateway: the upstream cannot open a session now; try again in {later} s"
+                retry, kind = [("retry-after", later)], {"gateway": "unavailable"}
+                raise refuse(503, SERVER_ERROR, text, ident=ident, headers=retry, data=kind) from None
             text = f"gateway: the upstream did not open a session ({type(failed).__name__}: {failed})"
-            raise refuse(502, INTERNAL_ERROR, scrub_urls(text), ident=message.get("id")) from None
+            kind = {"gateway": "upstream"}
+            raise refuse(502, INTERNAL_ERROR, scrub_urls(text), ident=ident, data=kind) from None
         try:
             await self.store.create(record)
         except Exception as failed:  # the store is down: nothing half made stays, upstream either

@@ -19,6 +19,7 @@ Streams carry keep-alive comments every ``keepalive`` seconds, so a long call ne
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
@@ -200,6 +201,6 @@ def _refused(status: int, code: int, text: str) -> httpx.Response:
 
 
 def _unavailable(down: LocalUnavailable) -> httpx.Response:
-    retry = max(1, round(down.retry_after))
+    retry = max(1, math.ceil(down.retry_after))  # (never sooner than it said)
     headers = {"retry-after": str(retry), "content-type": "text/plain"}
     return httpx.Response(503, headers=headers, content=str(down).encode())

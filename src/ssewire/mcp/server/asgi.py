@@ -29,9 +29,15 @@ class Refused(Exception):
 
 
 def refuse(
-    status: int, code: int, text: str, *, ident: Any = None, headers: Iterable[tuple[str, str]] = ()
+    status: int,
+    code: int,
+    text: str,
+    *,
+    ident: Any = None,
+    headers: Iterable[tuple[str, str]] = (),
+    data: Any = None,
 ) -> Refused:
-    return Refused(Refusal(status, code, text, ident, tuple(headers)))
+    return Refused(Refusal(status, code, text, ident, tuple(headers), data))
 
 
 def climb(rules: Iterable[HeaderRule], headers: Mapping[str, str]) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import re
 import secrets
 import time
@@ -51,10 +52,12 @@ SET_LEVEL = "logging/setLevel"
 UPDATED = "notifications/resources/updated"
 TASKS = "tasks/"
 NO_TASKS = "tasks are not offered by a stdio server a gateway's sessions share"
-# where an oversize answer says whose it is: its top-level id, first after "jsonrpc" (the
-# Python SDK) or last before the closing brace (the TypeScript SDK); an "id" inside the
-# result names no call
-_HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d+)\s*,')
+# where an answer that cannot be read says whose it is: its top-level id, first after
+# "jsonrpc" and before its result or error (the Python SDK), or last before the closing
+# brace of a line that begins with its result or error (the TypeScript SDK); an "id" inside
+# the result names no call, nor does a request of the server's (its ids are its own)
+_HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d+)\s*,\s*"(?:result|error)"')
+_ANSWER_HEAD = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"')
 _TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$')
 
 
@@ -158,7 +161,9 @@ class StdioHost:
     async def _launch(self) -> dict[str, Any]:
         wait = self._next_start - time.monotonic()
         if wait > BACKOFF[0]:  # a request is not held for a backoff: it is told when to come back
-            raise StdioUnavailable("the stdio server is not running; it starts again later", wait)
+            raise StdioUnavailable(
+                f"the stdio server is not running; it starts again in {math.ceil(wait)} s", wait
+            )
         if wait > 0:
             await asyncio.sleep(wait)
         starts = self.figures["starts"]
@@ -367,12 +372,8 @@ class StdioHost:
     def _named_at_ends(self, head: bytes, tail: bytes) -> Call | None:
         """The call in flight whose id a line that cannot be read names at its head or its
         tail (taken out of the calls in flight), else None."""
-        for edge, pattern in ((head, _HEAD_ID), (tail, _TAIL_ID)):
-            for found in pattern.finditer(edge):
-                call = self._calls.pop(int(found.group(1)), None)
-                if call is not None:
-                    return call
-        return None
+        found = _HEAD_ID.match(head) or (_ANSWER_HEAD.match(head) and _TAIL_ID.search(tail))
+        return self._calls.pop(int(found.group(1)), None) if found else None
 
     def _deliver(self, call: Call, data: bytes) -> None:
         if not call.inbox.put(data):

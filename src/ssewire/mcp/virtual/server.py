@@ -41,7 +41,7 @@ import httpx
 import orjson
 
 from ..._secrets import scrub_urls
-from ..client import Client, RPCError, Unreachable, failure_kind
+from ..client import Client, ConnectFailed, RPCError, failure_kind
 from ..local.inbox import Inbox
 from ..local.transport import LocalUnavailable, idlest, remember_left
 from ..protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, gateway_failure
@@ -308,8 +308,12 @@ class VirtualServer:
         try:
             result = await work(progress)
             answer = _answer(ident, result=result)
-        except RPCError as refused:  # the member's own error, as it came
-            answer = _answer(ident, error=refused.error)
+        except RPCError as refused:  # the member's own error, as it came but for any address in its text
+            said = refused.error.get("message")
+            error = (
+                {**refused.error, "message": self._public(said)} if isinstance(said, str) else refused.error
+            )
+            answer = _answer(ident, error=error)
         except BadCursor as bad:
             answer = _answer(ident, error=_error(INVALID_PARAMS, str(bad)))
         except _Refusal as refusal:
@@ -350,7 +354,7 @@ class VirtualServer:
         """``client.request``, with a member that cannot be connected to now said to be down."""
         try:
             return await client.request(method, params, **options)
-        except Unreachable as failed:
+        except ConnectFailed as failed:
             log.warning(
                 "virtual server %s: member %s cannot be reached (%s)",
                 self.name,
