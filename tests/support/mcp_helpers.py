@@ -1,6 +1,6 @@
 """Helpers shared by the MCP tests: running the CLI in-process, writing documents, reading
 findings in short form, re-cutting SSE bodies, inputs the loader must refuse, and waiting
-for a client's GET stream."""
+for a client's GET stream, reading a test server's request body."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import copy
 import itertools
 import json
 import random
+from typing import Any
 
 from ssewire import cli
 from ssewire.mcp import from_document, validate
@@ -131,3 +132,13 @@ INITIALIZE = {
         "clientInfo": {"name": "t", "version": "1"},
     },
 }
+
+
+async def request_body(receive: Any) -> bytes:
+    """An ASGI request's whole body (the test servers' one read loop)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)

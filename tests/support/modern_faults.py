@@ -23,6 +23,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from tests.support.mcp_helpers import request_body
+
 Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -60,15 +62,6 @@ class _Wrapper:
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 def _replay(body: bytes, receive_rest: Receive) -> Receive:
@@ -166,7 +159,7 @@ class FillMeta(_Wrapper):
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = await _body(receive)
+        body = await request_body(receive)
         try:
             message = json.loads(body)
         except ValueError:

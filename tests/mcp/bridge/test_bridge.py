@@ -28,6 +28,7 @@ from ssewire.jsonrpc import Message, MessageDecoder
 from ssewire.mcp.bridge import Bridge, Settings
 from ssewire.mcp.bridge.state import BadState, Sealer
 from ssewire.mcp.transport.serving import running
+from tests.support.mcp_helpers import request_body
 
 OLD, NEW = "2025-11-25", "2026-07-28"
 WAIT = 20.0  # seconds any one step of a test may take
@@ -125,12 +126,7 @@ class Stateless2026:
         if scope["type"] != "http":
             return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         if scope["method"] != "POST" or headers.get("mcp-protocol-version") != NEW:
             await self._json(
                 send,

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from ssewire.mcp.client import Client, InputRequired, RPCError
 from tests.support.conformance_client import MemoryStorage
+from tests.support.mcp_helpers import request_body
 from tests.support.uvicorn_servers import uvicorn_server
 
 MODERN = "2026-07-28"
@@ -50,12 +51,7 @@ class Scripted:
         if scope["type"] != "http":
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await request_body(receive)
         message = orjson.loads(body) if body else None
         self.seen.append((scope["method"], headers, message))
         status, extra, content = self.answer(scope["method"], message, headers)

@@ -21,7 +21,7 @@ from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.transport.serving import running
 from tests.support.faultproxy import Cut
 from tests.support.gateway_runs import POST, countdown, gateway_over, messages, session
-from tests.support.mcp_helpers import INITIALIZE
+from tests.support.mcp_helpers import INITIALIZE, request_body
 from tests.support.resets import reference_server
 
 
@@ -514,12 +514,7 @@ def _refusing(status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> A
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        request = b""
-        while True:
-            part = await receive()
-            request += part.get("body", b"")
-            if not part.get("more_body"):
-                break
+        request = await request_body(receive)
         ident = json.dumps(json.loads(request or b"{}").get("id")).encode()
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body.replace(b"ID", ident)})

@@ -24,7 +24,7 @@ from ssewire.mcp.protocol.wire import BOTH, JSON, META_CAPABILITIES, META_VERSIO
 from ssewire.mcp.server.quotas import Limits
 from ssewire.mcp.transport.serving import running
 from tests.support.gateway_runs import gateway_over
-from tests.support.mcp_helpers import INITIALIZE
+from tests.support.mcp_helpers import INITIALIZE, request_body
 from tests.support.sdk_fixture_server import fixture_app
 from tests.support.tokens import as_principal, token_auth
 from tests.support.ts_servers import ts_server
@@ -70,12 +70,7 @@ class Recorder:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         seen = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         self.requests.append((seen, body))
         parsed = orjson.loads(body) if body else {}
