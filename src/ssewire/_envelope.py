@@ -35,6 +35,7 @@ __all__ = [
     "AVAILABLE",
     "BODIES",
     "Body",
+    "dumps",
     "encoded",
     "parsed",
     "read",
@@ -50,6 +51,14 @@ _PROGRESS = "notifications/progress"  # its params carry the progress token: alw
 _members: Any = msgspec.json.Decoder(dict[str, msgspec.Raw]) if msgspec is not None else None
 _Fragment = orjson.Fragment
 _loads = orjson.loads
+
+
+def dumps(value: Any) -> bytes:
+    """``orjson.dumps``, right-sized. orjson (3.12 on) hands back its working buffer as the
+    bytes: 4 KiB at least, up to twice the length above that, so a short message kept in a
+    stream's log held 25 times what the log's budget counts. One copy (about 60 ns for a
+    short message) makes what is kept cost what it says."""
+    return b"".join((orjson.dumps(value), b""))
 
 
 class Body:
@@ -134,7 +143,7 @@ def readdressed(data: bytes | bytearray, ident: Any, *, was: Any = _ANY) -> byte
         if found != was:
             return None
     kept["id"] = ident
-    return orjson.dumps(kept)
+    return dumps(kept)
 
 
 def _utf8(data: bytes | bytearray) -> bool:
@@ -177,7 +186,7 @@ def encoded(message: dict[str, Any]) -> bytes:
     ``orjson.dumps`` with a fragment takes two); the bodies are written last."""
     bodies = [(name, value.data) for name, value in message.items() if type(value) is Body]
     if not bodies:
-        return orjson.dumps(message)
+        return dumps(message)
     head = orjson.dumps({name: value for name, value in message.items() if type(value) is not Body})
     pieces: list[bytes | memoryview] = [head[:-1]]
     comma = b"," if len(head) > 2 else b""

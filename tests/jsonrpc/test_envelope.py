@@ -245,3 +245,34 @@ def test_encoded_without_bodies_is_orjsons_and_with_only_bodies_is_an_object():
     assert encoded({"jsonrpc": "2.0", "id": 1}) == orjson.dumps({"jsonrpc": "2.0", "id": 1})
     assert encoded({"result": Body(b"[1, 2]")}) == b'{"result":[1, 2]}'
     assert encoded({"params": Body(b"{}"), "result": Body(b"[]")}) == b'{"params":{},"result":[]}'
+
+
+def _held_per_item(make) -> float:
+    """Bytes of memory each result of ``make()`` holds while kept (tracemalloc's count)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make(n) for n in range(500)]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == 500
+    return held / 500
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: encoded({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": n}}),
+        lambda n: _envelope.readdressed(b'{"jsonrpc":"2.0","id":1,"result":{}}', n),
+        lambda n: _envelope.dumps({"jsonrpc": "2.0", "id": n, "result": {}}),
+    ],
+    ids=["encoded", "readdressed", "dumps"],
+)
+def test_what_is_written_to_be_kept_holds_what_its_length_says(make):
+    # a stream's log counts len(data); orjson's own bytes hold 4 KiB at least
+    sample = make(7)
+    assert sample == orjson.dumps(orjson.loads(sample))
+    assert _held_per_item(make) < len(sample) + 200

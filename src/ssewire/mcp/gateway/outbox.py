@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ..._envelope import dumps
 from ...jsonrpc import encoded
 from ..client import Client
 from ..transport.deadline import within
@@ -121,7 +122,7 @@ class Outbox:
             f"an upstream message of this call cannot be relayed ({why}); the request may have "
             "been processed: check its effects before sending it again"
         )
-        self.items.append((orjson.dumps(gateway_error(self.call_id, "unencodable", text)), time.time()))
+        self.items.append((dumps(gateway_error(self.call_id, "unencodable", text)), time.time()))
         self.sealed = self.closing = True  # the error is the stream's last event
         self.wake.set()
         answer = "method" not in message and message.get("id") == self.call_id
@@ -215,7 +216,7 @@ class Outbox:
             f"{why}: the rest of this call's answer is lost; the request may have been processed: "
             "check its effects before sending it again"
         )
-        event = orjson.dumps(gateway_error(self.call_id, "store", text))
+        event = dumps(gateway_error(self.call_id, "store", text))
         if self.on_failed is not None:
             try:
                 self.on_failed(self)

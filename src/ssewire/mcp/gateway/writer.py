@@ -15,8 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import orjson
-
+from ..._envelope import dumps
 from ...asgi import EventStreamResponse
 from ..protocol.wire import SSE
 from ..server.asgi import (
@@ -210,7 +209,7 @@ class Writer(Sessions):
                 f"the gateway replica relaying {call.method} stopped before its answer; "
                 "the request may have been processed: check its effects before sending it again"
             )
-            error_event = orjson.dumps(gateway_error(call.id, "replica-lost", text))
+            error_event = dumps(gateway_error(call.id, "replica-lost", text))
             await self.store.append(sid, stream, [(error_event, time.time())], final=True)
             return
         await self.store.finish(sid, stream)

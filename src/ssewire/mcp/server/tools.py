@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from ..._envelope import dumps
 from ..protocol.codes import INVALID_PARAMS
 from .asgi import error_message
 from .auth import granted_scopes
@@ -120,7 +121,7 @@ class ToolPolicy:
 
     def filtered_answer(self, message: dict[str, Any]) -> bytes:
         """A `listing_answer`, filtered, as bytes."""
-        return orjson.dumps({**message, "result": self.filtered(message["result"])})
+        return dumps({**message, "result": self.filtered(message["result"])})
 
 
 def listing_answer(data: bytes, ident: Any) -> dict[str, Any] | None:
