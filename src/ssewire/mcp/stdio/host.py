@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from ..._envelope import dumps
 from ..local.inbox import Inbox
 from ..local.transport import LocalUnavailable, idlest, remember_left
 from ..protocol.codes import INVALID_REQUEST, METHOD_NOT_FOUND, gateway_failure
@@ -85,7 +86,7 @@ class Call:
     def __init__(self, session: Session, message: dict[str, Any], child_id: int, budget: int) -> None:
         self.session, self.child_id = session, child_id
         self.original = message.get("id")
-        self.key = orjson.dumps(self.original)
+        self.key = dumps(self.original)  # kept while the call runs: right-sized
         meta = (message.get("params") or {}).get("_meta")
         self.token = meta.get("progressToken") if isinstance(meta, dict) else None
         self.inbox = Inbox(budget)

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from ..._envelope import dumps
 from ..._secrets import scrub_urls
 from ..client import Client, ConnectFailed, RPCError, failure_kind
 from ..local.inbox import Inbox
@@ -205,7 +206,7 @@ class VirtualServer:
 
     async def request(self, session: _Session, message: dict[str, Any]) -> _Call | bytes:
         ident, method = message.get("id"), message["method"]
-        key = orjson.dumps(ident)
+        key = dumps(ident)  # kept while the call runs: right-sized
         if key in session.calls:
             return _answer(ident, error=_error(INVALID_PARAMS, "a request with this id is in flight already"))
         if method == "ping":
