@@ -122,7 +122,7 @@ def test_the_log_holds_message_bytes_and_the_ids_on_the_wire_are_the_server_core
         (stream,) = [each for each in app.log.streams.values() if each.key[1] == number]
         stored = list(stream.events)
     assert len(events) >= 2 and places == [(number, seq) for seq in range(1, len(events) + 1)]
-    assert [json.loads(entry.data) if entry.data else None for entry in stored] == [m for _, m in events]
+    assert [json.loads(data) if data else None for _, data, _ in stored] == [m for _, m in events]
 
 
 # -- a producer that fails ------------------------------------------------------------
@@ -608,7 +608,7 @@ def test_an_event_larger_than_the_budget_is_still_delivered():
     session = app._new_session(_rpc(0, "initialize"))
     stream = app._open_stream(session)
     app._emit(session, stream, {"jsonrpc": "2.0", "id": 1, "result": {"text": "x" * 5000}})
-    assert b'"id": 1' in stream.events[-1].data and app.log.stored == _stored(app)
+    assert b'"id": 1' in stream.events[-1][1] and app.log.stored == _stored(app)
 
 
 def test_the_get_stream_is_a_bounded_store_stream_and_a_lagging_reader_is_cut():

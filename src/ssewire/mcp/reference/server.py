@@ -855,13 +855,11 @@ class ReferenceServer:
         try:
             async with aclosing(follow(stream, after)) as batches:
                 async for batch in batches:
-                    for entry in batch:
+                    for seq, data, _ in batch:
                         # its pieces as they are: the stored bytes are not copied to be framed
-                        for piece in written(
-                            self._event_id(stream, entry.seq), entry.data, retry_ms=self.retry_ms
-                        ):
+                        for piece in written(self._event_id(stream, seq), data, retry_ms=self.retry_ms):
                             yield piece
-                        if cut is not None and cut.at is not None and entry.seq >= cut.at:
+                        if cut is not None and cut.at is not None and seq >= cut.at:
                             return
         except Gap:
             raise ConnectionAbortedError("the event log outran this stream's reader") from None
@@ -920,9 +918,9 @@ class ReferenceServer:
         """The torn-replay-after-eviction fault: a fresh stream, new ids, a gap."""
         fresh = self._open_stream(session, size=len(stream.events) + 1)  # served whole
         try:
-            for entry in list(stream.events):
-                if entry.extra is not None:
-                    self._emit(session, fresh, entry.extra)
+            for _, _, message in list(stream.events):
+                if message is not None:
+                    self._emit(session, fresh, message)
         finally:
             self.log.finish(fresh)
         await self._serve_stream(http, session, fresh, 0, headers)

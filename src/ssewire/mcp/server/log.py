@@ -40,41 +40,66 @@ class Gap(Exception):
     continued without a gap."""
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One event of a stream: its number in the stream, its bytes, and what its writer
-    keeps beside them (the gateway: when its message arrived)."""
-
-    seq: int
-    data: bytes
-    extra: Any = None
+# One event of a stream: its number in the stream, its bytes, and what its writer keeps
+# beside them (the gateway: when its message arrived), read as ``seq, data, extra = entry``.
+# A plain tuple of atomic values leaves the collector's books at its first collection (a
+# class, even a NamedTuple, stays in them): a full log of short streams is hundreds of
+# thousands of events, and each full collection walked them all (380 ms in a gateway).
+Entry = tuple[int, bytes, Any]
 
 
-@dataclass(eq=False)  # hashed by identity
+@dataclass(eq=False, slots=True)  # hashed by identity
 class Stream:
-    """One SSE stream's events, in order; ``evicted`` is the highest number dropped."""
+    """One SSE stream's events, in order; ``evicted`` is the highest number dropped.
+
+    What the collector walks of a kept stream is this object alone once it is finished
+    (most kept streams are): its events are sealed in a tuple, and its `changed` event,
+    made when a follower first waits, is let go (its waiters were woken)."""
 
     key: Hashable
     max_events: int
     meta: Any = None  # what the stream answers (the writer's: a call's record)
-    events: deque[Entry] = field(default_factory=deque)
+    events: deque[Entry] | tuple[Entry, ...] = field(default_factory=deque)
     next_seq: int = 1
     evicted: int = 0
     done: bool = False
     size: int = STREAM_COST  # bytes counted against the budget: payloads and costs
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _changed: asyncio.Event | None = None
+
+    @property
+    def changed(self) -> asyncio.Event:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def wake(self) -> None:
+        """Tell its followers something changed; once it is done, seal it."""
+        if self._changed is not None:
+            self._changed.set()
+            if self.done:
+                self._changed = None  # a follower that comes now finds it done: it never waits
+        if self.done and type(self.events) is not tuple:
+            self.events = tuple(self.events)
 
     def entries_after(self, after: int) -> list[Entry]:
         """The kept events numbered above ``after`` (numbers are contiguous: no scan)."""
         if not self.events:
             return []
-        return list(islice(self.events, max(after + 1 - self.events[0].seq, 0), None))
+        return list(islice(self.events, max(after + 1 - self.events[0][0], 0), None))
+
+    def writable(self) -> deque[Entry]:
+        """Its events, unsealed: a sealed stream appended to again, or trimmed to the
+        budget as the newest one."""
+        events = self.events
+        if isinstance(events, tuple):
+            events = self.events = deque(events)
+        return events
 
     def _drop_oldest(self) -> int:
-        entry = self.events.popleft()
-        self.evicted = entry.seq
-        self.changed.set()  # a waiting follower learns it was outrun
-        cost = len(entry.data) + EVENT_COST
+        seq, data, _ = self.writable().popleft()
+        self.evicted = seq
+        self.wake()  # a waiting follower learns it was outrun
+        cost = len(data) + EVENT_COST
         self.size -= cost
         return cost
 
@@ -118,8 +143,9 @@ class EventLog:
         number of the last one. `Gap` when the stream is no longer kept."""
         if self.streams.get(stream.key) is not stream:
             raise Gap(f"stream {stream.key!r} is no longer kept")
+        events = stream.writable()
         for data, extra in items:
-            stream.events.append(Entry(stream.next_seq, data, extra))
+            events.append((stream.next_seq, data, extra))
             stream.next_seq += 1
             cost = len(data) + EVENT_COST
             stream.size += cost
@@ -128,12 +154,12 @@ class EventLog:
             self.stored -= stream._drop_oldest()
         stream.done = stream.done or final
         self._keep_within_budget(stream)
-        stream.changed.set()
+        stream.wake()
         return stream.next_seq - 1
 
     def finish(self, stream: Stream) -> None:
         stream.done = True
-        stream.changed.set()
+        stream.wake()
 
     def forget(self, stream: Stream) -> None:
         """Drop a stream whole. A follower still reading it learns it is gone (`Gap`),
@@ -144,8 +170,8 @@ class EventLog:
             self.stored -= stream.size
         stream.size = 0
         stream.evicted = stream.next_seq - 1 if stream.done else stream.next_seq
-        stream.events.clear()
-        stream.changed.set()
+        stream.events = ()
+        stream.wake()
         if kept and self.on_forget is not None:
             self.on_forget(stream)
 
@@ -171,17 +197,18 @@ async def follow(stream: Stream, after: int) -> AsyncGenerator[list[Entry], None
         raise Gap(f"stream {stream.key!r} never reached event {after}")
     sent = after
     while True:
-        stream.changed.clear()
         if stream.evicted > sent:
             raise Gap(f"events after {sent} of stream {stream.key!r} were evicted before they were sent")
         fresh = stream.entries_after(sent)
         if fresh:
-            sent = fresh[-1].seq
+            sent = fresh[-1][0]
             yield fresh
             continue  # events may have come while these were written
         if stream.done:
             return
-        await stream.changed.wait()
+        changed = stream.changed  # (made now: a follower of a finished stream never waits)
+        changed.clear()  # nothing came since the checks above: no step between
+        await changed.wait()
 
 
 def event_id(stream: int, seq: int) -> str:

@@ -35,3 +35,26 @@ def test_short_relayed_messages_hold_no_more_than_the_store_counts():
     held, counted = asyncio.run(main())
     assert counted > 0
     assert held < 1.5 * counted, (held, counted)  # before: 6x (4 KiB for each short message)
+
+
+def test_a_kept_streams_records_leave_the_collectors_books_and_read_back_whole():
+    import gc
+
+    from ssewire.mcp.gateway.stores import Position
+
+    async def main() -> tuple[MemoryStore, int, object]:
+        store = MemoryStore()
+        stream = await store.open_stream("s", CallRecord(7, "tools/call", "tok"))
+        store.append_now("s", stream, [(b"{}", 1.0)], Position("up-1", "0-3", 2.5))
+        await store.finish("s", stream)
+        return store, stream, await store.state("s", stream)
+
+    store, stream, state = asyncio.run(main())
+    gc.collect()
+    gc.collect()
+    kept = store.log.get(("s", stream))
+    assert kept is not None and not any(
+        map(gc.is_tracked, (kept.meta, kept.events, *store.positions.values()))
+    )
+    assert state.call == CallRecord(7, "tools/call", "tok") and type(state.call) is CallRecord
+    assert state.position == Position("up-1", "0-3", 2.5) and type(state.position) is Position

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ...server.log import Gap as Gap
 from ...server.log import event_id as event_id  # the servers' one event-id scheme
@@ -106,10 +106,12 @@ class SessionRecord:
         )
 
 
-@dataclass(frozen=True)
-class CallRecord:
+class CallRecord(NamedTuple):
     """What a stream answers: the downstream request (its id, method, progress token) and
-    the tool rule its principal met (`ToolPolicy.met`: a taker filters a listing by it)."""
+    the tool rule its principal met (`ToolPolicy.met`: a taker filters a listing by it).
+    A tuple, as `Position` and the log's entries: kept with every stream a store holds, it
+    leaves the collector's books once collected (a full store walked in a full collection
+    stopped a gateway for 380 ms)."""
 
     id: Any
     method: str | None
@@ -117,7 +119,7 @@ class CallRecord:
     rule: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
     @classmethod
     def from_dict(cls, raw: Any) -> CallRecord | None:
@@ -129,8 +131,7 @@ class CallRecord:
         )
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """Where a call's upstream answer stands, written with the events it covers: the
     upstream request id, the cursor of what was delivered while unanswered, the highest
     progress value (a taker drops replayed progress by it)."""
@@ -140,7 +141,7 @@ class Position:
     progress: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
     @classmethod
     def from_dict(cls, raw: Any) -> Position | None:

@@ -40,7 +40,10 @@ class MemoryStore:
         self.log = EventLog(max_bytes=max_bytes, max_events=max_events, on_forget=self._forgotten)
         self.sessions: dict[str, SessionRecord] = {}
         self.numbers: dict[str, int] = {}  # the last stream number of each session
-        self.positions: dict[Any, Position] = {}  # by the stream's key in the log
+        # by the stream's key in the log. A stream's call record and position are kept as
+        # plain tuples: of atomic values, they leave the collector's books, as the log's
+        # events do (a full store walked in each full collection stopped a gateway 380 ms)
+        self.positions: dict[Any, tuple[Any, ...]] = {}
         self.waiting: dict[tuple[str, Any], asyncio.Future[dict[str, Any]]] = {}  # answers awaited
         self.cancels: dict[str, list[Callable[[Any, Any], None]]] = {}  # by session: who hears them
         self.buckets = LocalBuckets()  # the rate limits' (`take`)
@@ -72,7 +75,9 @@ class MemoryStore:
     async def open_stream(self, session: str, call: CallRecord | None = None) -> int:
         number = self.numbers.get(session, 0) + 1
         self.numbers[session] = number
-        self.log.open((session, number), meta=call)
+        self.log.open(
+            (session, number), meta=None if call is None else tuple(call)
+        )  # plain tuples: see positions
         return number
 
     async def append(
@@ -102,7 +107,7 @@ class MemoryStore:
         without a task between the upstream read and the downstream writer (the outbox's)."""
         self.log.append(self._stream(session, stream), items, final=final)
         if position is not None:
-            self.positions[(session, stream)] = position
+            self.positions[(session, stream)] = tuple(position)  # plain tuples: see positions
 
     async def finish(self, session: str, stream: int) -> None:
         kept = self.log.get((session, stream))
@@ -124,14 +129,20 @@ class MemoryStore:
         kept = self.log.get((session, stream))
         if kept is None:
             return None
-        position = self.positions.get((session, stream))
-        return StreamState(kept.meta, kept.done, kept.next_seq, kept.evicted, position)
+        position, call = self.positions.get((session, stream)), kept.meta
+        return StreamState(
+            None if call is None else CallRecord(*call),
+            kept.done,
+            kept.next_seq,
+            kept.evicted,
+            None if position is None else Position(*position),
+        )
 
     async def follow(self, session: str, stream: int, after: int) -> AsyncIterator[list[Stored]]:
         """The events of a stream after ``after``, in batches as they are stored, until it
         is finished; `Gap` when one it needed is no longer kept."""
         async for batch in follow(self._stream(session, stream), after):
-            yield [Stored(event_id(stream, entry.seq), entry.data, entry.extra) for entry in batch]
+            yield [Stored(event_id(stream, seq), data, arrived) for seq, data, arrived in batch]
 
     def _stream(self, session: str, stream: int) -> Stream:
         kept = self.log.get((session, stream))
