@@ -73,7 +73,8 @@ class Stream:
         return self._changed
 
     def wake(self) -> None:
-        """Tell its followers something changed; once it is done, seal it."""
+        """Tell its followers something changed; once it is done, seal it (after each
+        append or end, never inside one: an eviction's unsealing is not undone each time)."""
         if self._changed is not None:
             self._changed.set()
             if self.done:
@@ -98,7 +99,8 @@ class Stream:
     def _drop_oldest(self) -> int:
         seq, data, _ = self.writable().popleft()
         self.evicted = seq
-        self.wake()  # a waiting follower learns it was outrun
+        if self._changed is not None:
+            self._changed.set()  # a waiting follower learns it was outrun
         cost = len(data) + EVENT_COST
         self.size -= cost
         return cost
