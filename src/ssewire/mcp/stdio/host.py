@@ -93,16 +93,16 @@ class Call:
 
 
 def error(id: Any, code: int, message: str) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+    return dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 
 
 def failed(id: Any, kind: str, text: str) -> bytes:
     """The host's own failure of a call, as the gateway writes its own (``data.gateway``)."""
-    return orjson.dumps({"jsonrpc": "2.0", "id": id, "error": gateway_failure(kind, text)})
+    return dumps({"jsonrpc": "2.0", "id": id, "error": gateway_failure(kind, text)})
 
 
 def result(id: Any, value: Any) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "id": id, "result": value})
+    return dumps({"jsonrpc": "2.0", "id": id, "result": value})
 
 
 class StdioHost:
@@ -201,7 +201,7 @@ class StdioHost:
         server = reply.get("result")
         if not isinstance(server, dict):
             raise RuntimeError("initialize was refused")
-        await child.send(orjson.dumps({"jsonrpc": "2.0", "method": INITIALIZED}))
+        await child.send(dumps({"jsonrpc": "2.0", "method": INITIALIZED}))
         for uri in {uri for session in self.sessions.values() for uri in session.subscriptions}:
             await self._tell(SUBSCRIBE, {"uri": uri})  # what the sessions held before a restart
         return server
@@ -230,7 +230,7 @@ class StdioHost:
     async def _send(self, message: dict[str, Any]) -> None:
         if self.child is None:
             raise ConnectionResetError("the stdio server is not running")
-        await self.child.send(orjson.dumps(message))
+        await self.child.send(dumps(message))
 
     async def _read(self, child: Child) -> None:
         reason = "its stdout ended"
@@ -310,7 +310,7 @@ class StdioHost:
         if call is not None:
             call.session.calls.pop(call.key, None)
             message["id"] = call.original
-            if not call.inbox.put(orjson.dumps(message)):
+            if not call.inbox.put(dumps(message)):
                 call.inbox.close(
                     failed(call.original, "slow-reader", "the answer is over what may wait for a slow reader")
                 )
@@ -345,16 +345,14 @@ class StdioHost:
             call = self._calls.get(token) if type(token) is int else None
             if call is not None and call.token is not None:
                 message["params"] = {**params, "progressToken": call.token}
-                self._deliver(call, orjson.dumps(message))
+                self._deliver(call, dumps(message))
                 return
         elif method.endswith("/list_changed"):
-            self._broadcast(list(self.sessions.values()), orjson.dumps(message))
+            self._broadcast(list(self.sessions.values()), dumps(message))
             return
         elif method == UPDATED:
             uri = params.get("uri")
-            self._broadcast(
-                [s for s in self.sessions.values() if uri in s.subscriptions], orjson.dumps(message)
-            )
+            self._broadcast([s for s in self.sessions.values() if uri in s.subscriptions], dumps(message))
             return
         self.figures["dropped"] += 1
 
@@ -424,7 +422,7 @@ class StdioHost:
     async def request(self, session: Session, message: dict[str, Any]) -> Call | bytes:
         """Send a session's request down; its `Call`, or the answer when it is the host's
         to give (a duplicate id, logging's level, a resource already subscribed)."""
-        key = orjson.dumps(message.get("id"))
+        key = dumps(message.get("id"))
         if key in session.calls:
             return error(message.get("id"), INVALID_REQUEST, "a request with this id is in flight already")
         method = message["method"]
@@ -472,7 +470,7 @@ class StdioHost:
         params = message.get("params")
         if not isinstance(params, dict):
             return
-        key = orjson.dumps(params.get("requestId"))
+        key = dumps(params.get("requestId"))
         call = session.calls.get(key)
         child_id = call.child_id if call is not None else session.left.pop(key, None)
         if child_id is not None:

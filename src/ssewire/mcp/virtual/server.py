@@ -38,7 +38,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import orjson
 
 from ..._envelope import dumps
 from ..._secrets import scrub_urls
@@ -134,8 +133,8 @@ class _Call:
 
 def _answer(ident: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> bytes:
     if error is not None:
-        return orjson.dumps({"jsonrpc": "2.0", "id": ident, "error": error})
-    return orjson.dumps({"jsonrpc": "2.0", "id": ident, "result": result})
+        return dumps({"jsonrpc": "2.0", "id": ident, "error": error})
+    return dumps({"jsonrpc": "2.0", "id": ident, "result": result})
 
 
 def _error(code: int, text: str) -> dict[str, Any]:
@@ -234,7 +233,7 @@ class VirtualServer:
             await asyncio.gather(*(c.notify(ROOTS_CHANGED, told) for c in clients), return_exceptions=True)
             return
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
-            key = orjson.dumps(params.get("requestId"))
+            key = dumps(params.get("requestId"))
             call = session.calls.get(key)
             upstream = call.upstream if call is not None else session.left.pop(key, None)
             if upstream is not None and not upstream[0].modern:  # (2026-07-28: the close is it)
@@ -304,7 +303,7 @@ class VirtualServer:
                 "method": "notifications/progress",
                 "params": {**params, "progressToken": token},
             }
-            call.inbox.put(orjson.dumps(notice))
+            call.inbox.put(dumps(notice))
 
         try:
             result = await work(progress)
@@ -428,7 +427,7 @@ class VirtualServer:
             waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             session.asks[ident] = waiter
             try:
-                where.put(orjson.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}))
+                where.put(dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}))
                 reply = await waiter
             finally:
                 session.asks.pop(ident, None)
@@ -446,7 +445,7 @@ class VirtualServer:
         method = message.get("method")
         if not isinstance(method, str) or not (method.endswith("/list_changed") or method in FORWARDED):
             return
-        data = orjson.dumps({key: value for key, value in message.items() if key != "id"})
+        data = dumps({key: value for key, value in message.items() if key != "id"})
         call = _CALL.get()
         if call is not None and call.session is session and call.inbox.put(data):
             return

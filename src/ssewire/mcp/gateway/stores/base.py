@@ -109,9 +109,8 @@ class SessionRecord:
 class CallRecord(NamedTuple):
     """What a stream answers: the downstream request (its id, method, progress token) and
     the tool rule its principal met (`ToolPolicy.met`: a taker filters a listing by it).
-    A tuple, as `Position` and the log's entries: kept with every stream a store holds, it
-    leaves the collector's books once collected (a full store walked in a full collection
-    stopped a gateway for 380 ms)."""
+    A tuple, as `Position`: the memory store keeps both as plain tuples beside every stream,
+    which the collector lets go (server.log's `Entry`)."""
 
     id: Any
     method: str | None

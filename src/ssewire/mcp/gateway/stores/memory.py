@@ -41,8 +41,8 @@ class MemoryStore:
         self.sessions: dict[str, SessionRecord] = {}
         self.numbers: dict[str, int] = {}  # the last stream number of each session
         # by the stream's key in the log. A stream's call record and position are kept as
-        # plain tuples: of atomic values, they leave the collector's books, as the log's
-        # events do (a full store walked in each full collection stopped a gateway 380 ms)
+        # plain tuples: of atomic values, the collector lets them go, as it does the log's
+        # events (server.log's `Entry`)
         self.positions: dict[Any, tuple[Any, ...]] = {}
         self.waiting: dict[tuple[str, Any], asyncio.Future[dict[str, Any]]] = {}  # answers awaited
         self.cancels: dict[str, list[Callable[[Any, Any], None]]] = {}  # by session: who hears them
@@ -75,9 +75,8 @@ class MemoryStore:
     async def open_stream(self, session: str, call: CallRecord | None = None) -> int:
         number = self.numbers.get(session, 0) + 1
         self.numbers[session] = number
-        self.log.open(
-            (session, number), meta=None if call is None else tuple(call)
-        )  # plain tuples: see positions
+        meta = None if call is None else tuple(call)  # a plain tuple: see positions
+        self.log.open((session, number), meta=meta)
         return number
 
     async def append(
@@ -107,7 +106,7 @@ class MemoryStore:
         without a task between the upstream read and the downstream writer (the outbox's)."""
         self.log.append(self._stream(session, stream), items, final=final)
         if position is not None:
-            self.positions[(session, stream)] = tuple(position)  # plain tuples: see positions
+            self.positions[(session, stream)] = tuple(position)  # a plain tuple: see positions
 
     async def finish(self, session: str, stream: int) -> None:
         kept = self.log.get((session, stream))
