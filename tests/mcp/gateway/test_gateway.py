@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any
 
@@ -184,7 +185,8 @@ def test_foreign_origins_and_hosts_are_refused(gateway, headers):
     assert answer.status_code == 403
 
 
-def test_a_client_that_never_reads_is_cut_after_the_write_timeout_and_slows_no_one(upstream):
+def test_a_client_that_never_reads_is_cut_after_the_write_timeout_and_slows_no_one(upstream, caplog):
+    caplog.set_level(logging.INFO, logger="ssewire.mcp.gateway")
     with gateway_over(upstream, keepalive=0.2, write_timeout=1.0) as gw, httpx.Client(timeout=30) as http:
         stalled = session(http, gw.url)
         size = 12 << 20  # more than the sockets between them buffer
@@ -202,6 +204,11 @@ def test_a_client_that_never_reads_is_cut_after_the_write_timeout_and_slows_no_o
             while gw.app.metrics.snapshot()["stalled_readers_total"] < 1 and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert gw.app.metrics.snapshot()["stalled_readers_total"] == 1  # cut, not held open
+            # and said, with why (uvicorn's own line names no reason)
+            assert any(
+                getattr(r, "fields", {}).get("kind") == "cut" and "read nothing for 1 s" in r.getMessage()
+                for r in caplog.records
+            )
             assert gw.app.store.log.stored <= gw.app.store.log.max_bytes
         resumed = http.get(gw.url, headers={**stalled, "Accept": "text/event-stream", "Last-Event-ID": "1-1"})
         answer = [m for m in messages(Decoder().feed(resumed.content)) if m.get("id") == 5]

@@ -110,9 +110,7 @@ class Writer(Sessions):
                 await within(send(message), self.write_timeout)
             except asyncio.TimeoutError:
                 self.metrics.add("stalled_readers_total")
-                raise ConnectionAbortedError(
-                    f"the client read nothing for {self.write_timeout:g} s"
-                ) from None
+                raise self._cut_off(sid, f"the client read nothing for {self.write_timeout:g} s") from None
 
         self.metrics.gauges["streams_open"] += 1
         if relay is not None:
@@ -121,7 +119,7 @@ class Writer(Sessions):
         try:
             await app(scope, receive, bounded)
         except ConnectionAbortedError:
-            pass  # the connection is cut: the client resumes from the store when it reads again
+            pass  # the connection is cut (`_cut_off`): the client resumes from the store when it reads again
         except asyncio.CancelledError:
             if writer not in self._cut:
                 raise
@@ -169,7 +167,7 @@ class Writer(Sessions):
                 return
             except (Gap, StoreFailed):
                 # cut, never a silent gap: the client resumes, and is served or refused explicitly
-                raise ConnectionAbortedError("the store no longer holds what this stream needs") from None
+                raise self._cut_off(sid, "the store no longer holds what this stream needs") from None
             except Abandoned as abandoned:
                 if self.draining:  # this replica takes nothing up: the stream ends, resumed at another
                     return
@@ -178,7 +176,15 @@ class Writer(Sessions):
                 try:
                     await asyncio.shield(self._adopt(sid, stream, abandoned.call))
                 except StoreFailed:  # the store cannot say who takes it: the client resumes later
-                    raise ConnectionAbortedError("the store failed while this stream was adopted") from None
+                    raise self._cut_off(sid, "the store failed while this stream was adopted") from None
+
+    def _cut_off(self, sid: str, why: str) -> ConnectionAbortedError:
+        """What ends a stream's connection unfinished, so its client resumes it; said, with
+        why (uvicorn's own line for it, "ASGI callable returned without completing
+        response", names no reason)."""
+        text = f"a stream to a client was cut ({why}); its client resumes it"
+        self.telemetry.notice("cut", text, session=session_hash(sid, self.telemetry.key))
+        return ConnectionAbortedError(why)
 
     async def _adopt(self, sid: str, stream: int, call: CallRecord | None) -> None:
         """The replica writing a call's stream stopped, once, whichever replica comes first:
