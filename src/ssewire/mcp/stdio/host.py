@@ -201,7 +201,7 @@ class StdioHost:
         server = reply.get("result")
         if not isinstance(server, dict):
             raise RuntimeError("initialize was refused")
-        await child.send(dumps({"jsonrpc": "2.0", "method": INITIALIZED}))
+        await child.send(orjson.dumps({"jsonrpc": "2.0", "method": INITIALIZED}))
         for uri in {uri for session in self.sessions.values() for uri in session.subscriptions}:
             await self._tell(SUBSCRIBE, {"uri": uri})  # what the sessions held before a restart
         return server
@@ -230,7 +230,7 @@ class StdioHost:
     async def _send(self, message: dict[str, Any]) -> None:
         if self.child is None:
             raise ConnectionResetError("the stdio server is not running")
-        await self.child.send(dumps(message))
+        await self.child.send(orjson.dumps(message))  # (written, not kept)
 
     async def _read(self, child: Child) -> None:
         reason = "its stdout ended"
@@ -422,7 +422,7 @@ class StdioHost:
     async def request(self, session: Session, message: dict[str, Any]) -> Call | bytes:
         """Send a session's request down; its `Call`, or the answer when it is the host's
         to give (a duplicate id, logging's level, a resource already subscribed)."""
-        key = dumps(message.get("id"))
+        key = orjson.dumps(message.get("id"))  # (looked up; the call keeps its own)
         if key in session.calls:
             return error(message.get("id"), INVALID_REQUEST, "a request with this id is in flight already")
         method = message["method"]
@@ -470,7 +470,7 @@ class StdioHost:
         params = message.get("params")
         if not isinstance(params, dict):
             return
-        key = dumps(params.get("requestId"))
+        key = orjson.dumps(params.get("requestId"))  # (looked up only)
         call = session.calls.get(key)
         child_id = call.child_id if call is not None else session.left.pop(key, None)
         if child_id is not None:

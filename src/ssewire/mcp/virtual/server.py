@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
 from ..._envelope import dumps
 from ..._secrets import scrub_urls
@@ -233,7 +234,7 @@ class VirtualServer:
             await asyncio.gather(*(c.notify(ROOTS_CHANGED, told) for c in clients), return_exceptions=True)
             return
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
-            key = dumps(params.get("requestId"))
+            key = orjson.dumps(params.get("requestId"))  # (looked up only)
             call = session.calls.get(key)
             upstream = call.upstream if call is not None else session.left.pop(key, None)
             if upstream is not None and not upstream[0].modern:  # (2026-07-28: the close is it)
