@@ -43,8 +43,8 @@ class Gap(Exception):
 # One event of a stream: its number in the stream, its bytes, and what its writer keeps
 # beside them (the gateway: when its message arrived), read as ``seq, data, extra = entry``.
 # A plain tuple of atomic values leaves the collector's books at its first collection (a
-# class, even a NamedTuple, stays in them): a full log of short streams is hundreds of
-# thousands of events, and each full collection walked them all (380 ms in a gateway).
+# class, even a NamedTuple, stays in them): a full log is hundreds of thousands of events,
+# which no full collection should walk (docs/gateway.md, "Memory and the collector").
 Entry = tuple[int, bytes, Any]
 
 
@@ -72,15 +72,18 @@ class Stream:
             self._changed = asyncio.Event()
         return self._changed
 
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
     def wake(self) -> None:
         """Tell its followers something changed; once it is done, seal it (after each
         append or end, never inside one: an eviction's unsealing is not undone each time)."""
-        if self._changed is not None:
-            self._changed.set()
-            if self.done:
-                self._changed = None  # a follower that comes now finds it done: it never waits
-        if self.done and type(self.events) is not tuple:
-            self.events = tuple(self.events)
+        self._notify()
+        if self.done:
+            self._changed = None  # a follower that comes now finds it done: it never waits
+            if type(self.events) is not tuple:
+                self.events = tuple(self.events)
 
     def entries_after(self, after: int) -> list[Entry]:
         """The kept events numbered above ``after`` (numbers are contiguous: no scan)."""
@@ -99,8 +102,7 @@ class Stream:
     def _drop_oldest(self) -> int:
         seq, data, _ = self.writable().popleft()
         self.evicted = seq
-        if self._changed is not None:
-            self._changed.set()  # a waiting follower learns it was outrun
+        self._notify()  # a waiting follower learns it was outrun
         cost = len(data) + EVENT_COST
         self.size -= cost
         return cost

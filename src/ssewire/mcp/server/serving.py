@@ -397,10 +397,9 @@ def settle_heap() -> None:
     every object the process keeps (its sessions, their books) and stopped a gateway for
     up to 80 ms, six times in 12 s at 500 calls a second: the p99 of every call caught
     behind it. Young collections come after 10,000 objects, not 700: each walks the
-    objects of the calls in flight, which mostly end before the next one at this pace (a
-    gateway's collections took 540 ms of CPU per 8,000 short calls, now 140 ms; the
-    longest pause of a young one went from 1-4 ms to 5-8 ms). Garbage that outlives the
-    young collections waits longer to be freed."""
+    objects of the calls in flight, which mostly end before the next one at this pace
+    (a quarter of the collector's CPU, for young pauses of a few ms; docs/gateway.md).
+    Garbage that outlives the young collections waits longer to be freed."""
     gc.collect()  # (garbage frozen would never be freed)
     gc.freeze()
     _, middle, _ = gc.get_threshold()

@@ -5,10 +5,11 @@ log's fixed cost per event, not a serializer's spare buffer."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import tracemalloc
 
 from ssewire.mcp.gateway.outbox import Outbox
-from ssewire.mcp.gateway.stores import CallRecord, MemoryStore
+from ssewire.mcp.gateway.stores import CallRecord, MemoryStore, Position
 
 
 def test_short_relayed_messages_hold_no_more_than_the_store_counts():
@@ -38,10 +39,6 @@ def test_short_relayed_messages_hold_no_more_than_the_store_counts():
 
 
 def test_a_kept_streams_records_leave_the_collectors_books_and_read_back_whole():
-    import gc
-
-    from ssewire.mcp.gateway.stores import Position
-
     async def main() -> tuple[MemoryStore, int, object]:
         store = MemoryStore()
         stream = await store.open_stream("s", CallRecord(7, "tools/call", "tok"))
