@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
+from ..._deadline import within
 from ..._envelope import dumps
 from ...jsonrpc import encoded
 from ..client import Client
-from ..transport.deadline import within
 from .errors import gateway_error
 from .stores import Gap, MemoryStore, Position, Store, StreamGone, redacted
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from ..._deadline import within
 from ..._envelope import dumps
 from ...asgi import EventStreamResponse
 from ..protocol.wire import SSE
@@ -23,7 +24,6 @@ from ..server.asgi import (
     plain,
 )
 from ..server.log import written
-from ..transport.deadline import within
 from .errors import gateway_error
 from .observe import session_hash
 from .passthrough import LARGE

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..._deadline import within
 from ..protocol.codes import INVALID_REQUEST
 from ..protocol.inbound import HeaderRule, Refusal, first_refusal, read_message
 from ..protocol.wire import JSON
@@ -168,11 +169,12 @@ async def read_body(
 
 
 async def _before(receive: Any, remaining: float, deadline: float) -> Any:
-    """The next ASGI message, or `BodyTimeout` once ``remaining`` seconds have passed."""
+    """The next ASGI message, or `BodyTimeout` once ``remaining`` seconds have passed (in
+    this task: a body is mostly there already, and ``wait_for`` made a task for each read)."""
     if remaining <= 0:
         raise BodyTimeout(deadline)
     try:
-        return await asyncio.wait_for(receive(), remaining)
+        return await within(receive(), remaining)
     except asyncio.TimeoutError:  # not the builtin one before Python 3.11
         raise BodyTimeout(deadline) from None
 

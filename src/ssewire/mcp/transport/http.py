@@ -29,12 +29,12 @@ import httpx
 import orjson
 
 from ... import _env
+from ..._deadline import _timeout, within
 from ..._envelope import read as read_envelope
 from ..._envelope import require as require_envelopes
 from ..._http import media_type
 from ...jsonrpc import Item, MessageDecoder
 from ..protocol.wire import JSON, SSE, UNAVAILABLE
-from .deadline import _timeout, within
 
 # 16 MiB: above the official servers' 4 MB request cap and the multi-megabyte results this
 # package is for (the official Python client's 1 MiB cap refuses a screenshot or a PDF page),

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ssewire.mcp.transport.deadline import within
+from ssewire._deadline import within
 
 needs_timeout = pytest.mark.skipif(not hasattr(asyncio, "timeout"), reason="Python < 3.11: wait_for")
 
