@@ -62,10 +62,18 @@ class Outbox:
         self.sealed = False  # its last event is queued (an explicit error): nothing comes after it
         self.failed = False  # ended by the store's failure (with the explicit error)
         self.handing: Position | None = None  # handed over (a replica draining): where the call stands
-        # a store that takes events in the caller's step (in memory): no hop through the task
+        # a store that takes events in the caller's step (in memory): no hop through a task,
+        # and no task at all unless the stream's end needs one (a hand-over)
         self._now = MemoryStore.immediate(store)
-        self.task = asyncio.ensure_future(self._drain())
-        held_until_done(self.task, DRAINING)
+        self.task: asyncio.Future[None] | None = None
+        if self._now is None:
+            self._start()
+
+    def _start(self) -> asyncio.Future[None]:
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._drain())
+            held_until_done(self.task, DRAINING)
+        return self.task
 
     def _position(self) -> Position | None:
         """Where the upstream answer stands, taken with the items it covers."""
@@ -98,18 +106,22 @@ class Outbox:
         else:
             self.wake.set()
 
-    def _store_now(self) -> None:
+    def _store_now(self, *, final: bool = False) -> None:
         """What is queued, stored in this step (a store in memory cannot fail but by `Gap`:
         the stream is no longer kept, so its writer is cut and its client resumes or is
-        told; the outbox ends as the task's path ends it)."""
+        told; the outbox ends with it). ``final``: they end the stream, and the outbox."""
         assert self._now is not None
         items, self.items = self.items, []
         try:
-            self._now(self.session, self.stream, items, self._position())
+            if items or not final:
+                self._now(self.session, self.stream, items, self._position(), final=final)
+            else:
+                self.store.finish_now(self.session, self.stream)  # type: ignore[attr-defined]
         except Gap as gone:
             log.warning("stream %s of a session is no longer this writer's: %s", self.stream, gone)
             self.ended = True
-            self.wake.set()  # the task ends with it
+        if final:
+            self.ended = True
 
     def _unencodable(self, message: dict[str, Any], why: Exception) -> None:
         """An upstream message that cannot be re-encoded: its call ends with an explicit error
@@ -124,6 +136,8 @@ class Outbox:
         )
         self.items.append((dumps(gateway_error(self.call_id, "unencodable", text)), time.time()))
         self.sealed = self.closing = True  # the error is the stream's last event
+        if self.task is None and self.handing is None:
+            self._store_now(final=True)
         self.wake.set()
         answer = "method" not in message and message.get("id") == self.call_id
         if not answer and self.on_failed is not None:
@@ -230,7 +244,14 @@ class Outbox:
             )
 
     async def close(self) -> None:
-        """Store what is queued, then finish the stream."""
+        """Store what is queued, then finish the stream (in this step where the store is in
+        memory and nothing is handed over)."""
         self.closing = True
+        if self.task is None and self.handing is None:
+            if not self.ended:
+                self._store_now(final=True)
+            self.items = []
+            return
+        task = self._start()
         self.wake.set()
-        await asyncio.shield(self.task)
+        await asyncio.shield(task)

@@ -109,6 +109,10 @@ class MemoryStore:
             self.positions[(session, stream)] = tuple(position)  # a plain tuple: see positions
 
     async def finish(self, session: str, stream: int) -> None:
+        self.finish_now(session, stream)
+
+    def finish_now(self, session: str, stream: int) -> None:
+        """`finish` in the caller's own step (as `append_now`)."""
         kept = self.log.get((session, stream))
         if kept is not None:
             self.log.finish(kept)
@@ -153,9 +157,13 @@ class MemoryStore:
     def immediate(store: Any) -> Callable[..., None] | None:
         """``store.append_now`` when it is what ``store.append`` does: a store in memory whose
         ``append`` is this class's own (a subclass that fails or counts its writes in
-        ``append`` is written through that)."""
+        ``append`` or ``finish`` is written through those)."""
         kind = type(store)
-        if isinstance(store, MemoryStore) and kind.append is MemoryStore.append:
+        if (
+            isinstance(store, MemoryStore)
+            and kind.append is MemoryStore.append
+            and kind.finish is MemoryStore.finish
+        ):
             return store.append_now
         return None
 
