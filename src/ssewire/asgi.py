@@ -14,9 +14,11 @@ closed and the response ends.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable
 from typing import Any
 
+from ._deadline import within
 from ._encoder import encode_comment, encode_event
 from ._events import Event, RawEvent
 
@@ -50,6 +52,19 @@ async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncGenerator[An
                 close()
             except ValueError:  # still running in its thread: it ends with that item
                 pass
+
+
+class _Watch:
+    """How the watcher of a response stops its pump: once, with why."""
+
+    def __init__(self, host: asyncio.Task[Any]) -> None:
+        self.host = host
+        self.stopped = False
+        self.failed: Exception | None = None
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.host.cancel()
 
 
 class _Pace:
@@ -99,36 +114,32 @@ class EventStreamResponse:
         raise TypeError(f"cannot send {type(item).__name__} as an event")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Two tasks for the whole response, none per item: one pumps the items and writes
-        each (one hop from whoever produces an item to its write), this one waits for the
-        client's disconnect and, while the pump waits for an item, writes the keep-alives."""
+        """Two tasks for the whole response, none per item: this one pumps the items and
+        writes each (one hop from whoever produces an item to its write); a watcher waits
+        for the client's disconnect (then stops this one) and, while the pump waits for an
+        item, writes the keep-alives."""
         if scope["type"] != "http":
             raise RuntimeError(f"EventStreamResponse serves http, not {scope['type']}")
         await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
         iterator = _aiter(self.events)
         pace = _Pace(asyncio.get_running_loop().time())
-        pump = asyncio.ensure_future(self._pump(iterator, send, pace))
-        disconnected = asyncio.ensure_future(self._until_disconnect(receive))
+        host = asyncio.current_task()
+        assert host is not None
+        watch = _Watch(host)
+        watcher = asyncio.ensure_future(self._watch(receive, send, pace, watch))
         try:
-            while True:
-                wait = None if not self.keepalive else max(pace.last + self.keepalive - pace.now(), 0.0)
-                done, _ = await asyncio.wait(
-                    {pump, disconnected}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
-                )
-                if pump in done:
-                    pump.result()  # what the pump raised (a send that failed its caller's way)
-                    break
-                if disconnected in done:
-                    break
-                if pace.now() - pace.last >= self.keepalive and not pace.writing.locked():
-                    async with pace.writing:  # idle for `keepalive` seconds: never inside an item
-                        if not await self._send(send, self._ping, more=True):
-                            break
-                    pace.last = pace.now()
+            try:
+                await self._pump(iterator, send, pace)
+            except asyncio.CancelledError:
+                if not watch.stopped:
+                    raise  # the caller's cancellation
+                if sys.version_info >= (3, 11):
+                    host.uncancel()
+                if watch.failed is not None:
+                    raise watch.failed from None
         finally:
-            for task in (pump, disconnected):
-                task.cancel()
-            await asyncio.gather(pump, disconnected, return_exceptions=True)
+            watcher.cancel()  # (before any await: a watcher stops this task only while it pumps)
+            await asyncio.gather(watcher, return_exceptions=True)
             await iterator.aclose()
             closer = getattr(self.events, "aclose", None)
             if closer is not None:
@@ -146,12 +157,31 @@ class EventStreamResponse:
         async with pace.writing:
             await self._send(send, b"", more=False)
 
-    @staticmethod
-    async def _until_disconnect(receive: Any) -> None:
+    async def _watch(self, receive: Any, send: Any, pace: _Pace, watch: _Watch) -> None:
+        """Until the client disconnects (or its receive fails), then the pump is stopped;
+        while nothing is written for `keepalive` seconds, a comment (never inside an item)."""
         while True:
-            message = await receive()
+            wait = None if not self.keepalive else max(pace.last + self.keepalive - pace.now(), 0.0)
+            try:
+                message = await within(receive(), wait)
+            except asyncio.TimeoutError:
+                if pace.now() - pace.last < self.keepalive or pace.writing.locked():
+                    continue
+                try:
+                    async with pace.writing:
+                        sent = await self._send(send, self._ping, more=True)
+                except Exception as failed:  # a write that failed its caller's way: the pump raises it
+                    watch.failed = failed
+                    break
+                if not sent:
+                    break  # the client is gone
+                pace.last = pace.now()
+                continue
+            except Exception:  # nothing more to receive: the client is as good as gone
+                break
             if message["type"] == "http.disconnect":
-                return
+                break
+        watch.stop()
 
     @staticmethod
     async def _send(send: Any, body: bytes | bytearray | memoryview, *, more: bool) -> bool:

@@ -5,6 +5,7 @@ and aiohttp, sync and async."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
@@ -359,9 +360,9 @@ def test_asgi_refuses_an_unserialisable_item_and_never_ends_the_stream_cleanly()
 
 
 def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_between_items():
-    """A relay's hot path: the tasks a response makes do not grow with its items (one
-    pumps them, one waits for the disconnect), and a keep-alive never lands inside an item
-    whose write is held up by a slow client."""
+    """A relay's hot path: the tasks a response makes do not grow with its items (the
+    caller's own pumps them, one more waits for the disconnect), and a keep-alive never
+    lands inside an item whose write is held up by a slow client."""
     sent: list[bytes] = []
     tasks = 0
 
@@ -398,11 +399,73 @@ def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_bet
             loop.set_task_factory(None)
 
     asyncio.run(asyncio.wait_for(main(), 5))
-    assert tasks == 2  # the pump and the disconnect's watch: not one per item
+    assert tasks == 1  # the disconnect's watch: not one per item, none to pump
     bodies = [body for body in sent if body]
     assert bodies[:1000] == [f"data: {n}\n\n".encode() for n in range(1000)]
     assert bodies[1000] == b"data: slow\n\n"  # no keep-alive went in while it was being written
     assert b": keep-alive\n" in bodies[1001:-1] and bodies[-1] == b"data: last\n\n"
+
+
+def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_items():
+    """The pump runs in the caller's task, which the disconnect's watch stops: the response
+    then returns normally (its caller is not left cancelled) and the items are closed;
+    the caller's own cancellation still goes through."""
+    closed: list[str] = []
+    left = asyncio.Event()
+
+    async def receive():
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        pass
+
+    async def items(name):
+        try:
+            yield Event("message", "first")
+            await asyncio.sleep(30)  # waits for an item that never comes
+        finally:
+            closed.append(name)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(
+            EventStreamResponse(items("left"), keepalive=0)({"type": "http"}, receive, send)
+        )
+        await asyncio.sleep(0.05)
+        left.set()
+        await asyncio.wait_for(task, 5)  # returns: no CancelledError out of a client leaving
+        if sys.version_info >= (3, 11):
+            assert task.cancelling() == 0
+        left.clear()
+        caller = asyncio.ensure_future(
+            EventStreamResponse(items("cancelled"), keepalive=0)({"type": "http"}, receive, send)
+        )
+        await asyncio.sleep(0.05)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+
+    asyncio.run(main())
+    assert closed == ["left", "cancelled"]
+
+
+def test_asgi_a_keepalive_that_fails_its_callers_way_is_raised_by_the_response():
+    async def receive():
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        if message.get("body", b"").startswith(b":"):
+            raise RuntimeError("the server refused the write")
+
+    async def items():
+        yield Event("message", "first")
+        await asyncio.sleep(30)
+
+    with pytest.raises(RuntimeError, match="refused the write"):
+        asyncio.run(
+            asyncio.wait_for(EventStreamResponse(items(), keepalive=0.05)({"type": "http"}, receive, send), 5)
+        )
 
 
 def test_importing_ssewire_does_not_import_clients():
