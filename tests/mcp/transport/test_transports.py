@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from ssewire.mcp.transport import aio
+from ssewire.mcp.transport import http as transport_http
 from ssewire.mcp.transport.http import Broken, Idle, new_client, send
 
 # aiohttp-direct: the gateway's pool, sent on the transport past httpx's send
@@ -394,6 +395,40 @@ def test_a_shared_client_on_aiohttp_sends_past_httpx_send_with_its_hooks_and_hea
     assert got == [{"echo": "direct"}, ["x-operator"], {"echo": "direct"}, ["x-auth", "x-operator"]]
     assert through_httpx == ["/json"]  # the one with an auth only
     assert heard == ["request /json", "response 200 /json"] * 2
+
+
+def test_the_direct_path_builds_the_request_httpx_builds(server, monkeypatch):
+    """The direct path builds its request without httpx's merging (the URL parsed once): the
+    same method, URL, headers in the same order, body and timeouts as ``build_request``; a
+    client with a base URL or query parameters of its own (which that skips) sends through
+    httpx's send."""
+    monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
+    monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
+    headers = {"Accept": "text/event-stream", "x-operator": "2", "content-type": "application/json"}
+
+    async def main() -> None:
+        async with new_client(shared=True, headers={"x-operator": "1", "x-extra": "e"}) as http:
+            assert transport_http._direct(http) is not None
+            ours = transport_http._built(http, "POST", server.url("/json?a=1"), headers, b"{}", 7.0)
+            theirs = http.build_request(
+                "POST",
+                server.url("/json?a=1"),
+                headers=headers,
+                content=b"{}",
+                timeout=httpx.Timeout(7.0, read=None),
+            )
+            assert (ours.method, ours.url, ours.headers.raw, ours.content) == (
+                theirs.method,
+                theirs.url,
+                theirs.headers.raw,
+                theirs.content,
+            )
+            assert ours.extensions == theirs.extensions
+        for options in ({"base_url": server.url("/")}, {"params": {"k": "v"}}):
+            async with new_client(shared=True, **options) as http:
+                assert transport_http._direct(http) is None
+
+    asyncio.run(main())
 
 
 def test_a_body_a_response_hook_read_is_still_the_answer_on_the_direct_path(server):

@@ -18,6 +18,7 @@ and read through it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.cookiejar
 import time
 import urllib.request
@@ -147,14 +148,16 @@ async def send(
 ) -> Answer:
     """Send a request and return its `Answer` once the head came, within ``head_timeout``
     seconds. Raises ``httpx.TransportError`` or ``asyncio.TimeoutError`` when none came."""
-    timeout = httpx.Timeout(head_timeout, read=None)  # reads have the deadlines of Answer.chunks
-    request = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
     start = time.monotonic()
     direct = _direct(http)
     if direct is None:
+        timeout = httpx.Timeout(head_timeout, read=None)  # reads have the deadlines of Answer.chunks
+        request = http.build_request(method, url, headers=headers, content=content, timeout=timeout)
         response = await within(http.send(request, stream=True), head_timeout)  # (no task of its own)
         return Answer(response, start=start, max_message_size=max_message_size, record=record)
-    response = await within(_sent_directly(http, direct, request), head_timeout)
+    response = await within(
+        _sent_directly(http, direct, _built(http, method, url, headers, content, head_timeout)), head_timeout
+    )
     # nothing for httpx's decoders to undo, and nothing read yet (a hook may have read it)
     plain = "content-encoding" not in response.headers and not response.is_stream_consumed
     chunks = _as_sent(response) if plain else None
@@ -168,7 +171,34 @@ def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
     direct: httpx.AsyncBaseTransport | None = getattr(http, "_ssewire_direct", None)
     if direct is None or http.is_closed or http.auth is not None or http.follow_redirects:
         return None
+    if http.params or str(http.base_url):  # what `_built` does not merge
+        return None
     return direct
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(url: str) -> httpx.URL:
+    """An upstream's URL parsed once (a gateway sends every request to one or a few)."""
+    return httpx.URL(url)
+
+
+def _built(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    content: bytes | None,
+    head: float,
+) -> httpx.Request:
+    """The request ``http.build_request`` makes for a shared client of `new_client`'s (no
+    base URL, no query parameters, no cookies: `_direct` checks), without its merging of
+    each: the URL parsed once, the client's headers under the request's."""
+    merged = http.headers.copy()
+    merged.update(headers)
+    timeout = {"connect": head, "read": None, "write": head, "pool": head}  # reads: Answer.chunks's deadlines
+    return httpx.Request(
+        method, _parsed(url), headers=merged, content=content, extensions={"timeout": timeout}
+    )
 
 
 async def _sent_directly(
