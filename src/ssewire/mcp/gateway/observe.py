@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import datetime
-import hashlib
 import hmac
 import logging
 import re
@@ -176,8 +175,8 @@ def configure_logging(fmt: str = "text", level: int = logging.INFO, *, access: b
 def session_hash(sid: str, key: bytes | None = None) -> str:
     """A session id as logs may name it: HMAC-SHA256 under ``key`` (this process's by
     default), its first 12 hex digits."""
-    digest = hmac.new(_PROCESS_KEY if key is None else key, sid.encode(), hashlib.sha256)
-    return digest.hexdigest()[:HASH_DIGITS]
+    digest = hmac.digest(_PROCESS_KEY if key is None else key, sid.encode(), "sha256")  # (one C call)
+    return digest.hex()[:HASH_DIGITS]
 
 
 def _word(value: Any) -> str | None:
