@@ -81,6 +81,7 @@ class Relay:
         self._cancelling: asyncio.Future[None] | None = None  # the last cancellation sent up
         self.opening = False  # initializing or attaching upstream: its place is taken meanwhile
         self.serving = 0  # downstream streams being written now (the gateway counts them)
+        self.starting = 0  # calls whose streams are being opened in the store (not in `outboxes` yet)
         # cancellations of this session's calls posted at any replica (the store's one subscription)
         self._unlisten = store.listen_cancels(record.ident, self.cancel)
         self.forward_lock = asyncio.Lock()  # downstream notifications go up one at a time, in order
@@ -132,6 +133,9 @@ class Relay:
         call with no cursor (just sent, or answered and being stored) gets ``settle``
         seconds to have one or to end here; one that has neither ends with the explicit
         error ``text``. GET streams end; the upstream session stays open for the taker."""
+        deadline = time.monotonic() + settle
+        while self.starting and time.monotonic() < deadline:  # calls that came as the drain began
+            await asyncio.sleep(0.01)
         waiting: list[Outbox] = []
         for outbox in self._call_outboxes():
             position = outbox._position()  # taken before the call stops: its books end with it
@@ -139,20 +143,26 @@ class Relay:
                 outbox.handing = position
             else:
                 waiting.append(outbox)
-        deadline = time.monotonic() + settle
         while time.monotonic() < deadline:
             for outbox in waiting:
                 position = outbox._position()
                 if outbox.handing is None and position is not None and position.cursor:
                     outbox.handing = position
-            callers = [
-                outbox.caller
+            settling = [
+                outbox
                 for outbox in waiting
-                if outbox.handing is None and outbox.caller is not None and not outbox.caller.done()
+                if outbox.handing is None
+                and outbox.stream in self.outboxes
+                and (outbox.caller is None or not outbox.caller.done())
             ]
-            if not callers:
+            if not settling:
                 break
-            await asyncio.wait(callers, timeout=0.02)
+            # a call whose task has not begun yet (its request came as the drain began) settles too
+            callers = [outbox.caller for outbox in settling if outbox.caller is not None]
+            if callers:
+                await asyncio.wait(callers, timeout=0.02)
+            else:
+                await asyncio.sleep(0.02)
         for outbox in waiting:
             if outbox.handing is None and outbox.stream in self.outboxes:
                 self._seal(outbox, "draining", text)
@@ -256,7 +266,11 @@ class Relay:
             token,
             tools.rule if tools is not None else None,
         )
-        stream = await self.open_stream(record)
+        self.starting += 1
+        try:
+            stream = await self.open_stream(record)
+        finally:
+            self.starting -= 1
         outbox = self.outboxes[stream]
         outbox.call_id = ident
         if len(self.calls) >= MAX_CALLS or key in self.calls:
