@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
-from ..._deadline import within
 from ...jsonrpc import InvalidMessage, Message
 from ..protocol import params as mirrored
 from ..protocol import requests
@@ -77,10 +76,9 @@ class _Reissue(Exception):
 
 
 async def _within(work: Awaitable[T], method: str, seconds: float) -> T:
-    """``work`` under a request's deadline: past it, `RequestTimeout` naming the method. In
-    the awaiting task (``asyncio.wait_for`` made a task for each request)."""
+    """``work`` under a request's deadline: past it, `RequestTimeout` naming the method."""
     try:
-        return await within(work, seconds)
+        return await asyncio.wait_for(work, seconds)
     except asyncio.TimeoutError as exc:
         if isinstance(exc, RequestTimeout):
             raise
