@@ -133,8 +133,8 @@ class EventStreamResponse:
             except asyncio.CancelledError:
                 if not watch.stopped:
                     raise  # the caller's cancellation
-                if sys.version_info >= (3, 11):
-                    host.uncancel()
+                if sys.version_info >= (3, 11) and host.uncancel() > 0:
+                    raise  # the caller's too, in the same step as the watcher's
                 if watch.failed is not None:
                     raise watch.failed from None
         finally:
@@ -161,7 +161,12 @@ class EventStreamResponse:
         """Until the client disconnects (or its receive fails), then the pump is stopped;
         while nothing is written for `keepalive` seconds, a comment (never inside an item)."""
         while True:
-            wait = None if not self.keepalive else max(pace.last + self.keepalive - pace.now(), 0.0)
+            if not self.keepalive:
+                wait = None
+            elif pace.writing.locked():  # an item is being written: its end resets the pace
+                wait = self.keepalive
+            else:
+                wait = max(pace.last + self.keepalive - pace.now(), 0.0)
             try:
                 message = await within(receive(), wait)
             except asyncio.TimeoutError:

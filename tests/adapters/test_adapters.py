@@ -449,6 +449,63 @@ def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_it
     assert closed == ["left", "cancelled"]
 
 
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="before 3.11 a task cannot tell two cancellations apart"
+)
+def test_asgi_the_callers_cancellation_in_the_step_the_client_leaves_is_not_lost():
+    left = asyncio.Event()
+
+    async def receive():
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        pass
+
+    async def items():
+        yield Event("message", "first")
+        await asyncio.sleep(30)
+
+    async def main() -> None:
+        response = asyncio.ensure_future(
+            EventStreamResponse(items(), keepalive=0)({"type": "http"}, receive, send)
+        )
+        await asyncio.sleep(0.05)
+        left.set()  # the watcher stops the pump...
+        response.cancel()  # ...and the caller cancels it, in the same step
+        with pytest.raises(asyncio.CancelledError):
+            await response
+
+    asyncio.run(main())
+
+
+def test_asgi_a_keepalive_waits_while_an_item_is_written_without_spinning():
+    """A keep-alive due while a slow client holds an item's write waits a keep-alive period
+    at a time (the write's end resets the pace), never asking for the client's next message
+    in a loop."""
+    asked = 0
+
+    async def receive():
+        nonlocal asked
+        asked += 1
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        if message.get("body", b"").startswith(b"data: slow"):
+            await asyncio.sleep(0.5)
+
+    async def items():
+        yield Event("message", "slow")
+
+    asyncio.run(
+        asyncio.wait_for(EventStreamResponse(items(), keepalive=0.05)({"type": "http"}, receive, send), 5)
+    )
+    assert (
+        asked <= 0.5 / 0.05 + 3
+    )  # once a keep-alive period (it was thousands: each pass asked again at once)
+
+
 def test_asgi_a_keepalive_that_fails_its_callers_way_is_raised_by_the_response():
     async def receive():
         await asyncio.sleep(10)

@@ -144,6 +144,8 @@ class Relay:
             else:
                 waiting.append(outbox)
         while time.monotonic() < deadline:
+            # a call that began since (its request held this relay as the drain began) settles too
+            waiting += [o for o in self._call_outboxes() if o.handing is None and o not in waiting]
             for outbox in waiting:
                 position = outbox._position()
                 if outbox.handing is None and position is not None and position.cursor:

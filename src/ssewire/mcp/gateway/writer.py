@@ -92,7 +92,9 @@ class Writer(Sessions):
         """Write a stream of the store after ``after``; keep-alive comments while it is silent.
         ``relay``'s session is busy meanwhile (never expired, and working when the stream
         is not its GET stream)."""
-        writer = asyncio.current_task()  # (the response reads the source in tasks of its own)
+        writer = (
+            asyncio.current_task()
+        )  # (the response reads the source in this task: cut_streams cancels it)
         assert writer is not None
         source = self._events(sid, stream, after, writer)
         app = EventStreamResponse(

@@ -171,7 +171,7 @@ def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
     direct: httpx.AsyncBaseTransport | None = getattr(http, "_ssewire_direct", None)
     if direct is None or http.is_closed or http.auth is not None or http.follow_redirects:
         return None
-    if http.params or str(http.base_url):  # what `_built` does not merge
+    if http.params or str(http.base_url) or http.cookies:  # what `_built` does not merge
         return None
     return direct
 
