@@ -406,12 +406,8 @@ def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_bet
     assert b": keep-alive\n" in bodies[1001:-1] and bodies[-1] == b"data: last\n\n"
 
 
-def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_items():
-    """The pump runs in the caller's task, which the disconnect's watch stops: the response
-    then returns normally (its caller is not left cancelled) and the items are closed;
-    the caller's own cancellation still goes through."""
-    closed: list[str] = []
-    left = asyncio.Event()
+def _client_leaving_at(left: asyncio.Event):
+    """An ASGI client that reads everything and disconnects once ``left`` is set."""
 
     async def receive():
         await left.wait()
@@ -420,16 +416,31 @@ def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_it
     async def send(message):
         pass
 
-    async def items(name):
-        try:
-            yield Event("message", "first")
-            await asyncio.sleep(30)  # waits for an item that never comes
-        finally:
-            closed.append(name)
+    return receive, send
+
+
+async def _one_item_then_silence(closed: list[str], name: str):
+    """One event, then a wait for one that never comes; ``name`` is noted in ``closed`` at its end."""
+    try:
+        yield Event("message", "first")
+        await asyncio.sleep(30)
+    finally:
+        closed.append(name)
+
+
+def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_items():
+    """The pump runs in the caller's task, which the disconnect's watch stops: the response
+    then returns normally (its caller is not left cancelled) and the items are closed;
+    the caller's own cancellation still goes through."""
+    closed: list[str] = []
+    left = asyncio.Event()
+    receive, send = _client_leaving_at(left)
 
     async def main() -> None:
         task = asyncio.ensure_future(
-            EventStreamResponse(items("left"), keepalive=0)({"type": "http"}, receive, send)
+            EventStreamResponse(_one_item_then_silence(closed, "left"), keepalive=0)(
+                {"type": "http"}, receive, send
+            )
         )
         await asyncio.sleep(0.05)
         left.set()
@@ -438,7 +449,9 @@ def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_it
             assert task.cancelling() == 0
         left.clear()
         caller = asyncio.ensure_future(
-            EventStreamResponse(items("cancelled"), keepalive=0)({"type": "http"}, receive, send)
+            EventStreamResponse(_one_item_then_silence(closed, "cancelled"), keepalive=0)(
+                {"type": "http"}, receive, send
+            )
         )
         await asyncio.sleep(0.05)
         caller.cancel()
@@ -453,22 +466,15 @@ def test_asgi_disconnect_ends_the_response_in_the_callers_task_and_closes_the_it
     sys.version_info < (3, 11), reason="before 3.11 a task cannot tell two cancellations apart"
 )
 def test_asgi_the_callers_cancellation_in_the_step_the_client_leaves_is_not_lost():
+    closed: list[str] = []
     left = asyncio.Event()
-
-    async def receive():
-        await left.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message):
-        pass
-
-    async def items():
-        yield Event("message", "first")
-        await asyncio.sleep(30)
+    receive, send = _client_leaving_at(left)
 
     async def main() -> None:
         response = asyncio.ensure_future(
-            EventStreamResponse(items(), keepalive=0)({"type": "http"}, receive, send)
+            EventStreamResponse(_one_item_then_silence(closed, "items"), keepalive=0)(
+                {"type": "http"}, receive, send
+            )
         )
         await asyncio.sleep(0.05)
         left.set()  # the watcher stops the pump...
@@ -477,6 +483,7 @@ def test_asgi_the_callers_cancellation_in_the_step_the_client_leaves_is_not_lost
             await response
 
     asyncio.run(main())
+    assert closed == ["items"]
 
 
 def test_asgi_a_keepalive_waits_while_an_item_is_written_without_spinning():

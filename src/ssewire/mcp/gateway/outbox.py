@@ -114,9 +114,9 @@ class Outbox:
         items, self.items = self.items, []
         try:
             if items or not final:
-                self._now(self.session, self.stream, items, self._position(), final=final)
+                self._now.append_now(self.session, self.stream, items, self._position(), final=final)
             else:
-                self.store.finish_now(self.session, self.stream)  # type: ignore[attr-defined]
+                self._now.finish_now(self.session, self.stream)
         except Gap as gone:
             log.warning("stream %s of a session is no longer this writer's: %s", self.stream, gone)
             self.ended = True

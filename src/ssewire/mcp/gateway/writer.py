@@ -92,9 +92,8 @@ class Writer(Sessions):
         """Write a stream of the store after ``after``; keep-alive comments while it is silent.
         ``relay``'s session is busy meanwhile (never expired, and working when the stream
         is not its GET stream)."""
-        writer = (
-            asyncio.current_task()
-        )  # (the response reads the source in this task: cut_streams cancels it)
+        # (the response reads the source in this task: `cut_streams` cancels it)
+        writer = asyncio.current_task()
         assert writer is not None
         source = self._events(sid, stream, after, writer)
         app = EventStreamResponse(

@@ -154,17 +154,17 @@ class MemoryStore:
         return kept
 
     @staticmethod
-    def immediate(store: Any) -> Callable[..., None] | None:
-        """``store.append_now`` when it is what ``store.append`` does: a store in memory whose
-        ``append`` is this class's own (a subclass that fails or counts its writes in
-        ``append`` or ``finish`` is written through those)."""
+    def immediate(store: Any) -> MemoryStore | None:
+        """``store`` when its ``append_now`` and ``finish_now`` are what its ``append`` and
+        ``finish`` do: a store in memory whose ``append`` and ``finish`` are this class's own
+        (a subclass that fails or counts its writes in them is written through those)."""
         kind = type(store)
         if (
             isinstance(store, MemoryStore)
             and kind.append is MemoryStore.append
             and kind.finish is MemoryStore.finish
         ):
-            return store.append_now
+            return store
         return None
 
     # -- answers to the server's requests ----------------------------------------------
