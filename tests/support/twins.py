@@ -20,16 +20,18 @@ _RAW_CLASSES = {"py": ssewire.PyRawDecoder, "c": ssewire.CRawDecoder}
 TWINS = [name for name, cls in _CLASSES.items() if cls is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]
 
 
-_BOOKS = {"py": _books.py_book, "c": _books.c_book}
-BOOK_TWINS = [name for name, book in _BOOKS.items() if book is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]
+_BOOKS = {"py": _books.py_twin, "c": _books.c_twin}
+BOOK_TWINS = [
+    name for name, books in _BOOKS.items() if books is not None or _env.flag(_env.REQUIRE_EXTENSIONS)
+]
 
 
 def book_twin(name: str):
-    """The stream ledger's booking loop of twin ``name`` (``_books_py`` / ``_books_c``)."""
-    book = _BOOKS[name]
-    if book is None:
+    """The stream ledger's booking twin ``name``: the module ``_books_py`` / ``_books_c``."""
+    books = _BOOKS[name]
+    if books is None:
         pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.streams._books_c is not built")
-    return book
+    return books
 
 
 def twin(name: str, raw: bool = False) -> type:

@@ -14,7 +14,7 @@ from tests.support.twins import BOOK_TWINS, book_twin
 def books(request: pytest.FixtureRequest):
     """The twin every ledger of this module books with (module-scoped, so property tests
     keep their examples; restored after)."""
-    chosen, kept = book_twin(request.param), ledger._book
-    ledger._book = chosen
+    chosen, kept = book_twin(request.param), ledger._twin
+    ledger._twin = chosen
     yield chosen
-    ledger._book = kept
+    ledger._twin = kept

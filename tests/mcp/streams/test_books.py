@@ -11,14 +11,17 @@ import subprocess
 import sys
 from importlib.util import find_spec
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssewire.jsonrpc import Kind
+from ssewire.jsonrpc import Kind, Message, OtherEvent, Priming, TornTail
 from ssewire.mcp import PROFILES
 from ssewire.mcp.streams import _books, ledger
+from ssewire.mcp.streams.guard import GuardStats, _dispatched, _keyed_digest
 from ssewire.mcp.streams.ledger import LedgerMessage, StreamLedger, dispatched
+from ssewire.mcp.streams.verdicts import EventVerdict
 from tests.support.twins import BOOK_TWINS, book_twin
 
 NAMES = [f"s{n}" for n in range(5)]
@@ -33,6 +36,30 @@ POOL = [
 ]
 
 EVENT = st.tuples(st.sampled_from(IDS), st.lists(st.sampled_from(POOL), max_size=2))
+
+
+def _message(event_id: str, carried: LedgerMessage, with_bytes: bool) -> Message:
+    """A decoder's message for ``carried`` (its bytes kept, or not: then known by its payload)."""
+    data = orjson.dumps(carried.payload) if with_bytes else b""
+    method = carried.payload.get("method")
+    return Message(carried.kind, carried.payload, carried.id, method, "message", event_id, len(data), data)
+
+
+def _batch(event_id: str, members: list[LedgerMessage]) -> Message:
+    payload = [{"jsonrpc": "2.0", **member.payload} for member in members]
+    data = orjson.dumps(payload)
+    return Message(Kind.BATCH, payload, None, None, "message", event_id, len(data), data)
+
+
+# what a live reader's decoder gives: messages (with their bytes or not), batches, priming
+# events, other events (an error among them), torn tails
+ITEM = st.one_of(
+    st.builds(_message, st.sampled_from(IDS), st.sampled_from(POOL), st.booleans()),
+    st.builds(_batch, st.sampled_from(IDS), st.lists(st.sampled_from(POOL), min_size=1, max_size=2)),
+    st.builds(Priming, st.sampled_from(IDS)),
+    st.builds(OtherEvent, st.sampled_from(["ping", "error"]), st.just(b"x"), st.sampled_from(IDS)),
+    st.builds(TornTail, st.integers(1, 9), st.sampled_from(IDS)),
+)
 OPERATION = st.one_of(
     st.tuples(st.just("open"), st.sampled_from(NAMES), st.none() | st.sampled_from(IDS[1:])),
     st.tuples(st.just("resume"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
@@ -40,18 +67,22 @@ OPERATION = st.one_of(
     st.tuples(st.just("close"), st.sampled_from(NAMES), st.booleans()),
     st.tuples(st.just("finish"), st.sampled_from(NAMES)),
     st.tuples(st.just("request"), st.sampled_from([1, 2, "s-1"])),
+    st.tuples(
+        st.just("sift"), st.sampled_from(NAMES), st.lists(ITEM, max_size=6), st.sampled_from([None, 1, 2])
+    ),
 )
+DIGESTS = {"hash": hash, "keyed": _keyed_digest}  # the compiled twin calls the first in C
 
 
-def converse(book, operations, profile, bound, facts) -> tuple:
-    """Run ``operations`` on a fresh ledger booking with ``book``: what each answered (or
-    raised), and the books left."""
-    kept, ledger._book = ledger._book, book
+def converse(book, operations, profile, bound, facts, digest="hash") -> tuple:
+    """Run ``operations`` on a fresh ledger booking with ``book`` (a twin module): what
+    each answered (or raised), and the books left."""
+    kept, ledger._twin = ledger._twin, book
     try:
         books = StreamLedger(profile, bound=bound, facts=facts)
-        answers = [_answer(books, operation) for operation in operations]
+        answers = [_answer(books, operation, DIGESTS[digest]) for operation in operations]
     finally:
-        ledger._book = kept
+        ledger._twin = kept
     state = (
         books._streams,
         books._chains,
@@ -63,9 +94,16 @@ def converse(book, operations, profile, bound, facts) -> tuple:
     return answers, state
 
 
-def _answer(books: StreamLedger, operation: tuple):
+def _answer(books: StreamLedger, operation: tuple, digest):
     kind, *args = operation
     try:
+        if kind == "sift":
+            name, items, answer_to = args
+            stats = GuardStats()
+            sifted = books.sift(
+                name, items, answer_to=answer_to, digest=digest, dispatch_of=_dispatched, stats=stats
+            )
+            return sifted, stats.as_dict()
         if kind == "open":
             name, last_event_id = args
             return books.open(name, "session", last_event_id=last_event_id).root
@@ -76,6 +114,9 @@ def _answer(books: StreamLedger, operation: tuple):
             name, events, book_repeats = args
             batch = [dispatched(event_id, messages) for event_id, messages in events]
             return books.events(name, batch, book_repeats=book_repeats)
+        if kind == "booked":  # (a sift's chunk, booked as the events it dispatched)
+            name, batch = args
+            return books.events(name, batch, book_repeats=False)
         if kind == "close":
             name, disconnected = args
             return books.close(name, disconnected=disconnected)
@@ -97,8 +138,45 @@ def _answer(books: StreamLedger, operation: tuple):
 )
 def test_the_compiled_twin_books_as_the_pure_one(name, operations, revision, bound, facts):
     profile = PROFILES[revision]
-    compiled = converse(book_twin(name), operations, profile, bound, facts)
-    assert compiled == converse(_books.py_book, operations, profile, bound, facts)
+    for digest in DIGESTS:
+        compiled = converse(book_twin(name), operations, profile, bound, facts, digest)
+        assert compiled == converse(_books.py_twin, operations, profile, bound, facts, digest)
+
+
+@pytest.mark.parametrize("name", BOOK_TWINS)
+@settings(max_examples=200, deadline=None)
+@given(operations=st.lists(OPERATION, max_size=30), bound=st.sampled_from([None, 2, 5]))
+def test_sifting_items_books_what_their_dispatched_events_book(name, operations, bound):
+    """`sift`'s own reading of a message (its bytes' digest) is the guard's `_dispatched`:
+    sifting a chunk leaves the books that booking its dispatched events leaves (repeats
+    unbooked, torn tails never booked), and answers their verdicts' items."""
+    as_events = []
+    for operation in operations:
+        if operation[0] == "sift":
+            _, stream, items, answer_to = operation
+            events = [_dispatched(item, answer_to) for item in items if type(item) is not TornTail]
+            operation = ("booked", stream, events)
+        as_events.append(operation)
+    profile = PROFILES["2025-11-25"]
+    sifted_answers, sifted = converse(book_twin(name), operations, profile, bound, True)
+    booked_answers, booked = converse(book_twin(name), as_events, profile, bound, True)
+    assert sifted == booked
+    for operation, sifted_answer, booked_answer in zip(
+        operations, sifted_answers, booked_answers, strict=True
+    ):
+        if operation[0] != "sift" or not isinstance(booked_answer, list):
+            assert sifted_answer == booked_answer
+            continue
+        (safe, unsafe), stats = sifted_answer
+        items = [item for item in operation[2] if type(item) is not TornTail]
+        kept = [
+            i
+            for i, v in zip(items, booked_answer, strict=False)
+            if v == EventVerdict.NEW and type(i) is not Priming
+        ]
+        assert unsafe == next((v for v in booked_answer if v.unsafe), None)
+        assert safe == kept
+        assert stats["torn"] == len(operation[2]) - len(items)
 
 
 def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():
@@ -128,7 +206,9 @@ def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():
 
 def _implementation(**env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SSEWIRE_")}
-    code = "from ssewire.mcp.streams import _books, ledger; print(_books.IMPLEMENTATION, ledger._book.__module__)"
+    code = (
+        "from ssewire.mcp.streams import _books, ledger; print(_books.IMPLEMENTATION, ledger._twin.__name__)"
+    )
     return subprocess.run(
         [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
     )

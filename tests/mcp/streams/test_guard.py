@@ -479,6 +479,38 @@ def test_a_changed_payload_owns_nothing():
         guard.cursor("call")  # finished with its chain
 
 
+@pytest.mark.parametrize("ordered", [False, True], ids=["opaque-ids", "id-parser"])
+def test_a_chunk_stopped_by_an_unsafe_event_hands_nothing_over(ordered):
+    """A replay, a new message, then a delivered id with other content, in one chunk cut
+    inside a last event: it raises, and the counters say what was dropped and torn, never
+    that the new message before the unsafe one was delivered (the caller never got it)."""
+
+    def parse(event_id: str):
+        stream, _, seq = event_id.partition("-")
+        return (stream, int(seq)) if seq.isdigit() else None
+
+    guard = ResumptionGuard(V11, parse_id=parse if ordered else None)
+    guard.open("call", "s")
+    assert read(guard, "call", sse(ORIGINAL[:4])) == MESSAGES[:3]
+    guard.broken("call")
+    resumed = guard.reopen("call", "s")
+    chunk = sse([("s1-3", progress(3)), ("s1-4", progress(4)), ("s1-2", progress(99)), ("s1-5", progress(5))])
+    cut = len(chunk) - 5
+    decoder = MessageDecoder(keep_data=True)
+    items = [*decoder.feed(chunk[:cut]), *decoder.close()]  # the torn tail in the same chunk
+    with pytest.raises(UnsafeResumption) as caught:
+        guard.feed(resumed.stream, items)
+    assert caught.value.kind == "changed-payload"
+    assert guard.stats.as_dict() == {
+        "torn": 1,
+        "torn_bytes": cut - chunk.index(b"id: s1-5") - 1,  # its one line end excepted
+        "duplicates": 1,
+        "resumptions": 1,
+        "unsafe": 1,
+        "delivered": 3,
+    }
+
+
 # -- the invariant, under any cut and any server behaviour --------------------------------
 
 BEHAVIOURS = ["exact-rest", "replay-from-start", "replay-from-cursor", "restart-new-ids", "changed-payload"]

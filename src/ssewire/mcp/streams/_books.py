@@ -3,15 +3,16 @@ and not switched off, else the pure one. The same switches as the decoder's (``_
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import sys
+from types import ModuleType
 
 from ... import _env
-from ._books_py import book as py_book
-from .verdicts import EventVerdict
+from . import _books_py as py_twin
 
-_compiled = _env.compiled("ssewire.mcp.streams._books_c", "book")
-c_book: Any = None if _compiled is None else _compiled[0]
-"""The compiled twin's ``book``, or None (not built, or ``SSEWIRE_NO_EXTENSIONS=1``)."""
-book: Callable[..., list[EventVerdict]] = py_book if c_book is None else c_book
-IMPLEMENTATION = "python" if c_book is None else "cython"
+_C = "ssewire.mcp.streams._books_c"
+_compiled = _env.compiled(_C, "book", "sift", "disown")  # a build without all three is not built
+c_twin: ModuleType | None = None if _compiled is None else sys.modules[_C]
+"""The compiled twin (``book``, ``sift``, ``disown``), or None (not built, or
+``SSEWIRE_NO_EXTENSIONS=1``)."""
+twin: ModuleType = py_twin if c_twin is None else c_twin
+IMPLEMENTATION = "python" if c_twin is None else "cython"

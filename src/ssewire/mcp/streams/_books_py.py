@@ -2,18 +2,19 @@
 
 Same verdicts and the same books as the compiled twin, event for event; the differential
 tests (tests/mcp/streams/test_books.py) keep them so. Every rule of ownership is here once
-per twin; `StreamLedger.events` looks the books up and calls `book`.
+per twin: `StreamLedger.events` looks the books up and calls `book`; a live reader's chunk
+of decoder items goes through `sift` (`StreamLedger.sift`), which books them with `book`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...jsonrpc import Kind
+from ...jsonrpc import Kind, Message, Priming, TornTail
 from .verdicts import ANSWERS, EventVerdict, identifiable
 
 # enum members bound once: read through their class, each costs a lookup in the enum's machinery
-_NOTIFICATION = Kind.NOTIFICATION
+_NOTIFICATION, _REQUEST = Kind.NOTIFICATION, Kind.REQUEST
 _NEW, _REPLAY, _COPY = EventVerdict.NEW, EventVerdict.REPLAY, EventVerdict.COPY
 _CHANGED_PAYLOAD, _OTHER_STREAM, _RESTARTED = (
     EventVerdict.CHANGED_PAYLOAD,
@@ -58,6 +59,7 @@ def book(
                         break
                     continue
             foreign = restarted = copied = False
+            owner = (root, position)  # one tuple for the event's id and its messages
             if own_id and own_id != last_event_id:
                 if facts:
                     stream.event_ids.append((index, own_id))
@@ -75,7 +77,7 @@ def book(
                         ledger._reusing[scope] = None
                         ledger._trim(ledger._reusing)
                 else:
-                    id_owners[own_id] = (root, position)
+                    id_owners[own_id] = owner
                     if bound is not None:
                         owned_ids.append(own_id)
             if messages:
@@ -93,7 +95,7 @@ def book(
                                 ledger._keep_recent(stream.copies[has_id])
                             copied = True
                     else:
-                        message_owners[key] = (root, position)
+                        message_owners[key] = owner
                         if bound is not None:
                             owned_messages.append(key)
                     if message.kind in _ANSWERS:
@@ -123,3 +125,65 @@ def book(
         stream.previous_id, stream.last_event_id = previous_id, last_event_id
         stream.events, chain.length = index, position
     return verdicts
+
+
+def sift(
+    ledger: Any,
+    stream: Any,
+    chain: Any,
+    id_owners: dict[Any, Any],
+    message_owners: dict[Any, Any],
+    items: Any,
+    answer_to: Any,
+    digest: Any,
+    dispatch_of: Any,
+    stats: Any,
+) -> tuple[list[Any], EventVerdict | None]:
+    """A live reader's chunk of decoder items, booked (repeats unbooked): the items safe to
+    deliver, in order, and the unsafe verdict that stopped the booking (or None).
+
+    A notification or request with its bytes is known by their ``digest``; any other item
+    by ``dispatch_of(item, answer_to)`` (its ``(event_id, messages, content, keys)``). A
+    torn tail is counted, never booked; a priming event only moves the cursor; a replay or
+    a copy is dropped and counted. ``stats`` (a ``GuardStats``) takes the counts."""
+    events: list[Any] = []
+    batch: list[Any] = []
+    for item in items:
+        cls = type(item)
+        if cls is Message and (item.kind is _NOTIFICATION or item.kind is _REQUEST) and item.data:
+            content = digest(item.data)
+            batch.append((item.event_id, (item,), content, (content,)))
+        elif cls is TornTail:
+            stats.torn += 1
+            stats.torn_bytes += item.discarded
+            continue
+        else:
+            batch.append(dispatch_of(item, answer_to))
+        events.append(item)
+    verdicts = book(ledger, stream, chain, id_owners, message_owners, batch, False)
+    safe: list[Any] = []
+    delivered = duplicates = 0
+    unsafe = None
+    for item, verdict in zip(events, verdicts, strict=False):  # the verdicts stop at an unsafe one
+        if verdict is _NEW:
+            cls = type(item)
+            if cls is not Priming:
+                safe.append(item)
+                delivered += cls is Message
+        elif verdict is _REPLAY or verdict is _COPY:
+            duplicates += 1
+        else:
+            unsafe = verdict
+            break
+    stats.duplicates += duplicates
+    if unsafe is None:  # what an unsafe verdict stops is never handed to the caller
+        stats.delivered += delivered
+    return safe, unsafe
+
+
+def disown(table: dict[Any, tuple[Any, int]], keys: list[Any], root: Any) -> None:
+    """Take back the entries ``root`` owns among ``keys`` in a scope's table."""
+    for key in keys:
+        owner = table.get(key)
+        if owner is not None and owner[0] == root:
+            del table[key]

@@ -77,7 +77,7 @@ _WHAT_NOW = "what the request did is unknown: check its effects before sending i
 
 
 # bound once: an enum member read through its class costs a lookup in the enum's machinery
-_BATCH, _NEW, _REPLAY, _COPY = Kind.BATCH, EventVerdict.NEW, EventVerdict.REPLAY, EventVerdict.COPY
+_BATCH = Kind.BATCH
 _ANSWER = object()  # an answer known by its id (`feed`'s answer_to): equal to no digest
 
 # what each unsafe verdict of the ledger tells the caller
@@ -187,68 +187,44 @@ class ResumptionGuard:
         bytes: it is delivered, and the caller, which routes an answer by its id, has no
         call waiting for it.)"""
         facts = self.ledger.stream(stream)
-        resumed = facts.resumes is not None
-        events: list[Item] = []
-        batch: list[Any] = []
-        digest = _digest  # wire_digest's own, bound once for the chunk
-        for item in items:
-            kind = type(item)
-            if kind is Message:
-                assert isinstance(item, Message)
-                if answer_to is not None and item.id == answer_to and item.kind.answers:
-                    content: Any = (_ANSWER, item.id)
-                else:
-                    content = digest(item.data) if item.data else fingerprint(item.payload)
-                if item.kind is _BATCH:
-                    members = messages_of(item)
-                    keys = [member.fingerprint or fingerprint(member.payload) for member in members]
-                    batch.append((item.event_id, members, content, keys))
-                else:
-                    batch.append((item.event_id, (item,), content, (content,)))
-            elif kind is TornTail:
-                assert isinstance(item, TornTail)
-                self.stats.torn += 1
-                self.stats.torn_bytes += item.discarded
-                continue
-            else:
-                if resumed and kind is OtherEvent and item.event_type == "error":  # type: ignore[union-attr]
+        if facts.resumes is not None:
+            items = list(items)
+            for item in items:  # a refusal is read before anything of the chunk is booked
+                if type(item) is OtherEvent and item.event_type == "error":
                     self._unsafe(stream, "refused", "the server answered the resumption with an error event")
-                batch.append((item.event_id, (), event_digest(item), ()))
-            events.append(item)
-        if resumed and self.parse_id is not None:
-            verdicts = []
-            for dispatched in batch:  # one at a time: the first unsafe one stops the booking
-                verdicts.append(self._ordered(stream, facts, dispatched))
-                if verdicts[-1].unsafe:
-                    break
-        else:
-            verdicts = self.ledger.events(stream, batch, book_repeats=False)
-        safe: list[Item] = []
-        delivered = 0
-        for item, verdict in zip(events, verdicts, strict=False):  # the verdicts stop at an unsafe one
-            if verdict is _NEW:
-                kind = type(item)
-                if kind is not Priming:
-                    safe.append(item)
-                    delivered += kind is Message
-                continue
-            if verdict is _REPLAY or verdict is _COPY:
-                # a replay of what was delivered, or a copy another stream delivered: drop it
-                self.stats.duplicates += 1
-                continue
-            self._unsafe(stream, verdict.value, _UNSAFE_DETAIL[verdict])
-        self.stats.delivered += delivered
+            if self.parse_id is not None:
+                return self._feed_in_order(stream, facts, items, answer_to)
+        return self._sift(stream, items, answer_to)
+
+    def _sift(self, stream: str, items: Iterable[Item], answer_to: Any) -> list[Item]:
+        safe, unsafe = self.ledger.sift(
+            stream, items, answer_to=answer_to, digest=_digest, dispatch_of=_dispatched, stats=self.stats
+        )
+        if unsafe is not None:
+            self._unsafe(stream, unsafe.value, _UNSAFE_DETAIL[unsafe])
         return safe
 
-    def _ordered(self, stream: str, facts: Any, dispatched: Any) -> EventVerdict:
-        """One event of a resumed stream read with the id parser: one out of order is
+    def _feed_in_order(self, stream: str, facts: Any, items: list[Item], answer_to: Any) -> list[Item]:
+        """A resumed stream read with the id parser, an event at a time: one out of order is
         refused before the ledger books it, unless it repeats a delivered id (a replay is
         dropped, a change refused as such)."""
-        event_id, _, content, _ = dispatched
-        own_id = facts.own_id(event_id)
-        if own_id and self.ledger.repeat(stream, event_id, content) is None:
-            self._check_order(stream, own_id, facts.resumes)
-        return self.ledger.events(stream, (dispatched,), book_repeats=False)[0]
+        safe: list[Item] = []
+        delivered = self.stats.delivered
+        self._sift(
+            stream, [item for item in items if type(item) is TornTail], answer_to
+        )  # counted, as a chunk's
+        try:
+            for item in items:
+                if type(item) is not TornTail:
+                    event_id, _, content, _ = _dispatched(item, answer_to)
+                    own_id = facts.own_id(event_id)
+                    if own_id and self.ledger.repeat(stream, event_id, content) is None:
+                        self._check_order(stream, own_id, facts.resumes)
+                    safe += self._sift(stream, (item,), answer_to)
+        except UnsafeResumption:
+            self.stats.delivered = delivered  # none of the chunk was handed to the caller
+            raise
+        return safe
 
     def cannot_resume(self, stream: str, detail: str) -> None:
         """The server answered resumptions with nothing (its store lost the stream): raises."""
@@ -330,6 +306,27 @@ def wire_digest(data: bytes) -> int:
     the bytes object), or a BLAKE2b keyed with a per-process random key when that key may
     be known (``PYTHONHASHSEED`` set to a number) or the build hashes otherwise."""
     return _digest(data)
+
+
+def _dispatched(item: Item, answer_to: Any) -> Any:
+    """What the ledger books of one event: ``(event_id, messages, content, keys)``, its
+    messages known by the digest of their bytes, an answer to ``answer_to`` by its id."""
+    if type(item) is Message:
+        assert isinstance(item, Message)
+        if answer_to is not None and item.id == answer_to and item.kind.answers:
+            content: Any = (_ANSWER, item.id)
+        else:
+            content = _digest(item.data) if item.data else fingerprint(item.payload)
+        if item.kind is _BATCH:
+            members = messages_of(item)
+            return (
+                item.event_id,
+                members,
+                content,
+                [m.fingerprint or fingerprint(m.payload) for m in members],
+            )
+        return (item.event_id, (item,), content, (content,))
+    return (item.event_id, (), event_digest(item), ())
 
 
 def event_digest(item: Any) -> Any:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -34,7 +34,7 @@ import orjson
 
 from ...jsonrpc import Item, Kind, Message, TornTail, classify
 from ..protocol.profiles import Profile
-from ._books import book as _book
+from ._books import twin as _twin
 from .verdicts import EventVerdict, StreamState  # defined once there, for both twins
 
 RESUME, REISSUE, DO_NOT_REPLAY = "resume-with-get", "reissue-with-fresh-id", "do-not-replay"
@@ -221,24 +221,63 @@ class StreamLedger:
         table may pass it by one chunk's events in between). Stops after the first unsafe
         verdict: the events after it are not booked. The rules are `_books_py.book`'s (its
         compiled twin's, where built)."""
+        stream, chain, id_owners, message_owners = self._books(name)
+        try:
+            verdicts: list[EventVerdict] = _twin.book(
+                self, stream, chain, id_owners, message_owners, batch, book_repeats
+            )
+            return verdicts
+        finally:
+            self._hold(chain, id_owners, message_owners)
+
+    def sift(
+        self,
+        name: str,
+        items: Iterable[Item],
+        *,
+        answer_to: Any,
+        digest: Callable[[bytes], Any],
+        dispatch_of: Callable[[Item, Any], Dispatched],
+        stats: Any,
+    ) -> tuple[list[Item], EventVerdict | None]:
+        """A live reader's chunk of decoder items booked in one call, repeats unbooked
+        (the resumption guard's): the items safe to deliver, in order, and the unsafe
+        verdict that stopped the booking, or None. A notification or request is known by
+        the ``digest`` of its bytes, any other item by ``dispatch_of(item, answer_to)``; the
+        torn tails, duplicates and deliveries are counted in ``stats``. The compiled twin
+        reads the items straight into the books (`_books_py.sift` for the rules)."""
+        stream, chain, id_owners, message_owners = self._books(name)
+        try:
+            sifted: tuple[list[Item], EventVerdict | None] = _twin.sift(
+                self, stream, chain, id_owners, message_owners, items, answer_to, digest, dispatch_of, stats
+            )
+            return sifted
+        finally:
+            self._hold(chain, id_owners, message_owners)
+
+    def _books(
+        self, name: str
+    ) -> tuple[Stream, Chain, dict[str, tuple[str, int]], dict[Any, tuple[str, int]]]:
+        """An open stream's books: itself, its chain, its scope's tables of ids and messages."""
         stream = self._streams[name]
         if stream.state is not _OPEN:
             raise ValueError(f"stream {name!r} is closed")
         scope = stream.scope
-        chain = self._chains[stream.root]
         id_owners = self._event_owner.get(scope)
         if id_owners is None:
             id_owners = self._event_owner[scope] = {}
         message_owners = self._message_owner.get(scope)
         if message_owners is None:
             message_owners = self._message_owner[scope] = {}
-        try:
-            return _book(self, stream, chain, id_owners, message_owners, batch, book_repeats)
-        finally:
-            for table in (id_owners, message_owners, chain.delivered_ids):
-                self._trim(table)
-            self._keep_recent(chain.owned_ids)
-            self._keep_recent(chain.owned_messages)
+        return stream, self._chains[stream.root], id_owners, message_owners
+
+    def _hold(self, chain: Chain, *tables: dict[Any, Any]) -> None:
+        """Hold the tables a booking wrote to ``bound`` (once a chunk, so a table may pass
+        it by one chunk's events in between)."""
+        for table in (*tables, chain.delivered_ids):
+            self._trim(table)
+        self._keep_recent(chain.owned_ids)
+        self._keep_recent(chain.owned_messages)
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
         """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
@@ -402,10 +441,7 @@ def _disown(
     table = tables.get(scope)
     if table is None:
         return
-    for key in keys:
-        owner = table.get(key)
-        if owner is not None and owner[0] == root:
-            del table[key]
+    _twin.disown(table, keys, root)
     if not table:
         del tables[scope]
 
