@@ -20,7 +20,7 @@ checked as JSON but never built), read with `parsed` and written back by `encode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import orjson
@@ -54,6 +54,7 @@ __all__ = [
 _new = tuple.__new__  # Message's fields from one tuple, at C speed (the class call runs Python code)
 
 _MESSAGE_TYPE = "message"
+BATCH = 64  # `feed_batches`' items per list: few alive at once, a list's own cost spread thin
 
 
 # ``MessageDecoder``'s per-event step in C, under the decoder's switches; None when it is
@@ -249,6 +250,26 @@ class MessageDecoder:
             dropped = InvalidMessage(f"too large: {error}", "", error.size, "")
             return [dropped, *self._items(error.events)]
         return self._items(events)
+
+    def feed_batches(self, data: bytes | bytearray | memoryview, size: int = BATCH) -> Iterator[list[Item]]:
+        """`feed`'s items in lists of at most ``size`` (one list at least, maybe empty),
+        each made when the one before is consumed. Why: a message holds containers the
+        collector tracks, and a chunk's worth alive at once (hundreds, for 64 KiB of
+        progress) is promoted to the oldest generation at each middle collection, so a full
+        collection (tens of ms in a large program) comes every few thousand messages; made
+        a batch at a time, few are alive when one runs."""
+        try:
+            events = self._core.feed(data)
+        except EventTooLarge as error:
+            yield [InvalidMessage(f"too large: {error}", "", error.size, "")]  # first, as `feed` has it
+            events = error.events
+            if not events:
+                return
+        if len(events) <= size:
+            yield self._items(events)
+            return
+        for start in range(0, len(events), size):
+            yield self._items(events[start : start + size])
 
     def _items(self, events: list[RawEvent]) -> list[Item]:
         """Each event's item: the common shapes in C where built (the same items, proven

@@ -337,6 +337,29 @@ def test_any_chunking_yields_the_same_messages(payloads, rng, eol):
         assert decode_all(MessageDecoder(decoder=core), random_chunks(stream, rng, 64)) == whole
 
 
+@given(
+    st.lists(MESSAGE, min_size=0, max_size=40),
+    st.integers(1, 9),
+    st.integers(1, 200),
+    st.sampled_from([None, 40]),
+)
+def test_feeding_in_batches_gives_feeds_items_a_batch_at_a_time(payloads, size, step, limit):
+    """`feed_batches` is `feed` cut in lists of at most ``size`` (one list at least for a
+    chunk, empty when it completed nothing), an oversized event reported first as there."""
+    stream = b"".join(b"data: " + orjson.dumps(p) + b"\n\n" for p in payloads)
+    for name in TWINS:
+        core = twin(name, raw=True)
+        whole, batched = (
+            MessageDecoder(decoder=core, max_event_size=limit),
+            MessageDecoder(decoder=core, max_event_size=limit),
+        )
+        for chunk in chunked(stream, step) or [b""]:
+            lists = list(batched.feed_batches(chunk, size))
+            assert lists, "a chunk gives one list at least"
+            assert all(len(items) <= size for items in lists)
+            assert [item for items in lists for item in items] == whole.feed(chunk)
+
+
 # -- the command line ---------------------------------------------------------------------
 
 

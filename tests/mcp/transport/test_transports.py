@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
+from ssewire.jsonrpc import BATCH
 from ssewire.mcp.transport import aio
 from ssewire.mcp.transport import http as transport_http
 from ssewire.mcp.transport.http import Broken, Idle, new_client, send
@@ -99,6 +100,12 @@ class RawServer:
                 await writer.drain()
                 await asyncio.sleep(0.02)
             writer.write(b"0\r\n\r\n")
+        elif path == "/burst":  # 300 messages in one write
+            body = b"".join(
+                b'data: {"jsonrpc":"2.0","method":"n","params":{"n":%d}}\n\n' % n for n in range(300)
+            )
+            headers = [("content-type", "text/event-stream"), ("content-length", str(len(body)))]
+            writer.write(_response(200, headers, body))
         elif path == "/cut":  # promises 1000 bytes, sends 10, closes
             writer.write(
                 _response(
@@ -227,6 +234,22 @@ def test_an_event_stream_is_read_event_by_event_across_chunk_boundaries(server, 
 
     ended, seen, *_ = run(stack, body)
     assert ended is True and seen == 3
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_burst_of_events_comes_in_lists_of_a_batch_at_most(server, stack):
+    """A chunk's messages are made a batch at a time (few alive when the collector runs)."""
+
+    async def body(http: httpx.AsyncClient) -> list[list[int]]:
+        answer = await send(http, "GET", server.url("/burst"), {}, head_timeout=5)
+        try:
+            return [[item.payload["params"]["n"] for item in items] async for items in answer.events(idle=5)]
+        finally:
+            await answer.aclose()
+
+    lists = run(stack, body)
+    assert [n for numbers in lists for n in numbers] == list(range(300))
+    assert max(map(len, lists)) <= BATCH  # (one write: old reads gave it as one list of 300)
 
 
 @pytest.mark.parametrize("stack", STACKS)

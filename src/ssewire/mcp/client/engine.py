@@ -434,6 +434,7 @@ class Engine(Router):
         otherwise."""
         future, ident = (record.future, record.ident) if record is not None else (None, None)
         comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
+        deliver = self._deliver  # bound once for the stream's items
         try:
             async with aclosing(answer.events(idle=self.idle_timeout, raw_above=self.raw_above)) as batches:
                 async for items in batches:
@@ -445,7 +446,7 @@ class Engine(Router):
                         for item in self.guard.feed(stream, items, answer_to=ident):
                             if item.__class__ is Message:
                                 delivered += 1
-                                self._deliver(item)
+                                deliver(item)
                             # an event the decoder dropped for the limit
                             elif (
                                 isinstance(item, InvalidMessage)

@@ -38,6 +38,7 @@ from .errors import RPCError, StreamBroken
 log = logging.getLogger("ssewire.mcp.client")
 
 MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
+_clock = time.monotonic  # bound once: read per progress notification
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 
 
@@ -141,7 +142,7 @@ class Router:
         if type(token) is not str:
             return False  # not a token of this client's
         record = self._requests.get(token)
-        if record is None or record.on_progress is None or record.token != token:
+        if record is None or record.token != token or (on_progress := record.on_progress) is None:
             if token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
                 self.stats.late_progress += 1
                 return True
@@ -149,9 +150,9 @@ class Router:
         if not record.progress.passes(params.get("progress"), record.reissued):
             self.stats.repeated_progress += 1  # a re-issue's run catching up: delivered once already
             return True
-        record.times.append(time.monotonic())
+        record.times.append(_clock())
         try:
-            record.on_progress(params)
+            on_progress(params)
         except Exception:  # the caller's callback failed: its bug, not the stream's; say so
             self.stats.callback_errors += 1
             log.exception("a progress callback raised")

@@ -177,7 +177,7 @@ class ToolHints:
         return entry[1]
 
 
-@dataclass
+@dataclass(slots=True)
 class ProgressSeen:
     """The highest progress value one request's caller was given, over all its sendings:
     before a re-issue progress passes as the server sent it; after one, only above that
@@ -188,13 +188,14 @@ class ProgressSeen:
 
     def passes(self, value: Any, reissued: bool) -> bool:
         """Whether a notification of progress ``value`` reaches the caller (noted if so)."""
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        cls = type(value)
+        if cls is not int and cls is not float and (not isinstance(value, (int, float)) or cls is bool):
             return not reissued  # no value to compare
-        if reissued and self.high is not None and value <= self.high:
-            return False
-        if self.high is None or value > self.high:
+        high = self.high
+        if high is None or value > high:
             self.high = value
-        return True
+            return True
+        return not reissued  # at or below what was delivered: a re-issue's catching up
 
 
 def _verdict(annotations: Any) -> str | None:

@@ -361,8 +361,9 @@ class Answer:
         keep: int = 0,
         raw_above: int | None = None,
     ) -> AsyncGenerator[list[Item], None]:
-        """The SSE body's items, chunk by chunk (an empty list for a chunk that completed
-        none: a keep-alive, say). At the body's end, a torn final event is one more list with
+        """The SSE body's items, chunk by chunk, in lists of at most
+        [`BATCH`][ssewire.jsonrpc.BATCH] (an empty list for a chunk that completed none: a
+        keep-alive, say). At the body's end, a torn final event is one more list with
         its ``TornTail``; after `Idle` or `Broken`, ask `tail` for it. Each message keeps
         its wire bytes (the resumption guard knows an event by them); ``raw_above`` is the
         decoder's (bodies of larger messages kept as bytes)."""
@@ -376,12 +377,12 @@ class Answer:
         )
         async with aclosing(self.chunks(idle=idle, until=until, keep=keep)) as chunks:
             async for chunk in chunks:
-                items = decoder.feed(chunk)
-                self.comments = decoder.comments
-                self.events_seen += len(items)
-                if decoder.retry is not None:
-                    self.retry = decoder.retry
-                yield items
+                for items in decoder.feed_batches(chunk):  # a chunk's messages are not all alive at once
+                    self.comments = decoder.comments
+                    self.events_seen += len(items)
+                    if decoder.retry is not None:
+                        self.retry = decoder.retry
+                    yield items
         if self.ended:
             yield decoder.close()
 
