@@ -13,7 +13,7 @@ from importlib.util import find_spec
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Kind, Message, OtherEvent, Priming, TornTail
@@ -21,7 +21,7 @@ from ssewire.mcp import PROFILES
 from ssewire.mcp.streams import _books, ledger
 from ssewire.mcp.streams.guard import GuardStats, _dispatched, _keyed_digest
 from ssewire.mcp.streams.ledger import LedgerMessage, StreamLedger, dispatched
-from ssewire.mcp.streams.verdicts import EventVerdict
+from ssewire.mcp.streams.verdicts import MIXED, EventVerdict
 from tests.support.twins import BOOK_TWINS, book_twin
 
 NAMES = [f"s{n}" for n in range(5)]
@@ -90,6 +90,7 @@ def converse(book, operations, profile, bound, facts, digest="hash") -> tuple:
         books._message_owner,
         books._reusing,
         books._requests,
+        books._writer,
     )
     return answers, state
 
@@ -177,6 +178,41 @@ def test_sifting_items_books_what_their_dispatched_events_book(name, operations,
         assert unsafe == next((v for v in booked_answer if v.unsafe), None)
         assert safe == kept
         assert stats["torn"] == len(operation[2]) - len(items)
+
+
+@pytest.mark.parametrize("name", BOOK_TWINS)
+@settings(max_examples=200, deadline=None)
+@given(operations=st.lists(OPERATION, max_size=30), bound=st.sampled_from([2, 5, 100]))
+@example(  # two chains write, one is finished: the other's entries stay, without a writer of their own
+    operations=[
+        ("open", "s0", None),
+        ("events", "s0", [("a1", [POOL[0]])], True),
+        ("open", "s1", None),
+        ("events", "s1", [("b1", [POOL[1]])], True),
+        ("finish", "s0"),
+        ("finish", "s1"),
+        ("open", "s2", None),
+        ("events", "s2", [("a1", [POOL[0]])], True),
+    ],
+    bound=5,
+)
+def test_a_scopes_writer_owns_every_entry_of_its_tables(name, operations, bound):
+    """What lets `forget` drop a scope's tables whole: while one chain is its writer, every
+    entry of them is that chain's, and a scope without a writer has no entries."""
+    kept, ledger._twin = ledger._twin, book_twin(name)
+    try:
+        books = StreamLedger(PROFILES["2025-11-25"], bound=bound)
+        for operation in operations:
+            _answer(books, operation, hash)
+            for scope in {*books._event_owner, *books._message_owner, *books._writer}:
+                tables = (books._event_owner.get(scope, {}), books._message_owner.get(scope, {}))
+                writer = books._writer.get(scope)
+                if writer is None:
+                    assert not any(tables), operation
+                elif writer is not MIXED:
+                    assert {owner[0] for table in tables for owner in table.values()} <= {writer}, operation
+    finally:
+        ledger._twin = kept
 
 
 def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():

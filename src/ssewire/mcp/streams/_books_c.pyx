@@ -13,11 +13,12 @@ tests (tests/mcp/streams/test_books.py) keep them so.
 from cpython.object cimport PyObject_Hash
 
 from ...jsonrpc import Kind, Message, Priming, TornTail
-from .verdicts import ANSWERS, EventVerdict, identifiable
+from .verdicts import ANSWERS, MIXED, EventVerdict, identifiable
 
 cdef object _NOTIFICATION = Kind.NOTIFICATION
 cdef object _REQUEST = Kind.REQUEST
 cdef frozenset _ANSWERS = ANSWERS
+cdef object _MIXED = MIXED
 cdef object _NEW = EventVerdict.NEW
 cdef object _REPLAY = EventVerdict.REPLAY
 cdef object _COPY = EventVerdict.COPY
@@ -42,7 +43,7 @@ cdef class _Books:
     cdef dict delivered_ids, id_owners, message_owners
     cdef set answered
     cdef list owned_ids, owned_messages
-    cdef object previous_id, last_event_id, cursor, owner
+    cdef object previous_id, last_event_id, cursor, owner, writer
     cdef Py_ssize_t index, position, cursor_at
 
     def __cinit__(
@@ -60,6 +61,7 @@ cdef class _Books:
         self.previous_id, self.last_event_id = stream.previous_id, stream.last_event_id
         self.index, self.position = stream.events, chain.length
         self.cursor, self.cursor_at = None, -1  # None: the chain's cursor has not moved
+        self.writer = ledger._writer.get(self.scope)  # the one chain that wrote the scope's tables
 
     cdef close(self):
         stream, chain = self.stream, self.chain
@@ -67,6 +69,8 @@ cdef class _Books:
         stream.events, chain.length = self.index, self.position
         if self.cursor is not None:
             chain.cursor, chain.cursor_at = self.cursor, self.cursor_at
+        if self.writer is not None:
+            self.ledger._writer[self.scope] = self.writer
 
     cdef object dispatched(self, object event_id, object messages, object content, object keys):
         """`event` for a dispatched tuple's parts (a lone message read apart)."""
@@ -158,7 +162,10 @@ cdef class _Books:
         return found
 
     cdef object _owner(self):
-        """(root, position) of the event, one tuple for its id and its messages."""
+        """(root, position) of the event, one tuple for its id and its messages, written
+        to a scope's table: the chain is its writer."""
+        if self.writer is not self.root and self.writer != self.root:
+            self.writer = self.root if self.writer is None else _MIXED
         if self.owner is None:
             self.owner = (self.root, self.position)
         return self.owner

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...jsonrpc import Kind, Message, Priming, TornTail
-from .verdicts import ANSWERS, EventVerdict, identifiable
+from .verdicts import ANSWERS, MIXED, EventVerdict, identifiable
 
 # enum members bound once: read through their class, each costs a lookup in the enum's machinery
 _NOTIFICATION, _REQUEST = Kind.NOTIFICATION, Kind.REQUEST
@@ -44,6 +44,7 @@ def book(
     # the stream's and chain's counters, kept here while the batch is read
     previous_id, last_event_id = stream.previous_id, stream.last_event_id
     index, position = stream.events, chain.length
+    writer = ledger._writer.get(scope)  # the one chain that wrote the scope's tables (StreamLedger.forget)
     verdicts: list[EventVerdict] = []
     try:
         for event_id, messages, content, keys in batch:
@@ -78,6 +79,8 @@ def book(
                         ledger._trim(ledger._reusing)
                 else:
                     id_owners[own_id] = owner
+                    if writer != root:
+                        writer = root if writer is None else MIXED
                     if bound is not None:
                         owned_ids.append(own_id)
             if messages:
@@ -96,6 +99,8 @@ def book(
                             copied = True
                     else:
                         message_owners[key] = owner
+                        if writer != root:
+                            writer = root if writer is None else MIXED
                         if bound is not None:
                             owned_messages.append(key)
                     if message.kind in _ANSWERS:
@@ -124,6 +129,8 @@ def book(
     finally:
         stream.previous_id, stream.last_event_id = previous_id, last_event_id
         stream.events, chain.length = index, position
+        if writer is not None:
+            ledger._writer[scope] = writer
     return verdicts
 
 

@@ -144,6 +144,9 @@ class StreamLedger:
         # by scope: event id -> (root, position), message key -> (root, position)
         self._event_owner: dict[Hashable, dict[str, tuple[str, int]]] = {}
         self._message_owner: dict[Hashable, dict[Any, tuple[str, int]]] = {}
+        # by scope: the root of the one chain that wrote to both tables above since they
+        # were empty (MIXED once another did), so that chain is forgotten in one step
+        self._writer: dict[Hashable, Any] = {}
         self._requests: Counter[tuple[Hashable, Any]] = Counter()  # (scope, JSON-RPC id) -> requests sent
         self._reusing: dict[Hashable, None] = {}  # scopes whose new streams reuse event ids (ordered set)
 
@@ -310,9 +313,18 @@ class StreamLedger:
         roots -= {stream.root for stream in self._streams.values()}
         for root in roots:
             chain = self._chains.pop(root, None)
-            if chain is not None and self.bound is not None:
-                _disown(self._event_owner, chain.scope, chain.owned_ids, root)
-                _disown(self._message_owner, chain.scope, chain.owned_messages, root)
+            if chain is None or self.bound is None:
+                continue
+            scope = chain.scope
+            if self._writer.get(scope) == root:  # every entry in the scope's tables is the chain's
+                self._event_owner.pop(scope, None)
+                self._message_owner.pop(scope, None)
+            else:
+                _disown(self._event_owner, scope, chain.owned_ids, root)
+                _disown(self._message_owner, scope, chain.owned_messages, root)
+                if scope in self._event_owner or scope in self._message_owner:
+                    continue
+            self._writer.pop(scope, None)  # its tables are gone: the next chain writes first
 
     def finish(self, name: str) -> list[str]:
         """The chain of ``name`` will be neither read nor resumed again: forget it with every

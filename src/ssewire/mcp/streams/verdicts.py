@@ -39,6 +39,16 @@ class StreamState(StrEnum):
 ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR})
 
 
+class _Mixed:
+    def __repr__(self) -> str:
+        return "MIXED"
+
+
+MIXED: Any = _Mixed()
+"""A scope's writer when more than one chain wrote to its tables since they were empty
+(`StreamLedger` keeps, per scope, the one chain that did, to forget it in one step)."""
+
+
 def identifiable(message: Any) -> bool:
     """Whether a message equal to this one is this one: it has a JSON-RPC id, or it is
     progress (which must increase)."""
