@@ -9,10 +9,8 @@ import time
 from urllib.parse import urlsplit
 
 import httpx
-import orjson
 import pytest
 
-from ssewire.jsonrpc import Kind, Message
 from ssewire.mcp.client import Client, MessageTooLarge, StreamBroken
 from ssewire.mcp.reference.tools import filler
 from ssewire.mcp.transport.serving import running
@@ -254,11 +252,7 @@ def test_late_progress_of_an_ended_call_is_dropped_and_counted():
                 "method": "notifications/progress",
                 "params": {"progressToken": tokens[0], "progress": 9},
             }
-            raw = orjson.dumps(late)
-            # what the guard would hand over if it came now, on any stream
-            client._deliver(
-                Message(Kind.NOTIFICATION, late, None, late["method"], "message", "", len(raw), raw)
-            )
+            client._route(late)  # as if it came now, on any stream
             return client.statistics()
 
     with running(server()) as base:

@@ -34,7 +34,7 @@ from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call o
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
 from .errors import ConnectFailed, RequestTimeout, StreamBroken, Unauthorized
-from .routing import _DELIVERING, TOKEN_PREFIX, Router, _Pending
+from .routing import _DELIVERING, PROGRESS, TOKEN_PREFIX, Router, _Pending
 
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 # an answer is read on after its response, to its end, so its connection is reused: for at
@@ -434,7 +434,7 @@ class Engine(Router):
         otherwise."""
         future, ident = (record.future, record.ident) if record is not None else (None, None)
         comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
-        deliver = self._deliver  # bound once for the stream's items
+        progressed, route = self._progressed, self._route  # bound once for the stream's items
         try:
             async with aclosing(answer.events(idle=self.idle_timeout, raw_above=self.raw_above)) as batches:
                 async for items in batches:
@@ -445,8 +445,11 @@ class Engine(Router):
                     try:
                         for item in self.guard.feed(stream, items, answer_to=ident):
                             if item.__class__ is Message:
+                                # progress straight to its call (most of what a long call
+                                # receives: its envelope is not looked at again), the rest routed
                                 delivered += 1
-                                deliver(item)
+                                if item.method != PROGRESS or not progressed(item.payload.get("params")):
+                                    route(item.payload)
                             # an event the decoder dropped for the limit
                             elif (
                                 isinstance(item, InvalidMessage)

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ...jsonrpc import Message, parsed
+from ...jsonrpc import parsed
 from ..protocol import params as mirrored
 from ..protocol import requests
 from ..protocol.bridging import (
@@ -39,6 +39,7 @@ log = logging.getLogger("ssewire.mcp.client")
 
 MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
 _clock = time.monotonic  # bound once: read per progress notification
+PROGRESS = "notifications/progress"
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 
 
@@ -126,14 +127,6 @@ class Router:
     def _capabilities(self) -> dict[str, Any]:
         return capabilities(self.handlers) if self.declared is None else self.declared
 
-    def _deliver(self, item: Message) -> None:
-        """A message the guard let through: progress straight to its call (most of what a
-        long call receives, so its envelope is not looked at again), anything else routed by
-        `_route`."""
-        if item.method == "notifications/progress" and self._progressed(item.payload.get("params")):
-            return
-        self._route(item.payload)
-
     def _progressed(self, params: Any) -> bool:
         """Progress for one of this client's calls: handed to its callback, or, the call
         having ended, dropped and counted (``late_progress``). False when the token is not
@@ -184,7 +177,7 @@ class Router:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
-        if message["method"] == "notifications/progress" and self._progressed(message.get("params")):
+        if message["method"] == PROGRESS and self._progressed(message.get("params")):
             return
         sink = self._subscription_of(message) if self._subscriptions else None
         try:
