@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Kind, Message, OtherEvent, Priming, TornTail
 from ssewire.mcp import PROFILES
-from ssewire.mcp.streams import _books, ledger
+from ssewire.mcp.streams import _books, guard, ledger
 from ssewire.mcp.streams.guard import GuardStats, _dispatched, _keyed_digest
 from ssewire.mcp.streams.ledger import LedgerMessage, StreamLedger, dispatched
 from ssewire.mcp.streams.verdicts import MIXED, EventVerdict
@@ -159,8 +159,9 @@ def test_sifting_items_books_what_their_dispatched_events_book(name, operations,
             operation = ("booked", stream, events)
         as_events.append(operation)
     profile = PROFILES["2025-11-25"]
-    sifted_answers, sifted = converse(book_twin(name), operations, profile, bound, True)
-    booked_answers, booked = converse(book_twin(name), as_events, profile, bound, True)
+    digest = "hash" if guard._digest is hash else "keyed"  # what _dispatched digests with, here
+    sifted_answers, sifted = converse(book_twin(name), operations, profile, bound, True, digest)
+    booked_answers, booked = converse(book_twin(name), as_events, profile, bound, True, digest)
     assert sifted == booked
     for operation, sifted_answer, booked_answer in zip(
         operations, sifted_answers, booked_answers, strict=True
@@ -211,6 +212,28 @@ def test_a_scopes_writer_owns_every_entry_of_its_tables(name, operations, bound)
                     assert not any(tables), operation
                 elif writer is not MIXED:
                     assert {owner[0] for table in tables for owner in table.values()} <= {writer}, operation
+    finally:
+        ledger._twin = kept
+
+
+@pytest.mark.parametrize("name", BOOK_TWINS)
+def test_a_lone_writer_is_forgotten_whole_and_a_mixed_scope_entry_by_entry(name):
+    kept, ledger._twin = ledger._twin, book_twin(name)
+    try:
+        books = StreamLedger(PROFILES["2025-11-25"], bound=100)
+        for stream, event_id, message in (("s0", "a1", POOL[0]), ("s1", "b1", POOL[1])):
+            books.open(stream, "session")
+            books.events(stream, [dispatched(event_id, [message])])
+        assert books._writer == {"session": MIXED}
+        books.finish("s0")  # s1's entries stay, and the scope stays mixed
+        assert set(books._event_owner["session"]) == {"b1"} and books._writer == {"session": MIXED}
+        books.finish("s1")
+        assert books.books == 0 and books._writer == {}
+        books.open("s2", "session")
+        books.events("s2", [dispatched("c1", [POOL[2]])])
+        assert books._writer == {"session": "s2"}  # alone since the tables were empty
+        books.finish("s2")
+        assert books.books == 0 and books._writer == {} and not books._event_owner
     finally:
         ledger._twin = kept
 

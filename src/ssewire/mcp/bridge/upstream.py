@@ -116,8 +116,8 @@ async def refuse_status(answer: Answer, until: float) -> None:
 async def batches(
     answer: Answer, *, until: float, idle: float | None
 ) -> AsyncGenerator[list[dict[str, Any]], None]:
-    """The answer's JSON-RPC messages, a list per chunk that completed any (one list for a
-    JSON body). Ends with the body; `UpstreamFailed` for a message that is not JSON-RPC or
+    """The answer's JSON-RPC messages, in lists as ``Answer.events`` gives them (one list
+    for a JSON body). Ends with the body; `UpstreamFailed` for a message that is not JSON-RPC or
     over the size limit, a torn end, a break, silence past ``idle`` or ``until`` reached."""
     if answer.is_json:
         try:

@@ -195,7 +195,7 @@ class ProgressSeen:
         if high is None or value > high:
             self.high = value
             return True
-        return not reissued  # at or below what was delivered: a re-issue's catching up
+        return not (reissued and value <= high)  # at or below what was delivered: a re-issue's catching up
 
 
 def _verdict(annotations: Any) -> str | None:

@@ -211,7 +211,9 @@ def sift(
 ):
     """A live reader's chunk of decoder items, booked (repeats unbooked): the items safe to
     deliver, in order, and the unsafe verdict that stopped the booking (or None). The pure
-    twin's rules, read without a batch: see ``_books_py.sift``."""
+    twin's rules, read without a batch: see ``_books_py.sift``. (It books as it reads: an
+    item whose ``digest`` or ``dispatch_of`` raises leaves those before it booked, where
+    the pure twin, reading them all first, books none; the guard's never raise.)"""
     cdef _Books books = _Books(ledger, stream, chain, id_owners, message_owners, False)
     cdef bint hashed = digest is hash  # Python's hash of bytes: called in C
     cdef list safe = []
@@ -265,8 +267,9 @@ def sift(
 
 def disown(dict table not None, list keys not None, root):
     """Take back the entries ``root`` owns among ``keys`` in a scope's table."""
-    cdef object key, owner
+    cdef object key
+    cdef tuple owner  # (root, position): anything else in a table is a TypeError, not a crash
     for key in keys:
         owner = table.get(key)
-        if owner is not None and (<tuple>owner)[0] == root:
+        if owner is not None and owner[0] == root:
             del table[key]
