@@ -21,6 +21,7 @@ from ssewire.mcp.checks.findings import Finding as Verdict
 from ssewire.mcp.checks.findings import Level, Status
 from ssewire.mcp.checks.report import BLOCKED, READY, REVIEW, release_verdict
 from ssewire.mcp.probe.checks import CHECKS
+from ssewire.mcp.probe.checks.streams import _continues
 from ssewire.mcp.probe.driver import _retry_after, run_probe
 from ssewire.mcp.reference.faults import FAULTS
 from ssewire.mcp.reference.server import ReferenceServer
@@ -501,3 +502,17 @@ def test_the_probes_limits_reach_every_send_and_bound_its_recording(monkeypatch,
     record = tmp_path / "probe.json"
     record.write_text(json.dumps(report.transcript))
     assert ssewire("validate", str(record)).returncode == 0
+
+
+def test_a_resumption_replaying_from_before_the_cursor_is_not_called_an_eviction():
+    """The early resumption's rule: the exact rest passes, and so does the rest after a
+    replay from at or before the cursor (that is replayed-before-cursor's finding, which a
+    loaded machine that has not evicted the cursor yet would otherwise report twice); a gap
+    or an empty stream where the rest was due is an unsignalled eviction."""
+    full = [{"n": n} for n in range(6)]
+    assert _continues(full[3:], full, 3)
+    assert _continues(full[2:], full, 3)  # the cursor's own message again, then the rest
+    assert _continues(full, full, 3)  # the whole stream again
+    assert not _continues(full[4:], full, 3)  # a gap: what came after the cursor is missing
+    assert not _continues([], full, 3)
+    assert not _continues([{"n": 9}, *full[3:]], full, 3)  # something never sent, then the rest
