@@ -242,14 +242,8 @@ class MessageDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Item]:
         """Decode a chunk; return an item for every event it completes (never raises for bad input)."""
-        try:
-            events = self._core.feed(data)
-        except EventTooLarge as error:
-            # The dropped event's position among this chunk's events is not known: it is
-            # reported first. Its id was dropped with it, so event_id is empty.
-            dropped = InvalidMessage(f"too large: {error}", "", error.size, "")
-            return [dropped, *self._items(error.events)]
-        return self._items(events)
+        dropped, events = self._events(data)
+        return [*dropped, *self._items(events)] if dropped else self._items(events)
 
     def feed_batches(self, data: bytes | bytearray | memoryview, size: int = BATCH) -> Iterator[list[Item]]:
         """`feed`'s items in lists of at most ``size`` (one list at least, maybe empty),
@@ -258,11 +252,9 @@ class MessageDecoder:
         progress) is promoted to the oldest generation at each middle collection, so a full
         collection (tens of ms in a large program) comes every few thousand messages; made
         a batch at a time, few are alive when one runs."""
-        try:
-            events = self._core.feed(data)
-        except EventTooLarge as error:
-            yield [InvalidMessage(f"too large: {error}", "", error.size, "")]  # first, as `feed` has it
-            events = error.events
+        dropped, events = self._events(data)
+        if dropped:
+            yield dropped
             if not events:
                 return
         if len(events) <= size:
@@ -270,6 +262,15 @@ class MessageDecoder:
             return
         for start in range(0, len(events), size):
             yield self._items(events[start : start + size])
+
+    def _events(self, data: bytes | bytearray | memoryview) -> tuple[list[Item], list[RawEvent]]:
+        """The core's events of a chunk, and the item of one it dropped for the limit, if any."""
+        try:
+            return [], self._core.feed(data)
+        except EventTooLarge as error:
+            # The dropped event's position among this chunk's events is not known: it is
+            # reported first. Its id was dropped with it, so event_id is empty.
+            return [InvalidMessage(f"too large: {error}", "", error.size, "")], error.events
 
     def _items(self, events: list[RawEvent]) -> list[Item]:
         """Each event's item: the common shapes in C where built (the same items, proven
