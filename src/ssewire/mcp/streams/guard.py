@@ -210,9 +210,8 @@ class ResumptionGuard:
         dropped, a change refused as such)."""
         safe: list[Item] = []
         delivered = self.stats.delivered
-        self._sift(
-            stream, [item for item in items if type(item) is TornTail], answer_to
-        )  # counted, as a chunk's
+        torn = [item for item in items if type(item) is TornTail]
+        self._sift(stream, torn, answer_to)  # counted, as a chunk's are, whatever stops it
         try:
             for item in items:
                 if type(item) is not TornTail:
@@ -310,23 +309,16 @@ def wire_digest(data: bytes) -> int:
 
 def _dispatched(item: Item, answer_to: Any) -> Any:
     """What the ledger books of one event: ``(event_id, messages, content, keys)``, its
-    messages known by the digest of their bytes, an answer to ``answer_to`` by its id."""
-    if type(item) is Message:
-        assert isinstance(item, Message)
-        if answer_to is not None and item.id == answer_to and item.kind.answers:
-            content: Any = (_ANSWER, item.id)
-        else:
-            content = _digest(item.data) if item.data else fingerprint(item.payload)
-        if item.kind is _BATCH:
-            members = messages_of(item)
-            return (
-                item.event_id,
-                members,
-                content,
-                [m.fingerprint or fingerprint(m.payload) for m in members],
-            )
-        return (item.event_id, (item,), content, (content,))
-    return (item.event_id, (), event_digest(item), ())
+    content its `event_digest`, an answer to ``answer_to`` known by its id instead."""
+    if type(item) is not Message:
+        return (item.event_id, (), event_digest(item), ())
+    assert isinstance(item, Message)
+    answered = answer_to is not None and item.id == answer_to and item.kind.answers
+    content = (_ANSWER, item.id) if answered else event_digest(item)
+    if item.kind is _BATCH:
+        members = messages_of(item)
+        return (item.event_id, members, content, [m.fingerprint or fingerprint(m.payload) for m in members])
+    return (item.event_id, (item,), content, (content,))
 
 
 def event_digest(item: Any) -> Any:
