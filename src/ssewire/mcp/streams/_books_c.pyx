@@ -220,23 +220,21 @@ def sift(
     cdef Py_ssize_t delivered = 0, duplicates = 0, torn = 0, torn_bytes = 0
     cdef object item, cls, kind, data, content, verdict, event_id, messages, keys
     cdef object unsafe = None
-    cdef object rest = iter(items)
     try:
-        for item in rest:
+        for item in items:
             cls = type(item)
-            if cls is _MESSAGE:
-                kind = (<tuple>item)[_KIND]
-                data = (<tuple>item)[_DATA]
-                if (kind is _NOTIFICATION or kind is _REQUEST) and data:
-                    content = PyObject_Hash(data) if hashed else digest(data)
-                    verdict = books.event((<tuple>item)[_EVENT_ID], content, item, content, None, None)
-                else:
-                    event_id, messages, content, keys = dispatch_of(item, answer_to)
-                    verdict = books.dispatched(event_id, messages, content, keys)
-            elif cls is _TORN:
+            if cls is _TORN:  # counted, never booked, even after an unsafe event
                 torn += 1
                 torn_bytes += item.discarded
                 continue
+            if unsafe is not None:
+                continue  # after an unsafe event nothing is booked
+            kind = data = None
+            if cls is _MESSAGE:
+                kind, data = (<tuple>item)[_KIND], (<tuple>item)[_DATA]
+            if (kind is _NOTIFICATION or kind is _REQUEST) and data:
+                content = PyObject_Hash(data) if hashed else digest(data)
+                verdict = books.event((<tuple>item)[_EVENT_ID], content, item, content, None, None)
             else:
                 event_id, messages, content, keys = dispatch_of(item, answer_to)
                 verdict = books.dispatched(event_id, messages, content, keys)
@@ -248,11 +246,6 @@ def sift(
                 duplicates += 1
             else:
                 unsafe = verdict
-                break
-        for item in rest:  # after an unsafe event nothing is booked, but a torn tail is counted
-            if type(item) is _TORN:
-                torn += 1
-                torn_bytes += item.discarded
     finally:
         books.close()
         if torn:
