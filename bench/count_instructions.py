@@ -7,8 +7,9 @@ Unlike a timing, the count does not move with the other tenants of a shared mach
 so it can tell a 3% change in the decoder's own work from noise. It runs the workload
 once and three times under ``valgrind --tool=callgrind`` and halves the difference,
 which removes start-up and building the workload. ``SSEWIRE_BENCH_SCALE`` applies
-(default here 0.02: 20,000 events for W1; 0.2 for a client's: 2,000 notifications). It counts instructions, not cache misses or
-page faults: use it for the decoder's own code, the timed suite for the rest.
+(default here 0.02: 20,000 events for W1; 0.2 for a client's: 2,000 notifications). It
+counts instructions, not cache misses or page faults: use it for the decoder's own code,
+the timed suite for the rest.
 
 A client workload of ``test_clients.py`` (C1, C2, C2-noid) is a call of a client session
 against the cheap server (its own process, not counted) after a first one, and the count

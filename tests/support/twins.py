@@ -9,11 +9,14 @@ tests instead of dropping them. Only a pure install (built or imported with
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 
 import ssewire
 from ssewire import EventTooLarge, _env
-from ssewire.mcp.streams import _books
+from ssewire.mcp.streams import _books, ledger
 
 _CLASSES = {"py": ssewire.PyDecoder, "c": ssewire.CDecoder}
 _RAW_CLASSES = {"py": ssewire.PyRawDecoder, "c": ssewire.CRawDecoder}
@@ -32,6 +35,17 @@ def book_twin(name: str):
     if books is None:
         pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.streams._books_c is not built")
     return books
+
+
+@contextlib.contextmanager
+def booking_with(books) -> Iterator[None]:
+    """Every stream ledger books with the twin module ``books`` inside the block (the
+    ledger looks its twin up at each call)."""
+    kept, ledger._twin = ledger._twin, books
+    try:
+        yield
+    finally:
+        ledger._twin = kept
 
 
 def twin(name: str, raw: bool = False) -> type:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from ssewire.mcp.streams import ledger
-from tests.support.twins import BOOK_TWINS, book_twin
+from tests.support.twins import BOOK_TWINS, book_twin, booking_with
 
 
 @pytest.fixture(scope="module", params=BOOK_TWINS, ids=lambda name: f"{name}-books")
 def books(request: pytest.FixtureRequest):
     """The twin every ledger of this module books with (module-scoped, so property tests
     keep their examples; restored after)."""
-    chosen, kept = book_twin(request.param), ledger._twin
-    ledger._twin = chosen
-    yield chosen
-    ledger._twin = kept
+    chosen = book_twin(request.param)
+    with booking_with(chosen):
+        yield chosen

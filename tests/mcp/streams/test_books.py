@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from ssewire.jsonrpc import Kind, Message, OtherEvent, Priming, TornTail
 from ssewire.mcp import PROFILES
-from ssewire.mcp.streams import _books, guard, ledger
+from ssewire.mcp.streams import _books, guard
 from ssewire.mcp.streams.guard import GuardStats, _dispatched, _keyed_digest
 from ssewire.mcp.streams.ledger import LedgerMessage, StreamLedger, dispatched
 from ssewire.mcp.streams.verdicts import MIXED, EventVerdict
-from tests.support.twins import BOOK_TWINS, book_twin
+from tests.support.twins import BOOK_TWINS, book_twin, booking_with
 
 NAMES = [f"s{n}" for n in range(5)]
 IDS = ["", "a1", "a2", "a3", "b1", "b2"]  # few, so they repeat, move on and come back
@@ -77,12 +77,9 @@ DIGESTS = {"hash": hash, "keyed": _keyed_digest}  # the compiled twin calls the 
 def converse(book, operations, profile, bound, facts, digest="hash") -> tuple:
     """Run ``operations`` on a fresh ledger booking with ``book`` (a twin module): what
     each answered (or raised), and the books left."""
-    kept, ledger._twin = ledger._twin, book
-    try:
+    with booking_with(book):
         books = StreamLedger(profile, bound=bound, facts=facts)
         answers = [_answer(books, operation, DIGESTS[digest]) for operation in operations]
-    finally:
-        ledger._twin = kept
     state = (
         books._streams,
         books._chains,
@@ -200,8 +197,7 @@ def test_sifting_items_books_what_their_dispatched_events_book(name, operations,
 def test_a_scopes_writer_owns_every_entry_of_its_tables(name, operations, bound):
     """What lets `forget` drop a scope's tables whole: while one chain is its writer, every
     entry of them is that chain's, and a scope without a writer has no entries."""
-    kept, ledger._twin = ledger._twin, book_twin(name)
-    try:
+    with booking_with(book_twin(name)):
         books = StreamLedger(PROFILES["2025-11-25"], bound=bound)
         for operation in operations:
             _answer(books, operation, hash)
@@ -212,14 +208,11 @@ def test_a_scopes_writer_owns_every_entry_of_its_tables(name, operations, bound)
                     assert not any(tables), operation
                 elif writer is not MIXED:
                     assert {owner[0] for table in tables for owner in table.values()} <= {writer}, operation
-    finally:
-        ledger._twin = kept
 
 
 @pytest.mark.parametrize("name", BOOK_TWINS)
 def test_a_lone_writer_is_forgotten_whole_and_a_mixed_scope_entry_by_entry(name):
-    kept, ledger._twin = ledger._twin, book_twin(name)
-    try:
+    with booking_with(book_twin(name)):
         books = StreamLedger(PROFILES["2025-11-25"], bound=100)
         for stream, event_id, message in (("s0", "a1", POOL[0]), ("s1", "b1", POOL[1])):
             books.open(stream, "session")
@@ -234,8 +227,6 @@ def test_a_lone_writer_is_forgotten_whole_and_a_mixed_scope_entry_by_entry(name)
         assert books._writer == {"session": "s2"}  # alone since the tables were empty
         books.finish("s2")
         assert books.books == 0 and books._writer == {} and not books._event_owner
-    finally:
-        ledger._twin = kept
 
 
 def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():
