@@ -22,7 +22,8 @@ SEEN_LAST_EVENT_ID: list[str] = []
 async def upstream_events():
     yield Event("message", "one", "1")
     yield b"data: " + b"x" * 5000 + b"\n\n"  # over the gateway's limit: dropped
-    await asyncio.sleep(0.7)  # silence: the gateway keeps the client alive
+    # silence: the gateway keeps the client alive (7 periods: 2 even on a loaded machine)
+    await asyncio.sleep(1.5)
     yield Event("update", "two\nlines", "2", 3000)
     yield b"retry: 5000\n\nid: 7\n\n"  # state-only blocks: no event, but they must arrive
 
@@ -51,6 +52,6 @@ def test_gateway_relays_events_unchanged_and_keeps_alive(gateway_url):
             comments = source.decoder.comments
             state = (source.decoder.last_event_id, source.decoder.retry)
     assert events == [Event("message", "one", "1"), Event("update", "two\nlines", "2", 3000)]
-    assert comments >= 2  # 0.7 s of upstream silence, keep-alive every 0.2 s
+    assert comments >= 2  # 1.5 s of upstream silence, keep-alive every 0.2 s
     assert state == ("7", 5000)
     assert SEEN_LAST_EVENT_ID[-1] == "0"
