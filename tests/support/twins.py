@@ -1,5 +1,5 @@
-"""Helpers shared by the decoder tests: the twins under test (the decoder's and the
-stream ledger's booking loop), feeding, splitting.
+"""Helpers shared by the decoder tests: the twins under test (the decoder's, the
+stream ledger's booking loop and the client's delivery), feeding, splitting.
 
 The compiled twin is under test whenever it is built, and always when
 ``SSEWIRE_REQUIRE_EXTENSIONS=1`` (as in CI): then a missing ``CDecoder`` fails the
@@ -16,6 +16,7 @@ import pytest
 
 import ssewire
 from ssewire import EventTooLarge, _env
+from ssewire.mcp.client import _delivery
 from ssewire.mcp.streams import _books, ledger
 
 _CLASSES = {"py": ssewire.PyDecoder, "c": ssewire.CDecoder}
@@ -35,6 +36,20 @@ def book_twin(name: str):
     if books is None:
         pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.streams._books_c is not built")
     return books
+
+
+_DELIVERIES = {"py": _delivery.py_twin, "c": _delivery.c_twin}
+DELIVERY_TWINS = [
+    name for name, twin in _DELIVERIES.items() if twin is not None or _env.flag(_env.REQUIRE_EXTENSIONS)
+]
+
+
+def delivery_twin(name: str):
+    """The client's delivery twin ``name``: the module ``_delivery_py`` / ``_delivery_c``."""
+    twin = _DELIVERIES[name]
+    if twin is None:
+        pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.client._delivery_c is not built")
+    return twin
 
 
 @contextlib.contextmanager

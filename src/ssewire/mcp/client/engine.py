@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
-from ...jsonrpc import InvalidMessage, Message
+from ...jsonrpc import InvalidMessage
 from ..protocol import params as mirrored
 from ..protocol import requests
 from ..protocol.handshake import (
@@ -31,10 +31,11 @@ from ..protocol.retry import retry_after
 from ..streams.ledger import REISSUE, RESUME
 from ..transport.http import Answer, Broken, Idle, NotJSON, send
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
+from . import _delivery
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
 from .errors import ConnectFailed, RequestTimeout, StreamBroken, Unauthorized
-from .routing import _DELIVERING, PROGRESS, TOKEN_PREFIX, Router, _Pending
+from .routing import _DELIVERING, TOKEN_PREFIX, Router, _Pending
 
 MAX_RETRY_WAIT = 5.0  # seconds: a server's retry field is honoured up to this
 # an answer is read on after its response, to its end, so its connection is reused: for at
@@ -434,7 +435,18 @@ class Engine(Router):
         otherwise."""
         future, ident = (record.future, record.ident) if record is not None else (None, None)
         comments, first, delivered, draining, drain_limit = 0, True, 0, False, 0
-        progressed, route = self._progressed, self._route  # bound once for the stream's items
+        deliver, requests, route = _delivery.deliver, self._requests, self._route  # bound once
+        too_large = None
+        if future is not None:
+
+            def too_large(item: InvalidMessage) -> None:
+                """An event the decoder dropped for the limit, on a POST's own stream: its
+                answer, most likely; never resume into it again."""
+                if not future.done():
+                    future.set_exception(
+                        MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
+                    )
+
         try:
             async with aclosing(answer.events(idle=self.idle_timeout, raw_above=self.raw_above)) as batches:
                 async for items in batches:
@@ -443,24 +455,8 @@ class Engine(Router):
                         first = False
                     routing = _DELIVERING.set(ident)
                     try:
-                        for item in self.guard.feed(stream, items, answer_to=ident):
-                            if item.__class__ is Message:
-                                # progress straight to its call (most of what a long call
-                                # receives: its envelope is not looked at again), the rest routed
-                                delivered += 1
-                                if item.method != PROGRESS or not progressed(item.payload.get("params")):
-                                    route(item.payload)
-                            # an event the decoder dropped for the limit
-                            elif (
-                                isinstance(item, InvalidMessage)
-                                and item.reason.startswith("too large")
-                                and future is not None
-                                and not future.done()
-                            ):
-                                # on a POST's own stream: its answer, most likely; never resume into it again
-                                future.set_exception(
-                                    MessageTooLarge(self.max_message_size or 0, item.size, "an SSE event")
-                                )
+                        safe = self.guard.feed(stream, items, answer_to=ident)
+                        delivered += deliver(safe, requests, self.stats, route, too_large)
                     finally:
                         _DELIVERING.reset(routing)
                     if record is not None and not record.future.done():

@@ -10,7 +10,6 @@ import asyncio
 import contextvars
 import itertools
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,9 @@ from ..protocol.profiles import Profile
 from ..protocol.reissue import ProgressSeen
 from ..streams.guard import IdParser, ResumptionGuard
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
+from . import _delivery
+from ._delivery_py import PROGRESS as PROGRESS
+from ._delivery_py import TOKEN_PREFIX as TOKEN_PREFIX
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)
 from .errors import RPCError, StreamBroken
@@ -38,9 +40,6 @@ from .errors import RPCError, StreamBroken
 log = logging.getLogger("ssewire.mcp.client")
 
 MAX_SERVING = 16  # server-to-client requests handled at once; a flood past it is dropped, not queued
-_clock = time.monotonic  # bound once: read per progress notification
-PROGRESS = "notifications/progress"
-TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 
 
 # the request whose answer stream carries the message being routed (None: the GET stream);
@@ -59,7 +58,7 @@ def delivering() -> Any:
 Handler = Callable[[dict[str, Any]], Any]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: its fields are read per progress notification
 class _Pending:
     """One request in flight and all its books: where its response goes, where its answer's
     stream stands, where its progress goes. It lives in one table, ``Client._requests``,
@@ -131,25 +130,7 @@ class Router:
         """Progress for one of this client's calls: handed to its callback, or, the call
         having ended, dropped and counted (``late_progress``). False when the token is not
         one this client handed out (such progress is a notification like any other)."""
-        token = params.get("progressToken") if type(params) is dict else None
-        if type(token) is not str:
-            return False  # not a token of this client's
-        record = self._requests.get(token)
-        if record is None or record.token != token or (on_progress := record.on_progress) is None:
-            if token.startswith(TOKEN_PREFIX):  # one of ours: its call ended
-                self.stats.late_progress += 1
-                return True
-            return False  # not a token of this client's
-        if not record.progress.passes(params.get("progress"), record.reissued):
-            self.stats.repeated_progress += 1  # a re-issue's run catching up: delivered once already
-            return True
-        record.times.append(_clock())
-        try:
-            on_progress(params)
-        except Exception:  # the caller's callback failed: its bug, not the stream's; say so
-            self.stats.callback_errors += 1
-            log.exception("a progress callback raised")
-        return True
+        return _delivery.progressed(self._requests, self.stats, params)
 
     def _route(self, message: Any) -> None:
         """A message goes where its id or progressToken says, whatever stream it came on."""
