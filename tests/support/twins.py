@@ -10,7 +10,12 @@ tests instead of dropping them. Only a pure install (built or imported with
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from importlib.util import find_spec
+from typing import Any
 
 import pytest
 
@@ -24,32 +29,61 @@ _RAW_CLASSES = {"py": ssewire.PyRawDecoder, "c": ssewire.CRawDecoder}
 TWINS = [name for name, cls in _CLASSES.items() if cls is not None or _env.flag(_env.REQUIRE_EXTENSIONS)]
 
 
+def _under_test(modules: dict[str, Any]) -> list[str]:
+    """The twins of ``modules`` under test: both where the compiled one is built, and
+    always when it is required (its absence then fails the tests that ask for it)."""
+    return [
+        name for name, module in modules.items() if module is not None or _env.flag(_env.REQUIRE_EXTENSIONS)
+    ]
+
+
+def _picked(modules: dict[str, Any], name: str, compiled: str) -> Any:
+    module = modules[name]
+    if module is None:
+        pytest.fail(f"SSEWIRE_REQUIRE_EXTENSIONS=1 but {compiled} is not built")
+    return module
+
+
 _BOOKS = {"py": _books.py_twin, "c": _books.c_twin}
-BOOK_TWINS = [
-    name for name, books in _BOOKS.items() if books is not None or _env.flag(_env.REQUIRE_EXTENSIONS)
-]
+BOOK_TWINS = _under_test(_BOOKS)
+_DELIVERIES = {"py": _delivery.py_twin, "c": _delivery.c_twin}
+DELIVERY_TWINS = _under_test(_DELIVERIES)
 
 
 def book_twin(name: str):
     """The stream ledger's booking twin ``name``: the module ``_books_py`` / ``_books_c``."""
-    books = _BOOKS[name]
-    if books is None:
-        pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.streams._books_c is not built")
-    return books
-
-
-_DELIVERIES = {"py": _delivery.py_twin, "c": _delivery.c_twin}
-DELIVERY_TWINS = [
-    name for name, twin in _DELIVERIES.items() if twin is not None or _env.flag(_env.REQUIRE_EXTENSIONS)
-]
+    return _picked(_BOOKS, name, "ssewire.mcp.streams._books_c")
 
 
 def delivery_twin(name: str):
     """The client's delivery twin ``name``: the module ``_delivery_py`` / ``_delivery_c``."""
-    twin = _DELIVERIES[name]
-    if twin is None:
-        pytest.fail("SSEWIRE_REQUIRE_EXTENSIONS=1 but ssewire.mcp.client._delivery_c is not built")
-    return twin
+    return _picked(_DELIVERIES, name, "ssewire.mcp.client._delivery_c")
+
+
+def assert_switches_choose(selector: str, module: str) -> None:
+    """The twin the selector module ``selector`` picks, in a fresh interpreter, is the one
+    the decoder's switches say: the pure one (``module`` + ``_py``) when switched off, the
+    compiled one (``_c``) where built, and a loud failure when required but not built."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SSEWIRE_")}
+    code = f"import {selector} as chosen; print(chosen.IMPLEMENTATION, chosen.twin.__name__)"
+
+    def chosen(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
+        )
+
+    pure = chosen(SSEWIRE_NO_EXTENSIONS="1")
+    assert pure.returncode == 0, pure.stderr
+    assert pure.stdout.split() == ["python", f"{module}_py"]
+    built = find_spec(f"{module}_c") is not None  # (maybe switched off here)
+    picked = chosen()
+    assert picked.returncode == 0, picked.stderr
+    assert picked.stdout.split() == (["cython", f"{module}_c"] if built else ["python", f"{module}_py"])
+    required = chosen(SSEWIRE_REQUIRE_EXTENSIONS="1")
+    if built:
+        assert required.returncode == 0 and required.stdout.split()[0] == "cython", required.stderr
+    else:  # a pure install: the first compiled module it looks for is missing, loudly
+        assert required.returncode != 0 and "No module named" in required.stderr
 
 
 @contextlib.contextmanager

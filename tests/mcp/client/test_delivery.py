@@ -10,10 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
-import subprocess
-import sys
-from importlib.util import find_spec
 from typing import Any
 
 import pytest
@@ -21,10 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssewire.jsonrpc import InvalidMessage, Kind, Message, OtherEvent, Priming, TornTail
+from ssewire.mcp.client import _delivery, routing
 from ssewire.mcp.client.counters import ClientStats
 from ssewire.mcp.client.routing import PROGRESS, TOKEN_PREFIX, _Pending
 from ssewire.mcp.protocol.reissue import ProgressSeen
-from tests.support.twins import DELIVERY_TWINS, delivery_twin
+from tests.support.twins import DELIVERY_TWINS, assert_switches_choose, delivery_twin
 
 LIVE, RAISING, REISSUED, OWN_RULE, SILENT = (f"{TOKEN_PREFIX}{n}" for n in range(1, 6))
 ENDED = f"{TOKEN_PREFIX}9"  # handed out by the client, its call over: not in the table
@@ -243,26 +240,6 @@ def test_a_progress_rule_of_its_own_is_asked(twin):
     assert world.stats.repeated_progress == 2
 
 
-def _implementation(**env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SSEWIRE_")}
-    code = (
-        "from ssewire.mcp.client import _delivery; print(_delivery.IMPLEMENTATION, _delivery.twin.__name__)"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
-    )
-
-
 def test_the_client_delivers_with_the_twin_the_switches_choose():
-    pure = _implementation(SSEWIRE_NO_EXTENSIONS="1")
-    assert pure.returncode == 0, pure.stderr
-    assert pure.stdout.split() == ["python", "ssewire.mcp.client._delivery_py"]
-    built = find_spec("ssewire.mcp.client._delivery_c") is not None
-    chosen = _implementation()
-    assert chosen.returncode == 0, chosen.stderr
-    expected = (
-        ["cython", "ssewire.mcp.client._delivery_c"]
-        if built
-        else ["python", "ssewire.mcp.client._delivery_py"]
-    )
-    assert chosen.stdout.split() == expected
+    assert routing._delivery.progressed is _delivery.twin.progressed  # what the router calls
+    assert_switches_choose("ssewire.mcp.client._delivery", "ssewire.mcp.client._delivery")

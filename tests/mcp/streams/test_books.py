@@ -6,11 +6,6 @@ twin the ledger books with is chosen by the decoder's switches."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from importlib.util import find_spec
-
 import orjson
 import pytest
 from hypothesis import example, given, settings
@@ -19,10 +14,11 @@ from hypothesis import strategies as st
 from ssewire.jsonrpc import Kind, Message, OtherEvent, Priming, TornTail
 from ssewire.mcp import PROFILES
 from ssewire.mcp.streams import _books, guard
+from ssewire.mcp.streams import ledger as ledger_module
 from ssewire.mcp.streams.guard import GuardStats, _dispatched, _keyed_digest
 from ssewire.mcp.streams.ledger import LedgerMessage, StreamLedger, dispatched
 from ssewire.mcp.streams.verdicts import MIXED, EventVerdict
-from tests.support.twins import BOOK_TWINS, book_twin, booking_with
+from tests.support.twins import BOOK_TWINS, assert_switches_choose, book_twin, booking_with
 
 NAMES = [f"s{n}" for n in range(5)]
 IDS = ["", "a1", "a2", "a3", "b1", "b2"]  # few, so they repeat, move on and come back
@@ -254,29 +250,6 @@ def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():
         assert verdicts >= {"new", "replay", "copy", "changed-payload"}, (twin, answers)
 
 
-def _implementation(**env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SSEWIRE_")}
-    code = (
-        "from ssewire.mcp.streams import _books, ledger; print(_books.IMPLEMENTATION, ledger._twin.__name__)"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
-    )
-
-
 def test_the_ledger_books_with_the_twin_the_switches_choose():
-    pure = _implementation(SSEWIRE_NO_EXTENSIONS="1")
-    assert pure.returncode == 0, pure.stderr
-    assert pure.stdout.split() == ["python", "ssewire.mcp.streams._books_py"]
-    built = find_spec("ssewire.mcp.streams._books_c") is not None  # (maybe switched off here)
-    chosen = _implementation()
-    assert chosen.returncode == 0, chosen.stderr
-    expected = (
-        ["cython", "ssewire.mcp.streams._books_c"] if built else ["python", "ssewire.mcp.streams._books_py"]
-    )
-    assert chosen.stdout.split() == expected
-    required = _implementation(SSEWIRE_REQUIRE_EXTENSIONS="1")
-    if built:
-        assert required.returncode == 0 and required.stdout.split()[0] == "cython", required.stderr
-    else:  # a pure install: the first compiled module it looks for is missing, loudly
-        assert required.returncode != 0 and "No module named" in required.stderr
+    assert ledger_module._twin is _books.twin  # the ledger books with what the selector picked
+    assert_switches_choose("ssewire.mcp.streams._books", "ssewire.mcp.streams._books")
