@@ -8,8 +8,10 @@ own, on both twins. And which twin the client uses is chosen by the decoder's sw
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import math
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -27,7 +29,18 @@ LIVE, RAISING, REISSUED, OWN_RULE, SILENT = (f"{TOKEN_PREFIX}{n}" for n in range
 ENDED = f"{TOKEN_PREFIX}9"  # handed out by the client, its call over: not in the table
 MOVED = f"{TOKEN_PREFIX}7"  # in the table under a record of another token (a re-issue's old one)
 TOKENS = [LIVE, RAISING, REISSUED, OWN_RULE, SILENT, ENDED, MOVED, "theirs", 5, None]
+
+
+class _Level(enum.IntEnum):
+    HIGH = 9
+
+
+class _Fraction(float):
+    """A number by its class, not by its type."""
+
+
 VALUES = st.one_of(
+    st.sampled_from([_Level.HIGH, _Fraction(2.5)]),
     st.integers(-3, 12),
     st.integers(min_value=2**64),  # past a C integer
     st.floats(allow_nan=True, allow_infinity=True),
@@ -43,7 +56,7 @@ class _Refusing(ProgressSeen):
     __slots__ = ()
 
     def passes(self, value: Any, reissued: bool) -> bool:
-        return isinstance(value, int) and value % 2 == 0
+        return isinstance(value, int) and value % 2 == (0 if reissued else 1)  # (its calls are re-issued)
 
 
 def _call(token: str, on_progress: Any, progress: ProgressSeen, reissued: bool) -> _Pending:
@@ -96,6 +109,17 @@ def _progress(token: Any, value: Any, shape: str) -> Message:
         payload["params"] = params
     elif shape == "list":
         payload["params"] = [token, value]
+    elif shape == "mapping":  # a payload that is a mapping but not a dict (no decoder's: a caller's)
+        return Message(
+            Kind.NOTIFICATION,
+            MappingProxyType({**payload, "params": params}),
+            None,
+            PROGRESS,
+            "message",
+            "",
+            0,
+            b"",
+        )
     return Message(Kind.NOTIFICATION, payload, None, PROGRESS, "message", "", 0, b"")
 
 
@@ -123,7 +147,10 @@ OTHERS = [
 ]
 ITEM = st.one_of(
     st.builds(
-        _progress, st.sampled_from(TOKENS), VALUES, st.sampled_from(["params", "params", "list", "none"])
+        _progress,
+        st.sampled_from(TOKENS),
+        VALUES,
+        st.sampled_from(["params", "params", "list", "none", "mapping"]),
     ),
     st.sampled_from(OTHERS),
 )
@@ -210,6 +237,7 @@ def test_a_callback_that_raises_is_counted_and_logged_and_the_chunk_goes_on(twin
     assert [name for name, _ in world.log] == ["raising", "live"]
     assert world.stats.callback_errors == 1
     assert [record.message for record in caplog.records] == ["a progress callback raised"]
+    assert caplog.records[0].exc_info is not None and caplog.records[0].exc_info[0] is ValueError
 
 
 def test_a_cancellation_in_a_callback_is_not_swallowed(twin):

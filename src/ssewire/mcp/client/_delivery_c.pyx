@@ -6,7 +6,11 @@ The same rules as the pure twin, with a progress notification's way to its callb
 in C (its token, its call, the rule that keeps progress increasing after a re-issue), so
 the only Python a notification runs is the caller's callback. Same calls, counters and
 return values as the pure twin, item for item; the differential tests
-(tests/mcp/client/test_delivery.py) keep them so. The names it reads are the pure twin's.
+(tests/mcp/client/test_delivery.py) keep them so. The names it reads are the pure twin's,
+bound when it is imported (the clock, the logger, ``ProgressSeen``): a name replaced later
+reaches the pure twin only. Two differences no JSON can make: a progress value is an
+integer or a float by its C type (never by a ``__class__`` it claims), and a rule of a
+``ProgressSeen`` subclass is given ``reissued`` as a bool.
 """
 
 from cpython.dict cimport PyDict_GetItemWithError

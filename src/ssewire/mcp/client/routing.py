@@ -129,7 +129,9 @@ class Router:
     def _progressed(self, params: Any) -> bool:
         """Progress for one of this client's calls: handed to its callback, or, the call
         having ended, dropped and counted (``late_progress``). False when the token is not
-        one this client handed out (such progress is a notification like any other)."""
+        one this client handed out (such progress is a notification like any other). For
+        what `_route` is given; a stream's items go through `_delivery.deliver`, which
+        applies the same rule (the twins' `progressed`) without this method."""
         return _delivery.progressed(self._requests, self.stats, params)
 
     def _route(self, message: Any) -> None:
