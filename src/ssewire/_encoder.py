@@ -74,6 +74,17 @@ def raw_event_pieces(
     retry: int | None = None,
 ) -> list[bytes | bytearray | memoryview] | list[bytes]:
     """`encode_raw_event`'s bytes in order, in pieces: data of one line is one piece, itself."""
+    if (
+        type(data) is bytes
+        and type(event) is str
+        and type(id) is str
+        and retry is None
+        and event.isprintable()  # (no CR, LF or NUL: nothing _fields would refuse)
+        and id.isprintable()
+        and b"\n" not in data
+        and b"\r" not in data
+    ):  # a relay's stored message, written per event: the same bytes, no checks to make
+        return [f"event: {event}\nid: {id}\ndata: ".encode(), data, b"\n\n"]
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     head = (_fields(event, id, retry) + "data: ").encode("utf-8")
