@@ -245,6 +245,24 @@ def test_a_finished_call_leaves_no_books(with_ids):
     assert guard.ledger.books == 0
 
 
+def test_a_call_resumed_under_another_scope_leaves_no_books_there():
+    """A resumption opened under a scope other than its call's first (a session whose id
+    changed, say) books its events there: the finished call takes them back from both."""
+    guard = ResumptionGuard(V11)
+    name = guard.open_post(7, "first")
+    before = sse([(f"s-{n}", progress(n)) for n in range(1, 101)])
+    assert len(read(guard, name, before)) == 100
+    guard.broken(name)
+    resumed, cursor = guard.reopen(name, "second")
+    assert cursor == "s-100"
+    after = sse([*((f"s-{n}", progress(n)) for n in range(101, 201)), ("s-201", result("done"))])
+    assert len(read(guard, resumed, after)) == 101
+    assert guard.ledger.books > 200
+    guard.ended(resumed)
+    guard.finish(resumed)
+    assert guard.ledger.books == 0
+
+
 LARGE = 256 * 1024  # past the 64 KiB where the digest once read only the ends and a CRC-32
 
 

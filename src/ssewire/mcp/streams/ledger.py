@@ -106,6 +106,13 @@ class Chain:
     # what it owns in the scope's tables, taken back when it is forgotten (bounded ledgers only)
     owned_ids: list[str] = field(default_factory=list)
     owned_messages: list[Any] = field(default_factory=list)
+    # the scopes its later streams were opened under, besides its first's: taken back there too
+    other_scopes: list[Hashable] = field(default_factory=list)
+
+    def joined(self, scope: Hashable) -> None:
+        """A stream of the chain opened under ``scope``: its tables may hold the chain's entries."""
+        if scope != self.scope and scope not in self.other_scopes:
+            self.other_scopes.append(scope)
 
 
 class Carried(Protocol):
@@ -165,14 +172,17 @@ class StreamLedger:
         owner = None if last_event_id is None or owners is None else owners.get(last_event_id)
         if owner is None:
             stream = Stream(name, scope, root=name, unknown_resume=last_event_id is not None)
-            if name not in self._chains:  # a name reused while its old chain lives joins it
+            if name not in self._chains:
                 self._chains[name] = Chain(name, scope)
+            else:  # a name reused while its old chain lives joins it
+                self._chains[name].joined(scope)
         else:
             root, cursor = owner
             stream = Stream(name, scope, root=root, resumes=last_event_id, cursor=cursor)
             chain = self._chains.get(root)
             if chain is None:  # the id's chain was forgotten: it starts again
                 chain = self._chains[root] = Chain(root, scope)
+            chain.joined(scope)
             if not chain.cursor:
                 chain.cursor, chain.cursor_at = last_event_id, cursor  # type: ignore[assignment]
         self._streams[name] = stream
@@ -186,6 +196,7 @@ class StreamLedger:
         if not chain.cursor:
             raise ValueError(f"stream {broken!r} has no cursor to resume from")
         self._unused(name)
+        chain.joined(scope)
         stream = Stream(name, scope, root=chain.head, resumes=chain.cursor, cursor=chain.cursor_at)
         self._streams[name] = stream
         return stream
@@ -315,16 +326,22 @@ class StreamLedger:
             chain = self._chains.pop(root, None)
             if chain is None or self.bound is None:
                 continue
-            scope = chain.scope
-            if self._writer.get(scope) == root:  # every entry in the scope's tables is the chain's
-                self._event_owner.pop(scope, None)
-                self._message_owner.pop(scope, None)
-            else:
-                _disown(self._event_owner, scope, chain.owned_ids, root)
-                _disown(self._message_owner, scope, chain.owned_messages, root)
-                if scope in self._event_owner or scope in self._message_owner:
-                    continue
-            self._writer.pop(scope, None)  # its tables are gone: the next chain writes first
+            for scope in (chain.scope, *chain.other_scopes):
+                self._take_back(chain, scope)
+
+    def _take_back(self, chain: Chain, scope: Hashable) -> None:
+        """What a forgotten chain owns in one scope's tables: the tables whole when it
+        alone wrote them, else its entries one by one."""
+        root = chain.head
+        if self._writer.get(scope) == root:  # every entry in the scope's tables is the chain's
+            self._event_owner.pop(scope, None)
+            self._message_owner.pop(scope, None)
+        else:
+            _disown(self._event_owner, scope, chain.owned_ids, root)
+            _disown(self._message_owner, scope, chain.owned_messages, root)
+            if scope in self._event_owner or scope in self._message_owner:
+                return
+        self._writer.pop(scope, None)  # its tables are gone: the next chain writes first
 
     def finish(self, name: str) -> list[str]:
         """The chain of ``name`` will be neither read nor resumed again: forget it with every
