@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from ssewire.jsonrpc import InvalidMessage, Kind, Message, OtherEvent, Priming, TornTail
 from ssewire.mcp.client import _delivery, routing
 from ssewire.mcp.client.counters import ClientStats
-from ssewire.mcp.client.routing import PROGRESS, TOKEN_PREFIX, _Pending
-from ssewire.mcp.protocol.reissue import ProgressSeen
+from ssewire.mcp.client.routing import TOKEN_PREFIX, _Pending
+from ssewire.mcp.protocol.reissue import PROGRESS, ProgressSeen
 from tests.support.twins import DELIVERY_TWINS, assert_switches_choose, delivery_twin
 
 LIVE, RAISING, REISSUED, OWN_RULE, SILENT = (f"{TOKEN_PREFIX}{n}" for n in range(1, 6))
@@ -270,4 +270,4 @@ def test_a_progress_rule_of_its_own_is_asked(twin):
 
 def test_the_client_delivers_with_the_twin_the_switches_choose():
     assert routing._delivery.progressed is _delivery.twin.progressed  # what the router calls
-    assert_switches_choose("ssewire.mcp.client._delivery", "ssewire.mcp.client._delivery")
+    assert_switches_choose("ssewire.mcp.client._delivery")

@@ -62,10 +62,10 @@ from ..protocol.codes import (
 )
 from ..protocol.handshake import DISCOVER
 from ..protocol.profiles import NEWEST, NEWEST_WITH_SESSIONS, named
-from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy, ToolHints
+from ..protocol.reissue import PROGRESS, SAFE_TOOLS, ReissuePolicy, ToolHints
 from ..protocol.requests import post_headers, request
 from ..protocol.wire import METHOD, NAME, NAME_FIELDS
-from ..server.attempts import PROGRESS, Attempts, Reissuer
+from ..server.attempts import Attempts, Reissuer
 from ..server.sessions import SessionsFull, SessionTable
 from .downstream import Refusal, Reply, bridge_error
 from .limits import Settings, room_for

@@ -17,8 +17,8 @@ from cpython.dict cimport PyDict_GetItemWithError
 from cpython.ref cimport PyObject
 
 from ...jsonrpc import InvalidMessage, Message
-from ..protocol.reissue import ProgressSeen
-from ._delivery_py import PROGRESS, TOKEN_PREFIX, _clock, log
+from ..protocol.reissue import PROGRESS, ProgressSeen
+from ._delivery_py import TOKEN_PREFIX, _clock, log
 
 cdef object _MESSAGE = Message
 cdef object _INVALID = InvalidMessage

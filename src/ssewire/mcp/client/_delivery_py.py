@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ...jsonrpc import InvalidMessage, Message
+from ..protocol.reissue import PROGRESS
 
 log = logging.getLogger("ssewire.mcp.client")
 
-PROGRESS = "notifications/progress"
 TOKEN_PREFIX = "ssewire-p"  # the progress tokens this client hands out: the prefix, then the request id
 _clock = time.monotonic  # bound once: read per progress notification
 

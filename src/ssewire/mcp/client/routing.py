@@ -27,11 +27,10 @@ from ..protocol.bridging import (
 from ..protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
 from ..protocol.handshake import capabilities
 from ..protocol.profiles import Profile
-from ..protocol.reissue import ProgressSeen
+from ..protocol.reissue import PROGRESS, ProgressSeen
 from ..streams.guard import IdParser, ResumptionGuard
 from ..transport.http import MessageTooLarge as MessageTooLarge  # what a call over the limit raises
 from . import _delivery
-from ._delivery_py import PROGRESS as PROGRESS
 from ._delivery_py import TOKEN_PREFIX as TOKEN_PREFIX
 from .counters import FIGURES_KEPT as FIGURES_KEPT  # the newest figures kept in each list of statistics
 from .counters import ClientStats as ClientStats  # what it counts (``Client.stats``)

@@ -55,10 +55,10 @@ from ..._secrets import scrub_urls
 from ...asgi import EventStreamResponse
 from ...jsonrpc import InvalidMessage, Message, OtherEvent, TornTail
 from ..client import learn_tool_hints
-from ..protocol.reissue import SAFE_TOOLS, ReissuePolicy, ToolHints
+from ..protocol.reissue import PROGRESS, SAFE_TOOLS, ReissuePolicy, ToolHints
 from ..protocol.wire import JSON, METHOD, NAME, PROTOCOL_VERSION, REPEATABLE, SSE
 from ..server.asgi import respond
-from ..server.attempts import PROGRESS, Attempts, Reissuer
+from ..server.attempts import Attempts, Reissuer
 from ..server.budget import ByteBudget, Reservation
 from ..server.tools import LIST, ToolPolicy, listing_answer
 from ..transport.http import Answer, Broken, MessageTooLarge, send

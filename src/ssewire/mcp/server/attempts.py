@@ -34,7 +34,6 @@ from ..protocol.reissue import (
 log = logging.getLogger("ssewire.mcp.server")
 
 FETCH_RETRY = 10.0  # seconds after a listing failed before another is tried (unknown is unsafe meanwhile)
-PROGRESS = "notifications/progress"
 _fresh = itertools.count(1)  # the relay's own ids for re-issues, unique in the process
 
 

@@ -10,10 +10,10 @@ from typing import Any
 from ....jsonrpc import Kind, Message, OtherEvent, Priming
 from ...checks.catalogue import diagnostic
 from ...checks.findings import Level, Status
+from ...protocol.reissue import PROGRESS
 from ._intermediary import ending
 from ._plan import Answer, Context, Received, Step, Together, check
 
-PROGRESS = "notifications/progress"
 # Seconds without a keep-alive that fail the check even on a stream that ended early: the
 # low end of common proxies' idle timeouts (30-60 s).
 LONG_SILENCE = 30.0
