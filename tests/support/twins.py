@@ -60,12 +60,12 @@ def delivery_twin(name: str):
     return _picked(_DELIVERIES, name, "ssewire.mcp.client._delivery_c")
 
 
-def assert_switches_choose(selector: str, module: str) -> None:
-    """The twin the selector module ``selector`` picks, in a fresh interpreter, is the one
-    the decoder's switches say: the pure one (``module`` + ``_py``) when switched off, the
+def assert_switches_choose(module: str) -> None:
+    """The twin the selector ``module`` picks, in a fresh interpreter, is the one the
+    decoder's switches say: the pure one (``module`` + ``_py``) when switched off, the
     compiled one (``_c``) where built, and a loud failure when required but not built."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SSEWIRE_")}
-    code = f"import {selector} as chosen; print(chosen.IMPLEMENTATION, chosen.twin.__name__)"
+    code = f"import {module} as chosen; print(chosen.IMPLEMENTATION, chosen.twin.__name__)"
 
     def chosen(**env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -252,4 +252,4 @@ def test_a_conversation_with_every_verdict_is_booked_alike_by_each_twin():
 
 def test_the_ledger_books_with_the_twin_the_switches_choose():
     assert ledger_module._twin is _books.twin  # the ledger books with what the selector picked
-    assert_switches_choose("ssewire.mcp.streams._books", "ssewire.mcp.streams._books")
+    assert_switches_choose("ssewire.mcp.streams._books")
