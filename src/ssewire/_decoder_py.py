@@ -125,7 +125,7 @@ class PyDecoder:
                 if not data:
                     return []
         self._skip_lf = data[-1] == 0x0D
-        if b"\r" in data:
+        if data.find(b"\r") >= 0:  # (`in` raises and swallows a TypeError first)
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines: list[bytes | bytearray] = data.split(b"\n")  # type: ignore[assignment]
         tail = lines.pop()
@@ -231,7 +231,7 @@ class PyDecoder:
                         if name == b"event":
                             type_ = value.decode("utf-8", "replace") if value else "message"
                         elif name == b"id":
-                            if b"\x00" not in value:
+                            if value.find(b"\x00") < 0:
                                 id_buf = value.decode("utf-8", "replace")
                         elif name == b"retry":
                             parsed = parse_retry(value)

@@ -81,8 +81,8 @@ def raw_event_pieces(
         and retry is None
         and event.isprintable()  # (no CR, LF or NUL: nothing _fields would refuse)
         and id.isprintable()
-        and b"\n" not in data
-        and b"\r" not in data
+        and data.find(b"\n") < 0  # (`in` would raise and swallow a TypeError first)
+        and data.find(b"\r") < 0
     ):  # a relay's stored message, written per event: the same bytes, no checks to make
         return [f"event: {event}\nid: {id}\ndata: ".encode(), data, b"\n\n"]
     if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -91,7 +91,7 @@ def raw_event_pieces(
     if isinstance(data, memoryview):
         one_line = _LF.search(data) is None and _CR.search(data) is None
     else:
-        one_line = b"\n" not in data and b"\r" not in data  # (memchr)
+        one_line = data.find(b"\n") < 0 and data.find(b"\r") < 0  # (memchr)
     if one_line:  # the usual case, a JSON message: its bytes are not copied
         return [head, data, b"\n\n"]
     return [head, b"\ndata: ".join(_RAW_LINE_END.split(data)), b"\n\n"]
