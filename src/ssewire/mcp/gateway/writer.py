@@ -150,10 +150,13 @@ class Writer(Sessions):
                 async for batch in self.store.follow(sid, stream, sent):
                     now = time.time()
                     pieces: list[bytes] = []
-                    for stored in batch:
-                        pieces += written(stored.event_id, stored.data, retry_ms=self.retry_ms)
-                    self.metrics.observe(now - stored.arrived for stored in batch if stored.data)
-                    self.metrics.add("messages_total", sum(1 for stored in batch if stored.data))
+                    waited: list[float] = []  # each message's time in the gateway (not the priming event)
+                    for ident, data, arrived in batch:
+                        pieces += written(ident, data, retry_ms=self.retry_ms)
+                        if data:
+                            waited.append(now - arrived)
+                    self.metrics.observe(waited)
+                    self.metrics.add("messages_total", len(waited))
                     self.metrics.add("downstream_bytes_total", sum(map(len, pieces)))
                     sent += len(batch)
                     if max(map(len, pieces)) < LARGE:
