@@ -184,9 +184,12 @@ def written(value: Any) -> Any:
 def encoded(message: dict[str, Any]) -> bytes:
     """``message`` as JSON, each `Body` spliced in as it came (one copy of its bytes, where
     ``orjson.dumps`` with a fragment takes two); the bodies are written last."""
-    bodies = [(name, value.data) for name, value in message.items() if type(value) is Body]
-    if not bodies:
-        return dumps(message)
+    try:
+        return dumps(message)  # no Body in it (orjson refuses one): the usual case, no scan
+    except orjson.JSONEncodeError:
+        bodies = [(name, value.data) for name, value in message.items() if type(value) is Body]
+        if not bodies:
+            raise
     head = orjson.dumps({name: value for name, value in message.items() if type(value) is not Body})
     pieces: list[bytes | memoryview] = [head[:-1]]
     comma = b"," if len(head) > 2 else b""
