@@ -221,15 +221,14 @@ async def _sent_directly(
     return response
 
 
-async def _as_sent(response: httpx.Response) -> AsyncIterator[bytes]:
+def _as_sent(response: httpx.Response) -> AsyncIterator[bytes]:
     """A body sent directly, with no content-encoding, as its transport reads it (what
-    ``aiter_bytes`` gives then, without its decoder, chunker and checks); closed at its end,
-    as ``aiter_raw`` closes it (its connection goes back to the pool)."""
+    ``aiter_bytes`` gives then, without its decoder, chunker and checks, and with no layer
+    of its own per chunk). aiohttp gives the connection back to its pool at the body's end,
+    as ``aiter_raw`` would by closing the response; `Answer.aclose` closes it."""
     stream = response.stream
     assert isinstance(stream, httpx.AsyncByteStream)
-    async for chunk in stream:
-        yield chunk
-    await response.aclose()
+    return stream.__aiter__()
 
 
 def _abandon(step: asyncio.Future[Any]) -> None:
