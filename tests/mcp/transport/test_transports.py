@@ -420,24 +420,39 @@ def test_a_shared_client_on_aiohttp_sends_past_httpx_send_with_its_hooks_and_hea
     assert heard == ["request /json", "response 200 /json"] * 2
 
 
-def test_the_direct_path_builds_the_request_httpx_builds(server, monkeypatch):
-    """The direct path builds its request without httpx's merging (the URL parsed once): the
-    same method, URL, headers in the same order, body and timeouts as ``build_request``; a
-    client with a base URL or query parameters of its own (which that skips) sends through
-    httpx's send."""
+BUILT = [  # (the client's headers, the request's, its method and body)
+    ({"x-operator": "1", "x-extra": "e"}, {"Accept": "text/event-stream", "x-operator": "2"}, "POST", b"{}"),
+    ({"X-Op": "1"}, {"x-op": "2", "X-OP": "3"}, "POST", None),  # one name in two cases: both sent
+    ([("x-d", "1"), ("x-d", "2"), ("x-e", "1"), ("X-E", "2")], {"x-e": "9"}, "POST", b"{}"),  # duplicates
+    ({}, {"accept": "x"}, "GET", None),  # no Content-Length for a GET
+    ({}, {"accept": "x"}, "DELETE", b""),
+    ({"Host": "other:1"}, {"content-length": "5"}, "post", b"hello"),  # theirs kept, none added
+    ({}, {"transfer-encoding": "chunked"}, "PUT", None),
+]
+
+
+@pytest.mark.parametrize(("client_headers", "headers", "method", "body"), BUILT)
+def test_the_direct_path_builds_the_request_httpx_builds(
+    server, monkeypatch, client_headers, headers, method, body
+):
+    """The direct path builds its request without httpx's merging (the URL parsed once, the
+    headers in one pass): the same method, URL, headers in the same order, body and
+    timeouts as ``build_request``, whatever names the client and the request share, in
+    whatever case; a client with a base URL or query parameters of its own (which that
+    skips) sends through httpx's send."""
     monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
     monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
-    headers = {"Accept": "text/event-stream", "x-operator": "2", "content-type": "application/json"}
+    headers = {**headers, "content-type": "application/json"}
 
     async def main() -> None:
-        async with new_client(shared=True, headers={"x-operator": "1", "x-extra": "e"}) as http:
+        async with new_client(shared=True, headers=client_headers) as http:
             assert transport_http._direct(http) is not None
-            ours = transport_http._built(http, "POST", server.url("/json?a=1"), headers, b"{}", 7.0)
+            ours = transport_http._built(http, method, server.url("/json?a=1"), headers, body, 7.0)
             theirs = http.build_request(
-                "POST",
+                method,
                 server.url("/json?a=1"),
                 headers=headers,
-                content=b"{}",
+                content=body,
                 timeout=httpx.Timeout(7.0, read=None),
             )
             assert (ours.method, ours.url, ours.headers.raw, ours.content) == (

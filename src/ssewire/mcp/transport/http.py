@@ -182,6 +182,9 @@ def _parsed(url: str) -> httpx.URL:
     return httpx.URL(url)
 
 
+_BODY_METHODS = ("POST", "PUT", "PATCH")  # httpx sends "Content-Length: 0" for these without a body
+
+
 def _built(
     http: httpx.AsyncClient,
     method: str,
@@ -191,14 +194,32 @@ def _built(
     head: float,
 ) -> httpx.Request:
     """The request ``http.build_request`` makes for a shared client of `new_client`'s (no
-    base URL, no query parameters, no cookies: `_direct` checks), without its merging of
-    each: the URL parsed once, the client's headers under the request's."""
-    merged = http.headers.copy()
-    merged.update(headers)
+    base URL, no query parameters, no cookies: `_direct` checks), without its merging: the
+    URL parsed once, and the headers put in httpx's order in one pass, where its
+    ``Headers.update`` and ``Request`` normalize and scan them several times (20 against
+    7 µs a request). httpx's order: ``Host``; the client's headers but those the request
+    names; the request's; the body's ``Content-Length`` last (``0`` after ``Host``, for a
+    POST without one)."""
+    target = _parsed(url)
+    body = content or b""
+    mine = {name.lower() for name in headers}
+    merged = [(key, value) for key, value in http.headers.raw if key.decode("latin-1").lower() not in mine]
+    named = mine | {key.decode("latin-1").lower() for key, _ in merged}
+    merged += [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]  # (httpx's)
+    first: list[tuple[bytes, bytes]] = []
+    if "host" not in named:
+        first.append((b"Host", target.netloc))
+    if body:
+        if "content-length" not in named:
+            merged.append((b"Content-Length", str(len(body)).encode()))
+    elif method.upper() in _BODY_METHODS and not {"content-length", "transfer-encoding"} & named:
+        first.append((b"Content-Length", b"0"))
     timeout = {"connect": head, "read": None, "write": head, "pool": head}  # reads: Answer.chunks's deadlines
-    return httpx.Request(
-        method, _parsed(url), headers=merged, content=content, extensions={"timeout": timeout}
+    request = httpx.Request(
+        method, target, headers=first + merged, stream=httpx.ByteStream(body), extensions={"timeout": timeout}
     )
+    request.read()  # (its ``content``, as httpx's own has it)
+    return request
 
 
 async def _sent_directly(
