@@ -5,6 +5,7 @@ No I/O: strings in, answers out.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 EVENT_STREAM = "text/event-stream"
@@ -28,6 +29,7 @@ def accepts(value: str, media: str) -> bool:
     return any(media_type(part) == media for part in value.split(","))
 
 
+@functools.lru_cache(maxsize=32)  # clients send the same few values, asked twice a request
 def acceptable(value: str | None, media: str) -> bool:
     """Whether an Accept value admits ``media``: listed, or by ``type/*`` or ``*/*``, with
     a q-value above 0 (RFC 9110 12.5.1). No Accept at all admits anything."""
