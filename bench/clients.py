@@ -58,12 +58,14 @@ def server(argv: list[str], port: int) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def started(argv: list[str], port: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def started(
+    argv: list[str], port: int, startup: float = 30.0
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """The program ``argv`` in a child process, once it accepts connections on 127.0.0.1:``port``
-    (30 s at most), until the block ends: the process and its MCP URL."""
+    (``startup`` seconds at most), until the block ends: the process and its MCP URL."""
     process = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + startup
         while True:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
                 break

@@ -227,12 +227,24 @@ def nginx(upstream_url: str) -> Iterator[Relay]:
 
 
 @contextlib.contextmanager
-def gateway(upstream_url: str) -> Iterator[Relay]:
+def gateway(upstream_url: str, under: tuple[str, ...] = (), startup: float = 30.0) -> Iterator[Relay]:
+    """The gateway; ``under``: a command it runs under (callgrind, for `count_instructions`),
+    given ``startup`` seconds to listen."""
     port = free_port()
-    argv = [sys.executable, "-m", "ssewire", "gateway", "--upstream", upstream_url, "--port", str(port)]
+    argv = [
+        *under,
+        sys.executable,
+        "-m",
+        "ssewire",
+        "gateway",
+        "--upstream",
+        upstream_url,
+        "--port",
+        str(port),
+    ]
     # no access lines, as nginx's `access_log off` above and the upstream's (a log line per
     # call is the operator's choice, on both)
-    with started([*argv, "--keepalive", "60", "--access-log", "off"], port) as (process, url):
+    with started([*argv, "--keepalive", "60", "--access-log", "off"], port, startup) as (process, url):
         yield Relay("gateway", url, process.pid)
 
 
