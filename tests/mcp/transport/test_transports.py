@@ -485,3 +485,14 @@ def test_a_body_a_response_hook_read_is_still_the_answer_on_the_direct_path(serv
                 await answer.aclose()
 
     assert asyncio.run(main()) == {"echo": "read twice"}
+
+
+def test_a_pools_read_buffers_share_one_budget_within_aiohttps_default_and_512_kib():
+    """A client's few connections read large bodies in large pieces; a gateway's thousands
+    keep aiohttp's own 64 KiB each, so what they may hold between them stays bounded."""
+    assert aio.read_buffer(1) == aio.read_buffer(8) == 512 * 1024
+    assert aio.read_buffer(100) == aio.POOL_BUFFER // 100
+    assert aio.read_buffer(4 * 1024) == aio.read_buffer(100_000) == 64 * 1024
+    assert aio.read_buffer(0) == 512 * 1024  # (no pool of no connections divides by zero)
+    held = [2 * n * aio.read_buffer(n) for n in (64, 100, 512, 4096)]  # aiohttp stops reading at 2x
+    assert max(held[:3]) <= 2 * aio.POOL_BUFFER and held[3] == 2 * 4096 * 64 * 1024

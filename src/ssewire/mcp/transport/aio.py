@@ -34,11 +34,19 @@ import httpx
 
 # aiohttp >= 3.10 names a connect timeout apart from a read timeout
 _CONNECT_TIMEOUT: Any = getattr(aiohttp, "ConnectionTimeoutError", ())
-# A large body is read in few, large pieces: aiohttp buffers up to twice BUFFER before it
-# stops reading the socket, and one read takes all it holds (with 64 KiB and a 128 KiB
-# buffer, a 4 MiB result took 1.45x the floor's time in C1, woken for each 64 KiB; 1.1x now)
-BUFFER = 1 << 19  # aiohttp's read_bufsize: at most 1 MiB held a connection
+# A large body is read in few, large pieces: aiohttp holds up to twice its read_bufsize
+# before it stops reading the socket, and one read takes all it holds (with 64 KiB reads
+# and a 128 KiB buffer, a 4 MiB result took 1.45x the floor's time in C1, woken for each
+# 64 KiB; about 1.1x with larger). A pool's connections share POOL_BUFFER, so a client's
+# few get large buffers and a gateway's thousands keep aiohttp's own 64 KiB.
+POOL_BUFFER = 32 << 20
 READ_SIZE = 1 << 20  # bytes one read may take from aiohttp's buffer
+
+
+def read_buffer(max_connections: int) -> int:
+    """aiohttp's ``read_bufsize`` for a pool of ``max_connections``: `POOL_BUFFER` shared
+    between them, within 64 KiB (aiohttp's default) and 512 KiB."""
+    return min(max(POOL_BUFFER // max(max_connections, 1), 1 << 16), 1 << 19)
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
@@ -73,7 +81,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 trust_env=False,  # else it reads ~/.netrc in a thread for every request
                 cookie_jar=aiohttp.DummyCookieJar(),  # httpx keeps cookies, above
                 timeout=aiohttp.ClientTimeout(total=None),
-                read_bufsize=BUFFER,
+                read_bufsize=read_buffer(self.max_connections),
             )
         return session
 
