@@ -74,24 +74,18 @@ def raw_event_pieces(
     retry: int | None = None,
 ) -> list[bytes | bytearray | memoryview] | list[bytes]:
     """`encode_raw_event`'s bytes in order, in pieces: data of one line is one piece, itself."""
-    if (
-        type(data) is bytes
-        and type(event) is str
-        and type(id) is str
-        and retry is None
-        and event.isprintable()  # (no CR, LF or NUL: nothing _fields would refuse)
-        and id.isprintable()
-        and data.find(b"\n") < 0  # (`in` would raise and swallow a TypeError first)
-        and data.find(b"\r") < 0
-    ):  # a relay's stored message, written per event: the same bytes, no checks to make
-        return [f"event: {event}\nid: {id}\ndata: ".encode(), data, b"\n\n"]
-    if not isinstance(data, (bytes, bytearray, memoryview)):
+    if type(data) is not bytes and not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
-    head = (_fields(event, id, retry) + "data: ").encode("utf-8")
-    if isinstance(data, memoryview):
-        one_line = _LF.search(data) is None and _CR.search(data) is None
+    if type(event) is str and type(id) is str and retry is None and event.isprintable() and id.isprintable():
+        # a relay's stored message, written per event: no CR, LF or NUL, nothing _fields
+        # would refuse, so the same head without its checks
+        head = f"event: {event}\nid: {id}\ndata: ".encode()
     else:
-        one_line = data.find(b"\n") < 0 and data.find(b"\r") < 0  # (memchr)
+        head = (_fields(event, id, retry) + "data: ").encode("utf-8")
+    if type(data) is bytes or not isinstance(data, memoryview):  # (bytes first: no isinstance call)
+        one_line = data.find(b"\n") < 0 and data.find(b"\r") < 0  # (memchr; `in` would try an int first)
+    else:
+        one_line = _LF.search(data) is None and _CR.search(data) is None
     if one_line:  # the usual case, a JSON message: its bytes are not copied
         return [head, data, b"\n\n"]
     return [head, b"\ndata: ".join(_RAW_LINE_END.split(data)), b"\n\n"]
