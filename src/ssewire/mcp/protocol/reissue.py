@@ -36,9 +36,8 @@ from .bridging import INPUT_RESPONSES, LISTEN, REQUEST_STATE
 from .wire import REPEATABLE
 
 CALL = "tools/call"
-PROGRESS = (
-    "notifications/progress"  # its params carry the token and the value `ProgressSeen` keeps increasing
-)
+# its params carry the token, and the value `ProgressSeen` keeps increasing
+PROGRESS = "notifications/progress"
 # why a request may be sent again: the label of the relays' reissues_total{reason}
 METHOD, READ_ONLY, IDEMPOTENT, LISTED = "method", "read-only", "idempotent", "listed"
 REASONS = (METHOD, READ_ONLY, IDEMPOTENT, LISTED)
