@@ -45,7 +45,7 @@ import httpx
 
 from ... import __version__
 from ..._secrets import scrub_urls
-from ..client import Client, MessageTooLarge, RPCError, StreamBroken, Unauthorized, delivering, unavailable
+from ..client import Client, MessageTooLarge, RPCError, StreamBroken, Unauthorized, delivering, open_refused
 from ..protocol.bridging import (
     ACKNOWLEDGED,
     COMPLETE,
@@ -192,14 +192,13 @@ class ToSessions:
             await engine.close(end_session=engine.session is not None)
             if not isinstance(failed, Exception):
                 raise
-            later = unavailable(failed)  # it cannot serve now, and says when to come back: so do we
-            retry = (("retry-after", later),) if later is not None else ()
-            if isinstance(failed, RPCError):  # the upstream's own refusal, as it came
-                refused = {"jsonrpc": "2.0", "id": None, "error": failed.error}
-                raise Refusal(refused, 200 if later is None else 503, retry) from None
-            if later is not None:
-                text = f"the upstream cannot open a session now; try again in {later} s"
-                raise Refusal(bridge_error(None, "unavailable", text), 503, retry) from None
+            refused = open_refused(failed)
+            if refused.error is not None:  # the upstream's own refusal, as it came
+                answer = {"jsonrpc": "2.0", "id": None, "error": refused.error}
+                raise Refusal(answer, refused.status, refused.headers) from None
+            if refused.retry_after is not None:  # it cannot serve now, and says when to come back: so do we
+                text = f"the upstream cannot open a session now; try again in {refused.retry_after} s"
+                raise Refusal(bridge_error(None, "unavailable", text), 503, refused.headers) from None
             text = f"the upstream did not open a session ({_why(failed)})"
             raise Refusal(bridge_error(None, _kind(failed), text), 502) from None
         session.engine = engine

@@ -7,7 +7,7 @@ guard, resumed or re-issued), ``listener.py`` (the standalone GET stream), ``ses
 (``errors.py``) and counts (``counters.py``)."""
 
 from .counters import ClientStats
-from .errors import ConnectFailed, failure_kind, unavailable
+from .errors import ConnectFailed, OpenRefused, failure_kind, open_refused, unavailable
 from .session import (
     CLIENT_INFO,
     Client,
@@ -28,6 +28,7 @@ __all__ = [
     "ConnectFailed",
     "InputRequired",
     "MessageTooLarge",
+    "OpenRefused",
     "RPCError",
     "RequestTimeout",
     "StreamBroken",
@@ -35,5 +36,6 @@ __all__ = [
     "delivering",
     "failure_kind",
     "learn_tool_hints",
+    "open_refused",
     "unavailable",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -106,3 +106,29 @@ def unavailable(failed: BaseException) -> str | None:
         return None
     seconds = retry_after(said)
     return str(min(MAX_RETRY_AFTER, max(1, math.ceil(seconds or 0))))
+
+
+class OpenRefused(NamedTuple):
+    """How a front (the gateway, the bridge) answers its client when its upstream did not
+    open a session: with ``status``; with a ``Retry-After`` of ``retry_after`` seconds when
+    the upstream asked to be tried again; with the upstream's own JSON-RPC ``error`` when
+    it refused with one (passed on as it came), else with an error of the front's own."""
+
+    status: int
+    retry_after: str | None
+    error: dict[str, Any] | None
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        return (("retry-after", self.retry_after),) if self.retry_after is not None else ()
+
+
+def open_refused(failed: Exception) -> OpenRefused:
+    """The one rule for a session the upstream did not open (``failed``): its own refusal
+    passes on, 200 (503 when it asked to be tried again: so is ours, and when to come
+    back); any other failure is 503 when the upstream cannot serve now and said when to
+    come back, else 502."""
+    later = unavailable(failed)
+    if isinstance(failed, RPCError):
+        return OpenRefused(200 if later is None else 503, later, failed.error)
+    return OpenRefused(502 if later is None else 503, later, None)

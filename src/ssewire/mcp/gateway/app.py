@@ -26,7 +26,7 @@ import httpx
 import orjson
 
 from ..._secrets import public_url, scrub_urls
-from ..client import RPCError, Unauthorized, unavailable
+from ..client import Unauthorized, open_refused
 from ..protocol import inbound
 from ..protocol.codes import INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND, UNSUPPORTED_VERSION
 from ..protocol.headers import ModernHeaders
@@ -381,26 +381,24 @@ class Gateway(Lifecycle):
         except asyncio.CancelledError:  # its client left: nothing half made stays
             await asyncio.shield(self._forget(record.ident, relay, end_upstream=True))
             raise
-        except RPCError as upstream_error:  # the upstream's own answer: passed on as it is
-            await self._forget(record.ident, relay)
-            later = unavailable(upstream_error)  # (a 503 with it: so is ours, and when to come back)
-            body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": upstream_error.error})
-            head = [("content-type", JSON), *([("retry-after", later)] if later is not None else [])]
-            await respond(send, 200 if later is None else 503, body, head)
-            return
         except Unauthorized as refused_us:  # the operator's upstream credentials: never the client's
             await self._forget(record.ident, relay)
             text = f"the upstream {self.upstream_label} refused the gateway's credentials"
             body = orjson.dumps(unauthorized_error(message.get("id"), text, refused_us))
             await respond(send, 502, body, [("content-type", JSON)])
             return
-        except Exception as failed:  # any failure of the upstream: this one request's 502
+        except Exception as failed:  # the upstream's refusal, passed on, or this one request's 502 / 503
             await self._forget(record.ident, relay)
-            ident, later = message.get("id"), unavailable(failed)
-            if later is not None:  # it cannot serve now, and says when to come back: so do we
+            ident, refused = message.get("id"), open_refused(failed)
+            later, come_back = refused.retry_after, refused.headers
+            if refused.error is not None:  # the upstream's own answer: passed on as it is
+                body = orjson.dumps({"jsonrpc": "2.0", "id": ident, "error": refused.error})
+                await respond(send, refused.status, body, [("content-type", JSON), *come_back])
+                return
+            if later is not None:
                 text = f"gateway: the upstream cannot open a session now; try again in {later} s"
-                retry, kind = [("retry-after", later)], {"gateway": "unavailable"}
-                raise refuse(503, SERVER_ERROR, text, ident=ident, headers=retry, data=kind) from None
+                kind = {"gateway": "unavailable"}
+                raise refuse(503, SERVER_ERROR, text, ident=ident, headers=come_back, data=kind) from None
             text = f"gateway: the upstream did not open a session ({type(failed).__name__}: {failed})"
             kind = {"gateway": "upstream"}
             raise refuse(502, INTERNAL_ERROR, scrub_urls(text), ident=ident, data=kind) from None
