@@ -18,22 +18,43 @@ from .engine import Engine, _backoff, _Broken, _stop
 
 log = logging.getLogger("ssewire.mcp.client")
 
+# seconds at most that opening a session waits for the server to answer its GET stream
+LISTEN_WAIT = 10.0
+
+
+def _settle(answered: asyncio.Future[None] | None) -> None:
+    if answered is not None and not answered.done():
+        answered.set_result(None)
+
 
 class Listener(Engine):
     """The GET stream (the base of `Client`)."""
 
-    async def _listen(self) -> None:
+    async def _start_listening(self) -> None:
+        """Open the standalone GET stream and wait until the server has answered it (opened,
+        refused or failed; at most `LISTEN_WAIT` seconds): a server may send its own requests
+        only on that stream and drop them while none is open (the TypeScript SDK's does), so
+        no request of this client's may reach it first and lose what it asks back."""
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._listener = asyncio.ensure_future(self._listen(answered))
+        bound = min(self.timeout, LISTEN_WAIT)
+        await asyncio.wait((answered, self._listener), timeout=bound, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _listen(self, answered: asyncio.Future[None] | None = None) -> None:
         """The standalone GET stream, resumed (or reopened) when it breaks, with a growing
         pause; it stops when the server has none (405) or the session is gone (404: the next
         request re-initializes), or after ``max_resumptions`` failures in a row. What broke
-        it last is ``listen_error``, and logged; an unexpected error ends it, kept the same."""
+        it last is ``listen_error``, and logged; an unexpected error ends it, kept the same.
+        ``answered`` is set once the first GET has its answer (or failed)."""
         try:
-            await self._listening()
+            await self._listening(answered)
         except Exception as exc:  # a defect, not a peer's fault: never a silent end
             self.listen_error = exc
             log.exception("the GET stream's listener failed")
+        finally:
+            _settle(answered)
 
-    async def _listening(self) -> None:
+    async def _listening(self, answered: asyncio.Future[None] | None) -> None:
         stream: str | None = None
         failures = 0  # in a row: the listener gives up past max_resumptions
         quiet = 0  # clean ends in a row that brought nothing: a growing pause, not a failure
@@ -59,6 +80,7 @@ class Listener(Engine):
                         self.guard.finish(stream)  # the previous chain had nothing to resume from
                     stream = self.guard.open_get(self.session)
                 self.stats.get_opened()
+                _settle(answered)
                 leg = stream
                 try:
                     delivered = await self._consume(leg, answer, None)
@@ -76,10 +98,12 @@ class Listener(Engine):
                 finally:
                     self.stats.get_closed()
             except _Broken as broke:
+                _settle(answered)
                 stream = broke.stream or stream
                 self._get_failed(broke)
                 failures += 1  # the resumption itself broke: try again from the same cursor
             except (UnsafeResumption, httpx.HTTPError) as exc:  # start a fresh GET stream
+                _settle(answered)
                 self._get_failed(exc)
                 if stream is not None:
                     self.guard.finish(stream)

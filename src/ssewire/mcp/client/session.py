@@ -309,7 +309,7 @@ class Client(Listener):
         if self.guard.profile != agreement.profile:
             self.guard = ResumptionGuard(agreement.profile, parse_id=self.parse_id)
         if self.listen and self.session is not None and self._listener is None:
-            self._listener = asyncio.ensure_future(self._listen())
+            await self._start_listening()
 
     async def attach(self, profile: str, session: str | None) -> None:
         """Take up a session opened before, by this client or another process (a gateway
@@ -321,7 +321,7 @@ class Client(Listener):
         if self.guard.profile != self.profile:
             self.guard = ResumptionGuard(self.profile, parse_id=self.parse_id)
         if self.listen and self._listener is None:
-            self._listener = asyncio.ensure_future(self._listen())
+            await self._start_listening()
 
     async def close(self, *, end_session: bool = True) -> None:
         """Stop listening and serving, end the session (DELETE), close the connections the
