@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
+from ..._deadline import within
 from ...jsonrpc import InvalidMessage
 from ..protocol import params as mirrored
 from ..protocol import requests
@@ -77,9 +78,10 @@ class _Reissue(Exception):
 
 
 async def _within(work: Awaitable[T], method: str, seconds: float) -> T:
-    """``work`` under a request's deadline: past it, `RequestTimeout` naming the method."""
+    """``work`` under a request's deadline: past it, `RequestTimeout` naming the method. In
+    the awaiting task (``asyncio.wait_for`` made a task for each request)."""
     try:
-        return await asyncio.wait_for(work, seconds)
+        return await within(work, seconds)
     except asyncio.TimeoutError as exc:
         if isinstance(exc, RequestTimeout):
             raise
