@@ -22,6 +22,7 @@ from ssewire.mcp.client import Client, RPCError
 from ssewire.mcp.transport.serving import running
 from tests.support.faultproxy import Cut
 from tests.support.gateway_runs import POST, countdown, gateway_over, messages, session
+from tests.support.get_first import GetFirst, list_tools
 from tests.support.mcp_helpers import INITIALIZE, request_body
 from tests.support.resets import reference_server
 
@@ -563,3 +564,14 @@ def test_an_upstream_that_cannot_open_a_session_now_is_passed_on_with_when_to_co
     assert answer.headers.get("retry-after") == told  # (at most a minute, whatever it said)
     got = answer.json()["error"]
     assert got == error if "code" in error else got["data"] == error, got
+
+
+def test_a_downstream_get_stream_is_answered_after_the_upstream_one():
+    # The gateway opens its upstream GET stream with the first downstream one, and answers
+    # the downstream one only once the upstream has answered its own: the client's next
+    # request (sent once its GET is answered) cannot reach the upstream before the GET
+    # stream the upstream may send its requests on.
+    upstream = GetFirst(head_delay=0.3)
+    with running(upstream, lifespan="off") as base, gateway_over(base + "/mcp") as gw:
+        asyncio.run(list_tools(gw.url))
+    assert upstream.when("tools/list") > upstream.when("GET answered")

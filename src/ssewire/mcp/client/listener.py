@@ -35,10 +35,20 @@ class Listener(Engine):
         refused or failed; at most `LISTEN_WAIT` seconds): a server may send its own requests
         only on that stream and drop them while none is open (the TypeScript SDK's does), so
         no request of this client's may reach it first and lose what it asks back."""
-        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._listener = asyncio.ensure_future(self._listen(answered))
+        self._spawn_listener()
+        await self._get_settled()
+
+    def _spawn_listener(self) -> None:
+        self._get_answered = asyncio.get_running_loop().create_future()
+        self._listener = asyncio.ensure_future(self._listen(self._get_answered))
+
+    async def _get_settled(self) -> None:
+        """Until the GET stream's first answer is in (at most `LISTEN_WAIT` seconds)."""
+        answered, listener = self._get_answered, self._listener
+        if answered is None or listener is None or answered.done():
+            return
         bound = min(self.timeout, LISTEN_WAIT)
-        await asyncio.wait((answered, self._listener), timeout=bound, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((answered, listener), timeout=bound, return_when=asyncio.FIRST_COMPLETED)
 
     async def _listen(self, answered: asyncio.Future[None] | None = None) -> None:
         """The standalone GET stream, resumed (or reopened) when it breaks, with a growing
@@ -121,7 +131,15 @@ class Listener(Engine):
         somewhere to go, and no GET is held open for nobody."""
         self.listen = True
         if self.session is not None and self._listener is None and not self._closed and not self.modern:
-            self._listener = asyncio.ensure_future(self._listen())
+            self._spawn_listener()
+
+    async def open_listening(self) -> None:
+        """`listen_now`, then wait until the server has answered the GET (opened, refused or
+        failed; at most `LISTEN_WAIT` seconds), so nothing sent after it can overtake it: a
+        relay does before it answers its own client's GET, whose next request would
+        otherwise reach the server first (and lose what the server asks back on the GET)."""
+        self.listen_now()
+        await self._get_settled()
 
     async def listened(self) -> None:
         """`listen_now`, then wait until the GET stream ends for good: the server has none

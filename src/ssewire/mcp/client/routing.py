@@ -113,6 +113,7 @@ class Router:
     _requests: dict[Any, _Pending]
     _tasks: set[asyncio.Task[Any]]
     _listener: asyncio.Task[None] | None
+    _get_answered: asyncio.Future[None] | None  # set once the GET stream's first answer is in
     _retry_ms: int | None
     _closed: bool
     listen_error: Exception | None

@@ -242,6 +242,7 @@ class Client(Listener):
         self._requests: dict[Any, _Pending] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listener: asyncio.Task[None] | None = None
+        self._get_answered: asyncio.Future[None] | None = None
         self._retry_ms: int | None = None  # the server's last retry field, honoured on resuming
         self._closed = False
         self.listen_error: Exception | None = None  # what last broke the GET stream (also logged)

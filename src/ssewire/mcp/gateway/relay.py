@@ -218,10 +218,15 @@ class Relay:
             self._tell_cancelled(outbox.upstream, "the gateway's store failed")
 
     async def listen(self) -> int:
-        """A downstream GET stream; the upstream one opens with the first."""
+        """A downstream GET stream; the upstream one opens with the first, answered before
+        the downstream one is (so the client's next request cannot overtake it upstream)."""
         stream = await self.open_stream()
         self.listeners.append(stream)
-        self.client.listen_now()
+        try:
+            await self.client.open_listening()
+        except BaseException:  # (its client left meanwhile): nothing of it stays
+            await self.unlisten(stream)
+            raise
         return stream
 
     async def unlisten(self, stream: int) -> None:
