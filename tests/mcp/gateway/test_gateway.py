@@ -573,5 +573,6 @@ def test_a_downstream_get_stream_is_answered_after_the_upstream_one():
     # stream the upstream may send its requests on.
     upstream = GetFirst(head_delay=0.3)
     with running(upstream, lifespan="off") as base, gateway_over(base + "/mcp") as gw:
-        asyncio.run(list_tools(gw.url))
+        opened = asyncio.run(list_tools(gw.url))
     assert upstream.when("tools/list") > upstream.when("GET answered")
+    assert opened < 3.0  # went on at the upstream GET's answer, not at the bound (10 s)

@@ -38,6 +38,13 @@ class Listener(Engine):
         self._spawn_listener()
         await self._get_settled()
 
+    async def _unlisten(self) -> None:
+        """Stop the GET stream's listener, if any, keeping ``listen`` as it is: a session
+        whose opening failed or was cancelled leaves no GET stream held open."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await _stop([listener])
+
     def _spawn_listener(self) -> None:
         self._get_answered = asyncio.get_running_loop().create_future()
         self._listener = asyncio.ensure_future(self._listen(self._get_answered))
@@ -153,9 +160,7 @@ class Listener(Engine):
     async def stop_listening(self) -> None:
         """Close the standalone GET stream (`listen_now` opens it again)."""
         self.listen = False
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            await _stop([listener])
+        await self._unlisten()
 
     def _get_failed(self, error: Exception) -> None:
         self.listen_error = error

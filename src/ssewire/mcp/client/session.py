@@ -264,7 +264,11 @@ class Client(Listener):
     async def connect(self) -> None:
         """Negotiate (2026-07-28 ``server/discover`` first, unless a profile is given), open
         the session and, in a 2025 session, the standalone GET stream."""
-        await self._open(self.wanted)
+        try:
+            await self._open(self.wanted)
+        except BaseException:  # (cancelled while it waited for the GET's answer, say)
+            await self._unlisten()
+            raise
 
     async def _open(self, wanted: Profile | None) -> None:
         """Drive the protocol layer's handshake over this client's requests."""
@@ -321,8 +325,12 @@ class Client(Listener):
         self.profile, self.session = resolve(profile)[0], session
         if self.guard.profile != self.profile:
             self.guard = ResumptionGuard(self.profile, parse_id=self.parse_id)
-        if self.listen and self._listener is None:
-            await self._start_listening()
+        if self.listen and self._listener is None and not self.modern:
+            try:
+                await self._start_listening()
+            except BaseException:
+                await self._unlisten()
+                raise
 
     async def close(self, *, end_session: bool = True) -> None:
         """Stop listening and serving, end the session (DELETE), close the connections the
