@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from ssewire.mcp.client import Client
+from tests.support.mcp_helpers import request_body
 
 SESSION = "s-1"
 
@@ -30,13 +31,7 @@ class GetFirst:
         if scope["method"] == "DELETE":
             await self._answer(send, 200, b"")
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = orjson.loads(body)
+        request = orjson.loads(await request_body(receive))
         self.seen.append((request["method"], time.monotonic()))
         if "id" not in request:
             await self._answer(send, 202, b"")
