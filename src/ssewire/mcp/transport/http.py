@@ -203,8 +203,13 @@ def _built(
     target = _parsed(url)
     body = content or b""
     mine = {name.lower() for name in headers}
-    merged = [(key, value) for key, value in http.headers.raw if key.decode("latin-1").lower() not in mine]
-    named = mine | {key.decode("latin-1").lower() for key, _ in merged}
+    named = set(mine)  # every name the request will carry, lower-cased
+    merged: list[tuple[bytes, bytes]] = []
+    for key, value in http.headers.raw:
+        lower = key.decode("latin-1").lower()
+        if lower not in mine:
+            merged.append((key, value))
+            named.add(lower)
     merged += [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]  # (httpx's)
     first: list[tuple[bytes, bytes]] = []
     if "host" not in named:
