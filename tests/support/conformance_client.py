@@ -36,8 +36,7 @@ from ssewire.mcp.client import Client
 DEADLINE = float(os.environ.get("SSEWIRE_CONFORMANCE_DEADLINE", "55"))
 # what a run imports as it goes, imported once by a fork server (tests/support/forkserver.py)
 PRELOAD = (
-    "aiohttp",
-    "ssewire.mcp.transport.aio",
+    "ssewire.mcp.transport.h1",
     "mcp.client.auth",
     "mcp.client.auth.extensions.client_credentials",
     "mcp.shared.auth",

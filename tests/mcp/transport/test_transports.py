@@ -1,5 +1,5 @@
-"""The transport path on both HTTP stacks under it: httpx's own (httpcore, h11) and aiohttp's
-(`ssewire.mcp.transport.aio`, the fast path). One raw HTTP/1.1 server on 127.0.0.1 writes the
+"""The transport path on both HTTP stacks under it: httpx's own (httpcore, h11) and the fast
+path's (`ssewire.mcp.transport.h1`, httptools on asyncio's protocols). One raw HTTP/1.1 server on 127.0.0.1 writes the
 exact bytes of each case; every test runs on both stacks and asserts the same outcome, so the
 swap is invisible to the transport path's users (the client, the gateway, the probe)."""
 
@@ -16,12 +16,12 @@ import httpx
 import pytest
 
 from ssewire.jsonrpc import BATCH
-from ssewire.mcp.transport import aio
+from ssewire.mcp.transport import h1
 from ssewire.mcp.transport import http as transport_http
 from ssewire.mcp.transport.http import Broken, Idle, new_client, send
 
-# aiohttp-direct: the gateway's pool, sent on the transport past httpx's send
-STACKS = ("httpx", "aiohttp", "aiohttp-direct")
+# h1-direct: the gateway's pool, sent on the transport past httpx's send
+STACKS = ("httpx", "h1", "h1-direct")
 
 
 def _response(status: int, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:
@@ -162,7 +162,7 @@ def server() -> Iterator[RawServer]:
 def client(stack: str) -> httpx.AsyncClient:
     if stack == "httpx":
         return httpx.AsyncClient()
-    return aio.httpx_client(direct=stack == "aiohttp-direct")
+    return h1.httpx_client(direct=stack == "h1-direct")
 
 
 def run(stack: str, body: Callable[[httpx.AsyncClient], object]) -> object:
@@ -304,7 +304,7 @@ def test_a_connection_is_kept_after_a_body_read_to_its_end_and_not_after_one_lef
     assert after != half_read  # a connection with unread bytes is never handed on
 
 
-@pytest.mark.parametrize("no_extensions", ["0", "1"], ids=["aiohttp", "httpx"])
+@pytest.mark.parametrize("no_extensions", ["0", "1"], ids=["h1", "httpx"])
 @pytest.mark.parametrize("shared", [True, False], ids=["shared", "one-session"])
 def test_a_client_shared_by_sessions_sends_no_cookie_an_upstream_set(
     server, monkeypatch, no_extensions, shared
@@ -325,7 +325,7 @@ def test_a_client_shared_by_sessions_sends_no_cookie_an_upstream_set(
     assert sent == ([] if shared else ["upstream=one-sessions-own"])
 
 
-def test_new_client_takes_aiohttp_unless_switched_off_or_proxied(monkeypatch):
+def test_new_client_takes_the_fast_path_unless_switched_off_or_proxied(monkeypatch):
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
@@ -337,7 +337,7 @@ def test_new_client_takes_aiohttp_unless_switched_off_or_proxied(monkeypatch):
         return type(transport)
 
     monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
-    assert stack() is aio.AiohttpTransport
+    assert stack() is h1.H1Transport
     monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "1")
     assert stack() is httpx.AsyncHTTPTransport
     monkeypatch.setenv("SSEWIRE_NO_EXTENSIONS", "0")
@@ -367,8 +367,10 @@ def test_a_body_cut_short_delivers_what_came_then_is_broken_not_a_clean_end(serv
     assert isinstance(broken, Broken) and broken.error in ("RemoteProtocolError", "ReadError")  # no clean end
 
 
-def test_a_shared_client_on_aiohttp_sends_past_httpx_send_with_its_hooks_and_headers(server, monkeypatch):
-    """The gateway's pool (shared: no cookies to keep) sends on aiohttp without httpx's send
+def test_a_shared_client_on_the_fast_path_sends_past_httpx_send_with_its_hooks_and_headers(
+    server, monkeypatch
+):
+    """The gateway's pool (shared: no cookies to keep) sends on its transport without httpx's send
     around it, its request and response hooks run as httpx runs them; one with an auth of
     its own goes through httpx's send, which runs the auth."""
     monkeypatch.delenv("SSEWIRE_REQUIRE_EXTENSIONS", raising=False)
@@ -477,7 +479,7 @@ def test_a_body_a_response_hook_read_is_still_the_answer_on_the_direct_path(serv
         await response.aread()
 
     async def main() -> object:
-        async with aio.httpx_client(direct=True, event_hooks={"response": [reads]}) as http:
+        async with h1.httpx_client(direct=True, event_hooks={"response": [reads]}) as http:
             answer = await send(http, "POST", server.url("/json"), {}, b"read twice", head_timeout=5)
             try:
                 return await answer.json()
@@ -487,12 +489,11 @@ def test_a_body_a_response_hook_read_is_still_the_answer_on_the_direct_path(serv
     assert asyncio.run(main()) == {"echo": "read twice"}
 
 
-def test_a_pools_read_buffers_share_one_budget_within_aiohttps_default_and_512_kib():
+def test_a_pools_read_ahead_shares_one_budget_within_64_kib_and_512_kib():
     """A client's few connections read large bodies in large pieces; a gateway's thousands
-    keep aiohttp's own 64 KiB each, so what they may hold between them stays bounded."""
-    assert aio.read_buffer(1) == aio.read_buffer(8) == 512 * 1024
-    assert aio.read_buffer(100) == aio.POOL_BUFFER // 100
-    assert aio.read_buffer(4 * 1024) == aio.read_buffer(100_000) == 64 * 1024
-    assert aio.read_buffer(0) == 512 * 1024  # (no pool of no connections divides by zero)
-    held = [2 * n * aio.read_buffer(n) for n in (64, 100, 512, 4096)]  # aiohttp stops reading at 2x
-    assert max(held[:3]) <= 2 * aio.POOL_BUFFER and held[3] == 2 * 4096 * 64 * 1024
+    read 64 KiB ahead each, so what they may hold between them stays bounded."""
+    assert h1.read_buffer(1) == h1.read_buffer(8) == 512 * 1024
+    assert h1.read_buffer(100) == h1.POOL_BUFFER // 100
+    assert h1.read_buffer(4 * 1024) == h1.read_buffer(100_000) == 64 * 1024
+    assert h1.read_buffer(0) == 512 * 1024  # (no pool of no connections divides by zero)
+    assert max(n * h1.read_buffer(n) for n in (64, 100, 512)) <= h1.POOL_BUFFER

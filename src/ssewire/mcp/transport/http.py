@@ -58,9 +58,9 @@ def new_client(
     *, max_connections: int = 100, keepalive_expiry: float = 5.0, shared: bool = False, **options: Any
 ) -> httpx.AsyncClient:
     """The httpx client the I/O components make for themselves (``options`` are httpx's):
-    on aiohttp's C parser and pool (`ssewire.mcp.transport.aio`) where aiohttp is installed,
-    else on httpx's own transport (httpcore, h11); ``SSEWIRE_NO_EXTENSIONS=1`` keeps httpx's,
-    ``SSEWIRE_REQUIRE_EXTENSIONS=1`` makes a missing aiohttp an error. A proxy named by the
+    on kept connections parsed by httptools (`ssewire.mcp.transport.h1`) where httptools is
+    installed, else on httpx's own transport (httpcore, h11); ``SSEWIRE_NO_EXTENSIONS=1`` keeps
+    httpx's, ``SSEWIRE_REQUIRE_EXTENSIONS=1`` makes a missing httptools an error. A proxy named by the
     environment (``HTTP(S)_PROXY``, ``ALL_PROXY``) is httpx's to use: its own transport then.
 
     ``shared``: one client for the upstream sessions of many clients (a gateway's, a
@@ -71,8 +71,8 @@ def new_client(
     proxied = options.get("trust_env", True) and any(
         scheme in ("http", "https", "all") for scheme in urllib.request.getproxies()
     )
-    if not proxied and _env.accelerated("aiohttp"):
-        from .aio import httpx_client
+    if not proxied and _env.accelerated("httptools"):
+        from .h1 import httpx_client
 
         # shared: no cookies to keep, so httpx's send adds nothing the transport path needs
         # (but a proxy or a transport of the caller's, which only httpx's send would pick)
@@ -165,7 +165,7 @@ async def send(
 
 
 def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
-    """The transport of a shared client of `new_client`'s on aiohttp, while nothing of
+    """The transport of a shared client of `new_client`'s on httptools, while nothing of
     httpx's own send but its hooks applies (no auth, no redirects, no cookies: it keeps
     none): `_sent_directly` sends on it. None otherwise: httpx sends it."""
     direct: httpx.AsyncBaseTransport | None = getattr(http, "_ssewire_direct", None)
@@ -250,8 +250,8 @@ async def _sent_directly(
 def _as_sent(response: httpx.Response) -> AsyncIterator[bytes]:
     """A body sent directly, with no content-encoding, as its transport reads it (what
     ``aiter_bytes`` gives then, without its decoder, chunker and checks, and with no layer
-    of its own per chunk). aiohttp gives the connection back to its pool at the body's end,
-    as ``aiter_raw`` would by closing the response; `Answer.aclose` closes it."""
+    of its own per chunk). The transport gives the connection back to its pool at the body's
+    end, as ``aiter_raw`` would by closing the response; `Answer.aclose` closes it."""
     stream = response.stream
     assert isinstance(stream, httpx.AsyncByteStream)
     return stream.__aiter__()

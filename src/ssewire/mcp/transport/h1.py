@@ -1,0 +1,578 @@
+"""An httpx transport of HTTP/1.1 on asyncio's protocols and httptools' C parser: the
+fast path under the one transport path (``transport.http``), with one protocol object a
+connection and nothing else per request.
+
+It took the place of httpx over aiohttp, which parses in C too but builds a session
+request, a connector key, a timer context, a stream reader and a response object for each
+request and wakes its reader on every socket read: 16% of the gateway's instructions per
+relayed short call, 14% per progress notification (bench/count_instructions.py). Here a
+request is one write of its head and body on a kept connection, and the answer's head and
+body pieces come from httptools' callbacks into that connection's buffer. httpx stays on
+top (its requests, responses, content decoding, hooks and auth), and what its users see is
+what httpx's own transport gives them, which `tests/mcp/transport` checks case by case:
+
+- bytes on the wire: httpx's headers as they are, the body as it was sent (content-encoding
+  is undone by httpx, above);
+- errors: a connection that could not be made is ``httpx.ConnectError`` (nothing was sent,
+  so a caller may send again); any other failure a ``httpx.TransportError`` that says the
+  request may have been processed, a timeout an ``httpx.TimeoutException``; the bytes that
+  came before a break are handed over first;
+- timeouts: httpx's ``connect``, ``write``, ``read`` and ``pool``;
+- a body not read to its end closes its connection (never handed to the next request).
+
+Against a hostile upstream: an answer's head (1xx heads included) is bounded by
+``max_head_size`` (`RemoteProtocolError` past it); a body is read at most `read_buffer`
+ahead of its reader (the socket is paused past it); whatever httptools refuses (a bad chunk
+size, a malformed head) ends the answer with `RemoteProtocolError`; bytes an upstream sends
+while no request is out close that connection. A header name or value that would let a
+request carry another (CR, LF, NUL) is refused before anything is sent.
+
+Not here (`new_client` takes httpx's own transport then): proxies, HTTP/2, an ``Expect:
+100-continue`` handshake. A kept connection the upstream closes as a request goes out fails
+that request (no retry: it may have been processed), as on httpx's own transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import ssl
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httptools
+import httpx
+
+from ..._deadline import within
+
+HEAD_SIZE = 64 * 1024  # an answer's status line and headers, at most (httpx's h11 takes 64 KiB)
+# A body is read ahead of its reader up to a pool's share of POOL_BUFFER: a client's few
+# connections read a large body in large steps, a gateway's thousands stay within 32 MiB
+# when their readers stall (a passthrough stream stuck on a slow client).
+POOL_BUFFER = 32 << 20
+JOINED = 64 * 1024  # pieces waiting together are handed over as one, up to this size
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token: a method or field name
+_UNSAFE = re.compile(rb"[\r\n\x00]")
+_NAMES_KNOWN = 512  # header names checked once (a gateway sends the same few again and again)
+
+
+def read_buffer(max_connections: int) -> int:
+    """Bytes a connection of a pool of ``max_connections`` reads ahead of its reader:
+    `POOL_BUFFER` shared between them, within 64 KiB and 512 KiB."""
+    return min(max(POOL_BUFFER // max(max_connections, 1), 1 << 16), 1 << 19)
+
+
+class _Lost(Exception):
+    """The connection ended (or broke) before the answer was whole; ``__cause__`` says why."""
+
+
+class _Connection(asyncio.Protocol):
+    """One kept HTTP/1.1 connection and the answer being read on it (one at a time)."""
+
+    def __init__(self, pool: _Pool, key: tuple[str, str, int]) -> None:
+        self.pool, self.key = pool, key
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.usable = True  # may carry a next request
+        self.parked = 0.0  # when it went back to the pool
+        self.idle_now = False  # in the pool's idle list
+        self.out = False  # a request is out and its answer not read to its end
+        self.head: asyncio.Future[None] | None = None
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head_bytes = 0
+        self.head_done = False
+        self.until_close = False  # no length and not chunked: the body ends with the connection
+        self.pieces: deque[bytes] = deque()
+        self.buffered = 0
+        self.complete = False
+        self.failure: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.reading_paused = False
+        self.drained: asyncio.Future[None] | None = None
+
+    # -- the request ---------------------------------------------------------------------
+
+    def begin(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Ready the connection for the answer of a request about to be written."""
+        self.out, self.head = True, loop.create_future()
+        self.status, self.reason, self.headers = 0, b"", []
+        self.head_bytes, self.head_done, self.until_close, self.complete = 0, False, False, False
+        self.pieces.clear()
+        self.buffered = 0
+
+    async def drain(self) -> None:
+        """Wait until the transport's write buffer is below its high-water mark."""
+        if self.drained is not None:
+            await self.drained
+
+    # -- asyncio's callbacks ---------------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if not self.out:  # nothing asked: an upstream that talks out of turn is not reused
+            self._fail(httpx.RemoteProtocolError("the upstream sent bytes while no request was out"))
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(httpx.RemoteProtocolError("the upstream switched protocols"))
+            return
+        except httptools.HttpParserError as error:
+            self._fail(httpx.RemoteProtocolError(f"malformed answer: {error}"))
+            return
+        if not self.head_done:  # (a head is bounded once it spans reads: at most one read past the bound)
+            self.head_bytes += len(data)
+            if self.head_bytes > self.pool.max_head_size:
+                self._fail(
+                    httpx.RemoteProtocolError(f"the answer's head exceeds {self.pool.max_head_size} bytes")
+                )
+                return
+        if self.buffered > self.pool.read_ahead and not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self.usable = False
+        if self.out and self.head_done and self.until_close:
+            self._completed()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.usable = False
+        self.pool.discard(self)
+        if self.out and not self.complete:
+            if self.head_done and self.until_close and exc is None:
+                self._completed()
+            else:
+                lost = _Lost("the upstream closed the connection before the answer was whole")
+                lost.__cause__ = exc
+                self._set_failure(lost)
+        drained, self.drained = self.drained, None
+        if drained is not None and not drained.done():
+            drained.set_exception(httpx.WriteError("the connection closed while the request was written"))
+            drained.exception()  # (retrieved: the writer may be gone)
+
+    def pause_writing(self) -> None:
+        if self.drained is None:
+            self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self.drained = self.drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    # -- httptools' callbacks --------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.head_done:  # a second answer to one request: the upstream is not to be trusted
+            raise httpx.RemoteProtocolError("the upstream sent more than one answer")
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if status < 200:  # an interim answer (100 Continue, 103 Early Hints): the real one follows
+            self.reason, self.headers = b"", []
+            return
+        self.status, self.head_done = status, True
+        if not self.parser.should_keep_alive():
+            self.usable = False
+        length = chunked = False
+        for name, value in self.headers:
+            lower = name.lower()
+            if lower == b"content-length":
+                length = True
+            elif lower == b"transfer-encoding":
+                chunked = value.rstrip().lower().endswith(b"chunked")  # (the last coding counts)
+        self.until_close = not length and not chunked
+        if self.until_close and status not in (204, 304):
+            self.usable = False
+        head = self.head
+        if head is not None and not head.done():
+            head.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        self.pieces.append(body)
+        self.buffered += len(body)
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self.head_done:
+            self._completed()
+
+    # -- the answer's reader ---------------------------------------------------------------
+
+    async def next_piece(self, timeout: float | None) -> bytes:
+        """The body's next bytes (several pieces that wait together as one), b"" at its end;
+        the connection's failure once what came before it is handed over."""
+        while not self.pieces:
+            if self.complete:
+                return b""
+            if self.failure is not None:
+                raise self.failure
+            waiter = self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await within(waiter, timeout)
+            except asyncio.TimeoutError:
+                raise httpx.ReadTimeout(f"no byte of the body came within {timeout} s") from None
+            finally:
+                self.waiter = None
+        pieces = self.pieces
+        if len(pieces) == 1 or self.buffered > JOINED:
+            piece = pieces.popleft()
+        else:
+            piece = b"".join(pieces)
+            pieces.clear()
+        self.buffered -= len(piece)
+        if self.reading_paused and self.buffered <= self.pool.read_ahead // 2 and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
+        return piece
+
+    def finished(self) -> None:
+        """The reader is done with the answer: the connection goes back to the pool if the
+        answer was read to its end and the connection may carry another, else it is closed."""
+        if not self.out:
+            return
+        self.out = False
+        if self.complete and self.usable and self.failure is None:
+            self.pool.park(self)
+        else:
+            self.close()
+
+    def close(self) -> None:
+        self.usable = False
+        if self.transport is not None:
+            self.transport.close()
+        self.pool.discard(self)
+
+    # -- inside ----------------------------------------------------------------------------
+
+    def _completed(self) -> None:
+        self.complete = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _set_failure(self, failure: BaseException) -> None:
+        if self.failure is None:
+            self.failure = failure
+        head = self.head
+        if head is not None and not head.done():
+            head.set_exception(failure)
+            head.exception()  # (retrieved: a request cancelled meanwhile never awaits it)
+        self._wake()
+
+    def _fail(self, failure: BaseException) -> None:
+        self._set_failure(failure)
+        self.close()
+
+
+class _Pool:
+    """Connections by (scheme, host, port): idle ones kept for ``keepalive_expiry`` seconds,
+    at most ``max_connections`` open at once (0: no limit), the last one parked taken first."""
+
+    def __init__(self, max_connections: int, keepalive_expiry: float, max_head_size: int) -> None:
+        self.max_connections, self.keepalive_expiry = max_connections, keepalive_expiry
+        self.max_head_size = max_head_size
+        self.read_ahead = read_buffer(max_connections)
+        self.open: set[_Connection] = set()
+        self.idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self.waiting: deque[asyncio.Future[None]] = deque()
+        self.sweep: asyncio.TimerHandle | None = None
+
+    def take(self, key: tuple[str, str, int]) -> _Connection | None:
+        """A kept connection to ``key`` still fit to carry a request, if one is idle."""
+        kept = self.idle.get(key)
+        oldest = time.monotonic() - self.keepalive_expiry
+        while kept:
+            connection = kept.pop()
+            connection.idle_now = False
+            if connection.usable and connection.parked > oldest:
+                return connection
+            connection.close()
+        return None
+
+    def has_room(self) -> bool:
+        if not self.max_connections or len(self.open) < self.max_connections:
+            return True
+        for kept in self.idle.values():  # an idle connection elsewhere makes room for this one
+            if kept:
+                oldest = kept.pop(0)
+                oldest.idle_now = False
+                oldest.close()
+                return True
+        return False
+
+    def park(self, connection: _Connection) -> None:
+        connection.parked, connection.idle_now = time.monotonic(), True
+        self.idle.setdefault(connection.key, []).append(connection)
+        if self.sweep is None:
+            self.sweep = asyncio.get_running_loop().call_later(self.keepalive_expiry, self._swept)
+        self._next()
+
+    def discard(self, connection: _Connection) -> None:
+        if connection in self.open:
+            self.open.remove(connection)
+            if connection.idle_now:
+                connection.idle_now = False
+                self.idle[connection.key].remove(connection)
+            self._next()
+
+    def _next(self) -> None:
+        while self.waiting:
+            waiter = self.waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _swept(self) -> None:
+        """Close what stayed idle past the expiry; come back while any is still idle."""
+        self.sweep = None
+        oldest = time.monotonic() - self.keepalive_expiry
+        for key, kept in list(self.idle.items()):
+            for connection in [c for c in kept if c.parked <= oldest]:
+                connection.close()
+            if not self.idle.get(key):
+                self.idle.pop(key, None)
+        if any(self.idle.values()):
+            self.sweep = asyncio.get_running_loop().call_later(self.keepalive_expiry, self._swept)
+
+    def close(self) -> None:
+        for connection in list(self.open):
+            connection.close()
+        self.idle.clear()
+        if self.sweep is not None:
+            self.sweep.cancel()
+            self.sweep = None
+        while self.waiting:
+            waiter = self.waiting.popleft()
+            if not waiter.done():
+                waiter.set_exception(httpx.PoolTimeout("the pool closed"))
+                waiter.exception()
+
+
+class H1Transport(httpx.AsyncBaseTransport):
+    """Send httpx's requests on kept HTTP/1.1 connections of asyncio protocols, parsed by
+    httptools.
+
+    :param max_connections: connections open at once (0: no limit); a request waits for
+        room within httpx's ``pool`` timeout.
+    :param keepalive_expiry: seconds an idle kept connection stays open.
+    :param verify: as httpx's: True (the system's CAs), False, or an ``ssl.SSLContext``.
+    :param max_head_size: bytes of an answer's head, at most.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_connections: int = 100,
+        keepalive_expiry: float = 5.0,
+        verify: bool | ssl.SSLContext = True,
+        max_head_size: int = HEAD_SIZE,
+    ) -> None:
+        self.max_connections, self.keepalive_expiry = max_connections, keepalive_expiry
+        self._pool = _Pool(max_connections, keepalive_expiry, max_head_size)
+        self._verify = verify
+        self._ssl: ssl.SSLContext | None = None
+        self._names: set[bytes] = set()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions.get("timeout", {})
+        url = request.url
+        scheme = url.scheme
+        if scheme not in ("http", "https") or not url.host:
+            raise httpx.UnsupportedProtocol(
+                f"cannot send to {str(url)!r}: http or https only", request=request
+            )
+        key = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        head = self._head(request)
+        body = await request.aread()
+        if request.headers.get("transfer-encoding", "").lower() == "chunked":
+            body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
+        connection = await self._connection(key, request, timeouts)
+        loop = asyncio.get_running_loop()
+        try:
+            connection.begin(loop)
+            assert connection.transport is not None and connection.head is not None
+            connection.transport.write(head + body if len(body) < JOINED else head)
+            if len(body) >= JOINED:
+                connection.transport.write(body)  # (not copied into one block with the head)
+            if connection.drained is not None:
+                try:
+                    await within(connection.drain(), timeouts.get("write"))
+                except asyncio.TimeoutError:
+                    raise httpx.WriteTimeout("the request was not written in time", request=request) from None
+            try:
+                await within(connection.head, timeouts.get("read"))
+            except asyncio.TimeoutError:
+                raise httpx.ReadTimeout("no answer came in time", request=request) from None
+        except _Lost as lost:
+            connection.finished()
+            raise httpx.RemoteProtocolError(_said(lost), request=request) from lost
+        except httpx.TransportError as failed:
+            connection.finished()
+            failed.request = request
+            raise
+        except BaseException:
+            connection.out = False
+            connection.close()  # cancelled (or worse) with the answer unread: never handed on
+            raise
+        if request.method == "HEAD":  # its answer has no body, whatever its head says
+            connection.usable = False
+            connection._completed()
+        return httpx.Response(
+            connection.status,
+            headers=connection.headers,
+            stream=_Body(connection, request, timeouts.get("read")),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
+        )
+
+    def _head(self, request: httpx.Request) -> bytes:
+        """The request line and headers as they go, checked: nothing in them may end a line."""
+        method = request.method.encode("latin-1", "replace")
+        target = request.url.raw_path
+        names = self._names
+        lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+        for name, value in request.headers.raw:
+            if name not in names:
+                if not _TOKEN.fullmatch(name):
+                    raise httpx.LocalProtocolError(f"not a header name: {name!r}", request=request)
+                if len(names) < _NAMES_KNOWN:
+                    names.add(name)
+            lines.append(b"%s: %s\r\n" % (name, value))
+        lines.append(b"\r\n")
+        head = b"".join(lines)
+        if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines) or b"\x00" in head:
+            raise httpx.LocalProtocolError(
+                "a request target or header value holds CR, LF or NUL", request=request
+            )
+        if not _TOKEN.fullmatch(method) or b" " in target:
+            raise httpx.LocalProtocolError(f"not a request line: {lines[0]!r}", request=request)
+        return head
+
+    async def _connection(
+        self, key: tuple[str, str, int], request: httpx.Request, timeouts: dict[str, Any]
+    ) -> _Connection:
+        """A kept connection to ``key``, or a new one once the pool has room."""
+        pool = self._pool
+        deadline = None if timeouts.get("pool") is None else time.monotonic() + timeouts["pool"]
+        while True:
+            kept = pool.take(key)
+            if kept is not None:
+                return kept
+            if pool.has_room():
+                break
+            waiter = asyncio.get_running_loop().create_future()
+            pool.waiting.append(waiter)
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                await within(waiter, left)
+            except asyncio.TimeoutError:
+                raise httpx.PoolTimeout("no connection was free in time", request=request) from None
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+        connection = _Connection(pool, key)
+        pool.open.add(connection)
+        scheme, host, port = key
+        try:
+            await within(
+                asyncio.get_running_loop().create_connection(
+                    lambda: connection,
+                    host,
+                    port,
+                    ssl=self._context() if scheme == "https" else None,
+                    server_hostname=host if scheme == "https" else None,
+                ),
+                timeouts.get("connect"),
+            )
+        except asyncio.TimeoutError:
+            pool.discard(connection)
+            raise httpx.ConnectTimeout(f"no connection to {host}:{port} in time", request=request) from None
+        except OSError as failed:
+            pool.discard(connection)
+            raise httpx.ConnectError(f"{type(failed).__name__}: {failed}", request=request) from failed
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            verify = self._verify
+            if isinstance(verify, ssl.SSLContext):
+                self._ssl = verify
+            else:
+                self._ssl = ssl.create_default_context()
+                if not verify:
+                    self._ssl.check_hostname = False
+                    self._ssl.verify_mode = ssl.CERT_NONE
+        return self._ssl
+
+    async def aclose(self) -> None:
+        self._pool.close()
+
+
+class _Body(httpx.AsyncByteStream):
+    """The answer's body as its pieces come; closed, its connection is kept only if the body
+    was read to its end."""
+
+    def __init__(self, connection: _Connection, request: httpx.Request, timeout: float | None) -> None:
+        self.connection, self.request, self.timeout = connection, request, timeout
+        self.released = False  # its connection may be carrying another request by now
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        connection = self.connection
+        while not self.released:
+            try:
+                piece = await connection.next_piece(self.timeout)
+            except _Lost as lost:
+                raise httpx.RemoteProtocolError(_said(lost), request=self.request) from lost
+            except httpx.TransportError as failed:
+                failed.request = self.request
+                raise
+            if not piece:
+                self.release()  # (its connection back in the pool at once)
+                return
+            yield piece
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.connection.finished()
+
+    async def aclose(self) -> None:
+        self.release()
+
+
+def _said(lost: _Lost) -> str:
+    cause = lost.__cause__
+    return str(lost) if cause is None else f"{lost}: {type(cause).__name__}: {cause}"
+
+
+def httpx_client(
+    *, max_connections: int = 100, keepalive_expiry: float = 5.0, direct: bool = False, **options: Any
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` on `H1Transport` (``options`` are httpx's: headers, timeout,
+    event_hooks, ...). ``direct``: the transport path sends on its transport, past httpx's
+    send (`transport.http.send`), while the client has no auth and follows no redirects; for
+    a client that keeps no cookies (a shared one)."""
+    transport = H1Transport(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
+    client = httpx.AsyncClient(transport=transport, **options)
+    if direct:
+        client._ssewire_direct = transport  # type: ignore[attr-defined]
+    return client
