@@ -193,10 +193,12 @@ def test_an_upstream_that_answers_twice_or_talks_out_of_turn_is_not_reused():
         [(b"x-a", b"one\r\nx-injected: two")],
         [(b"x-a", b"one\nx-b: two")],
         [(b"x-a", b"nul\x00")],
+        [(b"x-a", b"vt\x0b")],
+        [(b"x-a", b"del\x7f")],
         [(b"x-a: b", b"c")],
         [(b"x a", b"c")],
     ],
-    ids=["crlf-value", "lf-value", "nul-value", "colon-name", "space-name"],
+    ids=["crlf-value", "lf-value", "nul-value", "vt-value", "del-value", "colon-name", "space-name"],
 )
 def test_a_header_that_could_carry_another_is_refused_before_anything_is_sent(headers):
     async def main() -> object:
@@ -345,3 +347,218 @@ def test_a_head_answer_has_no_body_and_a_streamed_request_body_goes_chunked():
     assert run(main)
     assert b"transfer-encoding: chunked" in seen[1].lower()
     assert seen[2] == b"6\r\nonetwo\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("headers", "content"),
+    [
+        ({"content-length": "5"}, b"longer than five"),
+        ({"content-length": "99"}, b"short"),
+        ({"transfer-encoding": "gzip, chunked"}, b"body"),
+        ([("transfer-encoding", "chunked"), ("transfer-encoding", "chunked")], b"body"),
+    ],
+    ids=["length-short", "length-long", "coding-list", "coding-twice"],
+)
+def test_a_request_whose_headers_do_not_frame_its_body_is_refused_before_anything_is_sent(headers, content):
+    """A body longer than its Content-Length would be read upstream as a second request."""
+
+    async def main() -> object:
+        upstream = Upstream(_serve_each(OK))
+        async with upstream.running() as url, h1.httpx_client() as http:
+            request = httpx.Request("POST", url, content=content)
+            for name in ("content-length", "transfer-encoding"):
+                request.headers.pop(name, None)
+            for name, value in headers.items() if isinstance(headers, dict) else headers:
+                request.headers.multi_items()  # (httpx's Headers take repeats only through the list)
+                request.headers._list.append((name.encode(), name.encode(), value.encode()))
+            with pytest.raises(httpx.LocalProtocolError):
+                await http.send(request)
+            assert upstream.connections == 0
+        return True
+
+    assert run(main)
+
+
+def test_an_answer_complete_in_the_buffer_but_left_unread_leaves_its_connection_fit_for_the_next():
+    """An answer that came whole in one read, past the read-ahead (so reading paused), then
+    closed unread (a refusal's body, say): its connection is kept, with reading resumed, so
+    the next request on it gets its answer."""
+    body = b"x" * (200 << 10)  # (one read of asyncio's takes 256 KiB)
+    answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+    async def main() -> object:
+        upstream = Upstream(_serve_each(answer))
+        kept = 0
+        async with upstream.running() as url, h1.httpx_client(max_connections=100_000) as http:
+            pool = http._transport._pool  # type: ignore[attr-defined]
+            for _ in range(5):
+                async with http.stream("GET", url) as response:
+                    await asyncio.sleep(0.1)
+                    (connection,) = pool.open
+                    assert connection.reading_paused  # 64 KiB ahead at most
+                    kept += connection.complete
+                response = await asyncio.wait_for(http.get(url), 5)  # on it, if it was kept
+                assert len(response.content) == len(body)
+            assert upstream.connections == 5 - kept + 1
+        return kept
+
+    assert run(main) > 0  # (a run where no answer came in one read would prove nothing)
+
+
+def test_endless_trailers_are_bounded_like_a_head():
+    stopped = asyncio.Event()
+
+    async def trailing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n")
+        try:
+            for _ in range(4096):
+                writer.write(b"x-trailer: a\r\n" * 1024)
+                await writer.drain()
+        except ConnectionError:
+            stopped.set()
+
+    async def main() -> object:
+        upstream = Upstream(trailing)
+        async with upstream.running() as url, h1.httpx_client() as http:
+            got = b""
+            async with http.stream("GET", url) as response:
+                with pytest.raises(httpx.RemoteProtocolError, match="trailers"):
+                    async for piece in response.aiter_raw():
+                        got += piece
+            assert got == b"ok"
+            await asyncio.wait_for(stopped.wait(), 5)
+        return True
+
+    assert run(main)
+
+
+def test_an_upstream_that_answers_without_reading_a_large_body_fails_the_request_at_once():
+    """Its connection is reset, not left flushing a body nobody reads (holding the socket
+    and the buffer), and the request fails on the answer's fault, not a write deadline."""
+
+    read: list[int] = []
+
+    async def rude(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _head(reader)
+        writer.write(b"not http at all\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.5)  # reading nothing meanwhile
+        got = 0
+        try:
+            while chunk := await reader.read(1 << 20):
+                got += len(chunk)
+        except ConnectionResetError:
+            got = -1
+        read.append(got)
+
+    async def main() -> object:
+        upstream = Upstream(rude)
+        async with upstream.running() as url, h1.httpx_client() as http:
+            pool = http._transport._pool  # type: ignore[attr-defined]
+            with pytest.raises(httpx.RemoteProtocolError, match="malformed"):
+                await asyncio.wait_for(http.post(url, content=b"x" * (16 << 20), timeout=None), 5)
+            assert not pool.open
+            for _ in range(100):
+                if read:
+                    break
+                await asyncio.sleep(0.05)
+        return read
+
+    (got,) = run(main)  # type: ignore[misc]
+    assert got == -1 or got < 16 << 20  # reset: the rest of the body was never sent
+
+
+def test_a_waiter_woken_then_cancelled_passes_the_room_on():
+    async def main() -> object:
+        upstream = Upstream(_serve_each(OK))
+        async with upstream.running() as url, h1.httpx_client(max_connections=1) as http:
+            async with http.stream("GET", url) as first:
+                second = asyncio.ensure_future(_get(http, url))
+                third = asyncio.ensure_future(_get(http, url))
+                await asyncio.sleep(0.05)  # both wait for room
+                async for _ in first.aiter_raw():
+                    pass
+                second.cancel()  # woken at the body's end, cancelled before it ran
+            assert await asyncio.wait_for(third, 3) == (200, b"ok")
+            assert second.cancelled()
+        return True
+
+    assert run(main)
+
+
+@pytest.mark.parametrize(
+    "interim",
+    [
+        b"HTTP/1.1 150 Odd\r\ncontent-length: 9\r\n\r\nINJECTED:",
+        b"HTTP/1.1 099 Odd\r\ncontent-length: 0\r\n\r\n",
+    ],
+    ids=["1xx-body", "status-below-100"],
+)
+def test_an_interim_answer_with_a_body_or_a_status_below_100_is_refused(interim):
+    async def main() -> object:
+        upstream = Upstream(_serve_each(interim + OK))
+        async with upstream.running() as url, h1.httpx_client() as http:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await http.get(url)
+        return True
+
+    assert run(main)
+
+
+def test_a_head_answer_keeps_no_body_the_upstream_sends_after_it():
+    async def main() -> object:
+        upstream = Upstream(_serve_each(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"))
+        async with upstream.running() as url, h1.httpx_client() as http:
+            response = await http.head(url)
+            assert response.content == b""
+            assert await _get(http, url) == (200, b"hello")
+            assert upstream.connections == 2  # the HEAD's connection was not handed on
+        return True
+
+    assert run(main)
+
+
+def test_a_body_that_ends_with_its_connection_fails_when_the_pool_closes_mid_way():
+    """Closed by the pool (the transport's aclose), it is cut, not whole."""
+
+    async def until_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\npart")
+        await writer.drain()
+        await asyncio.sleep(10)
+
+    async def main() -> object:
+        upstream = Upstream(until_close)
+        async with upstream.running() as url:
+            http = h1.httpx_client()
+            async with http.stream("GET", url) as response:
+                pieces = response.aiter_raw()
+                assert await pieces.__anext__() == b"part"
+                await http._transport.aclose()
+                with pytest.raises(httpx.RemoteProtocolError):
+                    await pieces.__anext__()
+            await http.aclose()
+        return True
+
+    assert run(main)
+
+
+def test_a_host_is_connected_to_under_the_name_its_host_header_carries(monkeypatch):
+    """An internationalized name goes as httpx encodes it (IDNA 2008), so the connection,
+    the certificate check and the Host header all name one domain."""
+
+    async def main() -> object:
+        asked: list[tuple[str, object]] = []
+
+        async def refused(factory, host, port, **options):  # type: ignore[no-untyped-def]
+            asked.append((host, options.get("server_hostname")))
+            raise OSError("refused here")
+
+        monkeypatch.setattr(asyncio.get_running_loop(), "create_connection", refused)
+        async with h1.httpx_client() as http:
+            with pytest.raises(httpx.ConnectError):
+                await http.get("https://faß.de/")
+        return asked
+
+    assert run(main) == [("xn--fa-hia.de", "xn--fa-hia.de")]

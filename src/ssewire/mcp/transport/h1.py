@@ -18,14 +18,21 @@ what httpx's own transport gives them, which `tests/mcp/transport` checks case b
   request may have been processed, a timeout an ``httpx.TimeoutException``; the bytes that
   came before a break are handed over first;
 - timeouts: httpx's ``connect``, ``write``, ``read`` and ``pool``;
-- a body not read to its end closes its connection (never handed to the next request).
+- a body not all come when it is closed closes its connection (never handed to the next
+  request).
 
-Against a hostile upstream: an answer's head (1xx heads included) is bounded by
-``max_head_size`` (`RemoteProtocolError` past it); a body is read at most `read_buffer`
-ahead of its reader (the socket is paused past it); whatever httptools refuses (a bad chunk
-size, a malformed head) ends the answer with `RemoteProtocolError`; bytes an upstream sends
-while no request is out close that connection. A header name or value that would let a
-request carry another (CR, LF, NUL) is refused before anything is sent.
+Against a hostile upstream (each case in tests/mcp/transport/test_h1.py):
+
+- what httptools holds while an answer does not move (its head with any interim heads, a
+  chunk's size line, trailers) is bounded by ``max_head_size``, and a body is read at most
+  `read_buffer` ahead of its reader (the socket paused past it);
+- whatever httptools refuses (a bad chunk size, a malformed head), an interim answer with a
+  body, a second answer to one request, or bytes while no request is out end the answer
+  with ``RemoteProtocolError`` and the connection (reset when the request still has bytes
+  to go: an upstream that stops reading would hold the socket and them for ever);
+- a request is refused before anything is sent when a header could carry another (CR, LF
+  or another control character, a name that is not a token) or its headers do not frame its
+  body (one ``Content-Length`` of its length, or ``Transfer-Encoding: chunked`` alone).
 
 Not here (`new_client` takes httpx's own transport then): proxies, HTTP/2, an ``Expect:
 100-continue`` handshake. A kept connection the upstream closes as a request goes out fails
@@ -54,7 +61,7 @@ HEAD_SIZE = 64 * 1024  # an answer's status line and headers, at most (httpx's h
 POOL_BUFFER = 32 << 20
 JOINED = 64 * 1024  # pieces waiting together are handed over as one, up to this size
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token: a method or field name
-_UNSAFE = re.compile(rb"[\r\n\x00]")
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # in a head: any control but HTAB, CR, LF
 _NAMES_KNOWN = 512  # header names checked once (a gateway sends the same few again and again)
 
 
@@ -83,9 +90,11 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.reason = b""
         self.headers: list[tuple[bytes, bytes]] = []
-        self.head_bytes = 0
         self.head_done = False
+        self.no_body = False  # a HEAD's answer: whatever its head says, no body follows
         self.until_close = False  # no length and not chunked: the body ends with the connection
+        self.moved = False  # the last read brought the answer further (a head, body, a chunk)
+        self.stalled = 0  # bytes read since the answer last moved: a head, a chunk's size line, trailers
         self.pieces: deque[bytes] = deque()
         self.buffered = 0
         self.complete = False
@@ -96,11 +105,12 @@ class _Connection(asyncio.Protocol):
 
     # -- the request ---------------------------------------------------------------------
 
-    def begin(self, loop: asyncio.AbstractEventLoop) -> None:
+    def begin(self, loop: asyncio.AbstractEventLoop, *, no_body: bool) -> None:
         """Ready the connection for the answer of a request about to be written."""
         self.out, self.head = True, loop.create_future()
         self.status, self.reason, self.headers = 0, b"", []
-        self.head_bytes, self.head_done, self.until_close, self.complete = 0, False, False, False
+        self.head_done, self.until_close, self.complete, self.no_body = False, False, False, no_body
+        self.stalled = 0
         self.pieces.clear()
         self.buffered = 0
 
@@ -118,6 +128,7 @@ class _Connection(asyncio.Protocol):
         if not self.out:  # nothing asked: an upstream that talks out of turn is not reused
             self._fail(httpx.RemoteProtocolError("the upstream sent bytes while no request was out"))
             return
+        self.moved = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -126,11 +137,16 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as error:
             self._fail(httpx.RemoteProtocolError(f"malformed answer: {error}"))
             return
-        if not self.head_done:  # (a head is bounded once it spans reads: at most one read past the bound)
-            self.head_bytes += len(data)
-            if self.head_bytes > self.pool.max_head_size:
+        # What httptools holds meanwhile is bounded with it: a head (interim ones too), a
+        # chunk's size line, trailers; at most one read past the bound.
+        if self.moved:
+            self.stalled = 0
+        else:
+            self.stalled += len(data)
+            if self.stalled > self.pool.max_head_size:
+                what = "head" if not self.head_done else "chunk framing or trailers"
                 self._fail(
-                    httpx.RemoteProtocolError(f"the answer's head exceeds {self.pool.max_head_size} bytes")
+                    httpx.RemoteProtocolError(f"the answer's {what} exceeds {self.pool.max_head_size} bytes")
                 )
                 return
         if self.buffered > self.pool.read_ahead and not self.reading_paused and self.transport is not None:
@@ -153,10 +169,7 @@ class _Connection(asyncio.Protocol):
                 lost = _Lost("the upstream closed the connection before the answer was whole")
                 lost.__cause__ = exc
                 self._set_failure(lost)
-        drained, self.drained = self.drained, None
-        if drained is not None and not drained.done():
-            drained.set_exception(httpx.WriteError("the connection closed while the request was written"))
-            drained.exception()  # (retrieved: the writer may be gone)
+        self._drain_failed(httpx.WriteError("the connection closed while the request was written"))
 
     def pause_writing(self) -> None:
         if self.drained is None:
@@ -177,14 +190,17 @@ class _Connection(asyncio.Protocol):
         self.reason += reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
+        if not self.head_done:  # (after the head: a chunked body's trailers, dropped)
+            self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
+        if status < 100:
+            raise httpx.RemoteProtocolError(f"status {status} is not an HTTP status")
         if status < 200:  # an interim answer (100 Continue, 103 Early Hints): the real one follows
             self.reason, self.headers = b"", []
             return
-        self.status, self.head_done = status, True
+        self.status, self.head_done, self.moved = status, True, True
         if not self.parser.should_keep_alive():
             self.usable = False
         length = chunked = False
@@ -202,12 +218,24 @@ class _Connection(asyncio.Protocol):
             head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
+        if not self.head_done:  # an interim answer's body: llhttp reads one, httpx's own refuses it
+            raise httpx.RemoteProtocolError("an interim (1xx) answer with a body")
+        self.moved = True
+        if self.no_body:
+            return
         self.pieces.append(body)
         self.buffered += len(body)
         self._wake()
 
+    def on_chunk_header(self) -> None:
+        self.moved = True
+
+    def on_chunk_complete(self) -> None:
+        self.moved = True
+
     def on_message_complete(self) -> None:
         if self.head_done:
+            self.moved = True
             self._completed()
 
     # -- the answer's reader ---------------------------------------------------------------
@@ -234,29 +262,52 @@ class _Connection(asyncio.Protocol):
             piece = b"".join(pieces)
             pieces.clear()
         self.buffered -= len(piece)
-        if self.reading_paused and self.buffered <= self.pool.read_ahead // 2 and self.transport is not None:
-            self.reading_paused = False
-            self.transport.resume_reading()
+        if self.reading_paused and self.buffered <= self.pool.read_ahead // 2:
+            self._resume()
         return piece
 
     def finished(self) -> None:
         """The reader is done with the answer: the connection goes back to the pool if the
-        answer was read to its end and the connection may carry another, else it is closed."""
+        answer was read to its end (its body may have been left unread, but all of it came)
+        and the connection may carry another, else it is closed."""
         if not self.out:
             return
         self.out = False
-        if self.complete and self.usable and self.failure is None:
+        self.pieces.clear()  # (a body not read, all of it come: not held while idle)
+        self.buffered = 0
+        transport = self.transport
+        if (
+            self.complete
+            and self.usable
+            and self.failure is None
+            and transport is not None
+            and not transport.get_write_buffer_size()  # (nothing of the request still to go)
+        ):
+            self._resume()
             self.pool.park(self)
         else:
             self.close()
 
     def close(self) -> None:
+        """Close the connection: at once (a reset) when the request has bytes still to go,
+        which an upstream that stopped reading would hold for ever, else gracefully."""
         self.usable = False
-        if self.transport is not None:
-            self.transport.close()
+        if self.out and not self.complete:
+            self._set_failure(_Lost("the connection was closed before the answer was whole"))
+        transport = self.transport
+        if transport is not None:
+            if transport.get_write_buffer_size():
+                transport.abort()
+            else:
+                transport.close()
         self.pool.discard(self)
 
     # -- inside ----------------------------------------------------------------------------
+
+    def _resume(self) -> None:
+        if self.reading_paused and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
 
     def _completed(self) -> None:
         self.complete = True
@@ -267,6 +318,12 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def _drain_failed(self, failure: BaseException) -> None:
+        drained, self.drained = self.drained, None
+        if drained is not None and not drained.done():
+            drained.set_exception(failure)
+            drained.exception()  # (retrieved: the writer may be gone)
+
     def _set_failure(self, failure: BaseException) -> None:
         if self.failure is None:
             self.failure = failure
@@ -274,6 +331,7 @@ class _Connection(asyncio.Protocol):
         if head is not None and not head.done():
             head.set_exception(failure)
             head.exception()  # (retrieved: a request cancelled meanwhile never awaits it)
+        self._drain_failed(failure)
         self._wake()
 
     def _fail(self, failure: BaseException) -> None:
@@ -322,7 +380,7 @@ class _Pool:
         self.idle.setdefault(connection.key, []).append(connection)
         if self.sweep is None:
             self.sweep = asyncio.get_running_loop().call_later(self.keepalive_expiry, self._swept)
-        self._next()
+        self.wake()
 
     def discard(self, connection: _Connection) -> None:
         if connection in self.open:
@@ -330,9 +388,10 @@ class _Pool:
             if connection.idle_now:
                 connection.idle_now = False
                 self.idle[connection.key].remove(connection)
-            self._next()
+            self.wake()
 
-    def _next(self) -> None:
+    def wake(self) -> None:
+        """Tell the first request still waiting for room that there may be some."""
         while self.waiting:
             waiter = self.waiting.popleft()
             if not waiter.done():
@@ -372,8 +431,10 @@ class H1Transport(httpx.AsyncBaseTransport):
     :param max_connections: connections open at once (0: no limit); a request waits for
         room within httpx's ``pool`` timeout.
     :param keepalive_expiry: seconds an idle kept connection stays open.
-    :param verify: as httpx's: True (the system's CAs), False, or an ``ssl.SSLContext``.
-    :param max_head_size: bytes of an answer's head, at most.
+    :param verify: as httpx's: True (certifi's CAs, as httpx has them), False, or an
+        ``ssl.SSLContext``.
+    :param max_head_size: bytes of an answer's head, at most (and of what else httptools
+        holds while the answer does not move: a chunk's size line, trailers).
     """
 
     def __init__(
@@ -394,19 +455,21 @@ class H1Transport(httpx.AsyncBaseTransport):
         timeouts = request.extensions.get("timeout", {})
         url = request.url
         scheme = url.scheme
-        if scheme not in ("http", "https") or not url.host:
+        if scheme not in ("http", "https") or not url.raw_host:
             raise httpx.UnsupportedProtocol(
                 f"cannot send to {str(url)!r}: http or https only", request=request
             )
-        key = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
-        head = self._head(request)
+        # the host as the Host header names it (IDNA 2008, as httpx encodes it): connected
+        # to, and checked against the certificate, under that name
+        key = (scheme, url.raw_host.decode("ascii"), url.port or (443 if scheme == "https" else 80))
         body = await request.aread()
-        if request.headers.get("transfer-encoding", "").lower() == "chunked":
+        head, chunked = self._head(request, body)
+        if chunked:
             body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
         connection = await self._connection(key, request, timeouts)
-        loop = asyncio.get_running_loop()
+        no_body = request.method == "HEAD"  # its answer has no body, whatever its head says
         try:
-            connection.begin(loop)
+            connection.begin(asyncio.get_running_loop(), no_body=no_body)
             assert connection.transport is not None and connection.head is not None
             connection.transport.write(head + body if len(body) < JOINED else head)
             if len(body) >= JOINED:
@@ -431,9 +494,9 @@ class H1Transport(httpx.AsyncBaseTransport):
             connection.out = False
             connection.close()  # cancelled (or worse) with the answer unread: never handed on
             raise
-        if request.method == "HEAD":  # its answer has no body, whatever its head says
-            connection.usable = False
-            connection._completed()
+        if no_body:
+            connection.usable = False  # (whatever body it announced may still come)
+            connection.complete = True
         return httpx.Response(
             connection.status,
             headers=connection.headers,
@@ -441,28 +504,49 @@ class H1Transport(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": connection.reason},
         )
 
-    def _head(self, request: httpx.Request) -> bytes:
-        """The request line and headers as they go, checked: nothing in them may end a line."""
+    def _head(self, request: httpx.Request, body: bytes) -> tuple[bytes, bool]:
+        """The request line and headers as they go, and whether the body goes chunked;
+        checked: nothing in them may end a line or hold a control character, and the body's
+        framing is the one the headers say (one ``Content-Length`` of its length, or one
+        ``Transfer-Encoding: chunked`` alone), so no request can carry another."""
         method = request.method.encode("latin-1", "replace")
         target = request.url.raw_path
         names = self._names
         lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+        lengths: list[bytes] = []
+        codings: list[bytes] = []
         for name, value in request.headers.raw:
             if name not in names:
                 if not _TOKEN.fullmatch(name):
                     raise httpx.LocalProtocolError(f"not a header name: {name!r}", request=request)
                 if len(names) < _NAMES_KNOWN:
                     names.add(name)
+            if len(name) in (14, 17):  # (the two framing headers' lengths: most names skip the lower-casing)
+                lower = name.lower()
+                if lower == b"content-length":
+                    lengths.append(value.strip())
+                elif lower == b"transfer-encoding":
+                    codings.append(value.strip().lower())
             lines.append(b"%s: %s\r\n" % (name, value))
         lines.append(b"\r\n")
         head = b"".join(lines)
-        if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines) or b"\x00" in head:
+        if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines) or _CONTROL.search(head):
             raise httpx.LocalProtocolError(
-                "a request target or header value holds CR, LF or NUL", request=request
+                "a request target or header value holds CR, LF or another control character", request=request
             )
         if not _TOKEN.fullmatch(method) or b" " in target:
             raise httpx.LocalProtocolError(f"not a request line: {lines[0]!r}", request=request)
-        return head
+        if codings:
+            if codings != [b"chunked"] or lengths:
+                raise httpx.LocalProtocolError(
+                    f"unsupported request framing: {codings} {lengths}", request=request
+                )
+            return head, True
+        if lengths != ([str(len(body)).encode()] if lengths or body else []):
+            raise httpx.LocalProtocolError(
+                f"Content-Length {lengths} does not frame a body of {len(body)} bytes", request=request
+            )
+        return head, False
 
     async def _connection(
         self, key: tuple[str, str, int], request: httpx.Request, timeouts: dict[str, Any]
@@ -481,11 +565,14 @@ class H1Transport(httpx.AsyncBaseTransport):
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
                 await within(waiter, left)
-            except asyncio.TimeoutError:
-                raise httpx.PoolTimeout("no connection was free in time", request=request) from None
-            finally:
-                if not waiter.done():
+            except BaseException as failed:
+                if waiter.done() and not waiter.cancelled():
+                    pool.wake()  # (woken, then gone: the room it was told of goes to the next)
+                else:
                     waiter.cancel()
+                if isinstance(failed, asyncio.TimeoutError):
+                    raise httpx.PoolTimeout("no connection was free in time", request=request) from None
+                raise
         connection = _Connection(pool, key)
         pool.open.add(connection)
         scheme, host, port = key
@@ -509,18 +596,19 @@ class H1Transport(httpx.AsyncBaseTransport):
         except BaseException:
             connection.close()
             raise
+        if not connection.usable:  # (it spoke before it was asked, or closed at once: nothing was sent)
+            connection.close()
+            raise httpx.ConnectError(
+                f"the connection to {host}:{port} failed as it was made", request=request
+            )
         return connection
 
     def _context(self) -> ssl.SSLContext:
         if self._ssl is None:
             verify = self._verify
-            if isinstance(verify, ssl.SSLContext):
-                self._ssl = verify
-            else:
-                self._ssl = ssl.create_default_context()
-                if not verify:
-                    self._ssl.check_hostname = False
-                    self._ssl.verify_mode = ssl.CERT_NONE
+            self._ssl = (
+                verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify=verify)
+            )
         return self._ssl
 
     async def aclose(self) -> None:
@@ -571,7 +659,11 @@ def httpx_client(
     event_hooks, ...). ``direct``: the transport path sends on its transport, past httpx's
     send (`transport.http.send`), while the client has no auth and follows no redirects; for
     a client that keeps no cookies (a shared one)."""
-    transport = H1Transport(max_connections=max_connections, keepalive_expiry=keepalive_expiry)
+    transport = H1Transport(
+        max_connections=max_connections, keepalive_expiry=keepalive_expiry, verify=options.pop("verify", True)
+    )
+    if options.get("cert") is not None:  # (httpx would drop it silently with a transport given)
+        raise TypeError("httpx_client: a client certificate goes in an ssl.SSLContext given as verify")
     client = httpx.AsyncClient(transport=transport, **options)
     if direct:
         client._ssewire_direct = transport  # type: ignore[attr-defined]
