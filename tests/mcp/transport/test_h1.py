@@ -562,3 +562,28 @@ def test_a_host_is_connected_to_under_the_name_its_host_header_carries(monkeypat
         return asked
 
     assert run(main) == [("xn--fa-hia.de", "xn--fa-hia.de")]
+
+
+@pytest.mark.parametrize("then", ["closes", "stays"])
+def test_an_answer_that_comes_before_the_body_is_all_sent_is_the_answer(then):
+    """An upstream that refuses a large body from its head (413) and stops reading, whether
+    it closes or not: the caller gets that answer, not a write error or a wait for ever."""
+    refusal = b"HTTP/1.1 413 Too Large\r\ncontent-length: 8\r\nconnection: close\r\n\r\ntoo much"
+
+    async def refusing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _head(reader)
+        writer.write(refusal)
+        await writer.drain()
+        if then == "stays":
+            await asyncio.sleep(10)
+
+    async def main() -> object:
+        upstream = Upstream(refusing)
+        async with upstream.running() as url, h1.httpx_client() as http:
+            response = await asyncio.wait_for(http.post(url, content=b"x" * (16 << 20), timeout=None), 5)
+            assert (response.status_code, response.content) == (413, b"too much")
+            pool = http._transport._pool  # type: ignore[attr-defined]
+            assert not pool.open  # (the body never all sent: not kept)
+        return True
+
+    assert run(main)

@@ -45,6 +45,7 @@ import asyncio
 import re
 import ssl
 import time
+from asyncio import FIRST_COMPLETED
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
@@ -113,11 +114,6 @@ class _Connection(asyncio.Protocol):
         self.stalled = 0
         self.pieces.clear()
         self.buffered = 0
-
-    async def drain(self) -> None:
-        """Wait until the transport's write buffer is below its high-water mark."""
-        if self.drained is not None:
-            await self.drained
 
     # -- asyncio's callbacks ---------------------------------------------------------------
 
@@ -474,11 +470,18 @@ class H1Transport(httpx.AsyncBaseTransport):
             connection.transport.write(head + body if len(body) < JOINED else head)
             if len(body) >= JOINED:
                 connection.transport.write(body)  # (not copied into one block with the head)
-            if connection.drained is not None:
-                try:
-                    await within(connection.drain(), timeouts.get("write"))
-                except asyncio.TimeoutError:
-                    raise httpx.WriteTimeout("the request was not written in time", request=request) from None
+            drained = connection.drained
+            if drained is not None:  # the body waits to go: until it has, or an answer came
+                answered = connection.head
+                await asyncio.wait(
+                    (drained, answered), timeout=timeouts.get("write"), return_when=FIRST_COMPLETED
+                )
+                if answered.done() and answered.exception() is None:  # an answer before the whole body
+                    connection.usable = False  # (a refusal, say, as httpx's own transport reads it)
+                elif not drained.done():
+                    raise httpx.WriteTimeout("the request was not written in time", request=request)
+                else:
+                    drained.result()  # (the connection's failure, if it broke meanwhile)
             try:
                 await within(connection.head, timeouts.get("read"))
             except asyncio.TimeoutError:
