@@ -4,6 +4,7 @@ has to wait. On asyncio's loop and on uvloop's, as the gateway runs it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -159,3 +160,56 @@ def test_an_async_generators_next_item_is_awaited_under_the_deadline(run):
         await body.aclose()
 
     run(scenario())
+
+
+@needs_timeout
+def test_a_cancellation_of_the_callers_that_meets_the_deadline_stays_a_cancellation(run):
+    """The deadline's cancellation is taken back (``uncancel``); the caller's, come at the
+    same time, is still a cancellation, never a timeout the caller would go on from."""
+
+    async def scenario() -> int:
+        me = asyncio.current_task()
+        assert me is not None
+
+        async def work() -> None:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                me.cancel()  # the caller's own, while the deadline's is on its way out
+                raise
+
+        with pytest.raises(asyncio.CancelledError):
+            await within(work(), 0.02)
+        left = me.cancelling()  # the caller's alone
+        me.uncancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0)  # (where the caller's lands: taken here, so the test goes on)
+        return left
+
+    assert run(scenario()) == 1
+
+
+@needs_timeout
+def test_nested_deadlines_each_raise_their_own_and_leave_no_cancellation_behind(run):
+    async def scenario() -> tuple[str, str, int]:
+        me = asyncio.current_task()
+        assert me is not None
+        with pytest.raises(asyncio.TimeoutError):
+            await within(within(asyncio.sleep(5), 10.0), 0.02)  # the outer one's
+        outer = "outer"
+        with pytest.raises(asyncio.TimeoutError):
+            await within(within(asyncio.sleep(5), 0.02), 10.0)  # the inner one's
+        inner = "inner"
+
+        async def own_error() -> None:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                raise LookupError("the work's own") from None
+
+        with pytest.raises(LookupError):
+            await within(own_error(), 0.02)
+        await asyncio.sleep(0)  # (a cancellation left pending would land here)
+        return outer, inner, me.cancelling()
+
+    assert run(scenario()) == ("outer", "inner", 0)
