@@ -201,7 +201,8 @@ class Trace:
         self.telemetry, self.span = telemetry, span
         self.http_method = _word(http_method) or "other"
         self.mcp_method: str | None = None
-        self.session: str | None = None  # hashed
+        self._sid: str | None = None  # as noted: hashed only when a log line or a span names it
+        self._session: str | None = None
         self.outcome: str | None = None
         self.status: int | None = None
         self.resumptions = self.resets = 0
@@ -220,7 +221,7 @@ class Trace:
                 self.span.update_name(f"{self.mcp_method}")
                 self.span.set_attribute("mcp.method.name", self.mcp_method)
         if "session" in fields and fields["session"] is not None:
-            self.session = session_hash(str(fields["session"]), self.telemetry.key)
+            self._sid, self._session = str(fields["session"]), None
             if self.span is not None:
                 self.span.set_attribute("mcp.session.hash", self.session)
         if "outcome" in fields:
@@ -229,6 +230,14 @@ class Trace:
             self.status = int(fields["status"])
             if self.span is not None:
                 self.span.set_attribute("http.response.status_code", self.status)
+
+    @property
+    def session(self) -> str | None:
+        """The session noted, as logs name it (`session_hash`), computed once when asked:
+        with the access log off and no span, no request pays for the HMAC."""
+        if self._session is None and self._sid is not None:
+            self._session = session_hash(self._sid, self.telemetry.key)
+        return self._session
 
     def event(self, name: str, **attributes: Any) -> None:
         """A span event (tracing on); `EVENTS`' reset and resumption are counted for the
