@@ -213,3 +213,22 @@ def test_nested_deadlines_each_raise_their_own_and_leave_no_cancellation_behind(
         return outer, inner, me.cancelling()
 
     assert run(scenario()) == ("outer", "inner", 0)
+
+
+@needs_timeout
+def test_a_timeout_says_where_the_work_waited_and_a_deadline_already_past_fires_first(run):
+    async def stuck() -> None:
+        await asyncio.sleep(5)
+
+    async def one_step() -> str:
+        await asyncio.sleep(0)
+        return "ran on"
+
+    async def scenario() -> tuple[object, bool]:
+        with pytest.raises(asyncio.TimeoutError) as timed_out:
+            await within(stuck(), 0.01)
+        with pytest.raises(asyncio.TimeoutError):  # (as asyncio.timeout(0): no step more)
+            await within(one_step(), 0)
+        return type(timed_out.value.__cause__), timed_out.value.__cause__.__traceback__ is not None
+
+    assert run(scenario()) == (asyncio.CancelledError, True)

@@ -38,12 +38,13 @@ async def within(work: Awaitable[T], seconds: float | None) -> T:
     loop = task.get_loop()
     cancelling = task.cancelling()
     expiry = _Expiry(task)
-    timer = loop.call_at(loop.time() + seconds, expiry)
+    # (a deadline already past fires ahead of the work's next step, as asyncio.timeout's does)
+    timer = loop.call_soon(expiry) if seconds <= 0 else loop.call_at(loop.time() + seconds, expiry)
     try:
         result: T = await _Rest(steps, waiting)
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as cancelled:
         if expiry.fired and task.uncancel() <= cancelling:  # ours alone, not the caller's
-            raise TimeoutError from None
+            raise TimeoutError from cancelled  # (its traceback: where the work was waiting)
         raise
     except BaseException:
         if expiry.fired:  # (the work turned our cancellation into an error of its own)

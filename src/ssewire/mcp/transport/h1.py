@@ -42,8 +42,11 @@ that request (no retry: it may have been processed), as on httpx's own transport
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import socket
 import ssl
+import struct
 import time
 from asyncio import FIRST_COMPLETED
 from collections import deque
@@ -293,7 +296,7 @@ class _Connection(asyncio.Protocol):
         transport = self.transport
         if transport is not None:
             if transport.get_write_buffer_size():
-                transport.abort()
+                _reset(transport)
             else:
                 transport.close()
         self.pool.discard(self)
@@ -333,6 +336,15 @@ class _Connection(asyncio.Protocol):
     def _fail(self, failure: BaseException) -> None:
         self._set_failure(failure)
         self.close()
+
+
+def _reset(transport: asyncio.Transport) -> None:
+    """Close with a TCP reset: ``abort`` alone drops what the process holds, but the kernel
+    would still keep the bytes it took, and try to send them, until the peer read them."""
+    sock = transport.get_extra_info("socket")
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
 
 
 class _Pool:
@@ -478,6 +490,8 @@ class H1Transport(httpx.AsyncBaseTransport):
                 )
                 if answered.done() and answered.exception() is None:  # an answer before the whole body
                     connection.usable = False  # (a refusal, say, as httpx's own transport reads it)
+                elif answered.done():
+                    answered.result()  # (the connection's failure)
                 elif not drained.done():
                     raise httpx.WriteTimeout("the request was not written in time", request=request)
                 else:
