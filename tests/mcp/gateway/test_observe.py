@@ -473,3 +473,51 @@ def test_the_client_tells_its_resets_and_resumptions_and_survives_a_raising_call
     for _, details in told:
         assert isinstance(details.get("request"), int)
         assert "http" not in json.dumps(details) and TOKEN not in json.dumps(details)
+
+
+@pytest.fixture
+def no_global_provider(monkeypatch):
+    """The process as it starts: no tracer provider set globally (the command's own case when
+    opentelemetry is installed and nobody set one up)."""
+    from opentelemetry import trace
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    monkeypatch.delenv("OTEL_PYTHON_TRACER_PROVIDER", raising=False)
+    return trace
+
+
+def _forwarded_upstream(telemetry: Telemetry, echo: str, headers: dict[str, str]) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with httpx.AsyncClient(event_hooks={"request": [telemetry.upstream_hook]}) as http:
+            with telemetry.request("POST", headers):
+                return (await asyncio.ensure_future(http.get(echo))).json()
+
+    return asyncio.run(main())
+
+
+def test_with_no_provider_set_the_downstream_trace_context_goes_up_as_it_came(no_global_provider, echo):
+    telemetry = Telemetry("default", tracer_provider="global")
+    assert telemetry.tracing
+    came = {"Traceparent": TRACEPARENT, "tracestate": "vendor=1"}
+    assert _forwarded_upstream(telemetry, echo, came) == {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}
+    # none, or one that does not parse: nothing goes up (no trace is made up)
+    assert _forwarded_upstream(telemetry, echo, {}) == {"traceparent": None, "tracestate": None}
+    invalid = {"traceparent": "00-not-a-trace-id-01"}
+    assert _forwarded_upstream(telemetry, echo, invalid) == {"traceparent": None, "tracestate": None}
+
+    async def current_inside() -> Any:
+        with telemetry.request("POST", came):
+            return no_global_provider.get_current_span().get_span_context()
+
+    context = asyncio.run(current_inside())  # current while the request runs, as a span would be
+    assert format(context.trace_id, "032x") == TRACE_ID and format(context.span_id, "016x") == PARENT_ID
+
+
+def test_a_provider_set_globally_after_the_start_gets_the_spans(no_global_provider, spans, echo):
+    provider, exporter = spans
+    telemetry = Telemetry("default", tracer_provider="global")  # made before the provider is set
+    no_global_provider._TRACER_PROVIDER = provider  # (what set_tracer_provider does, once a process)
+    inside = _forwarded_upstream(telemetry, echo, {"traceparent": TRACEPARENT})
+    [span] = exporter.get_finished_spans()
+    assert format(span.parent.span_id, "016x") == PARENT_ID
+    assert inside["traceparent"].split("-")[2] == format(span.context.span_id, "016x") != PARENT_ID

@@ -32,7 +32,10 @@ was noted; else it follows the status (below 400 ``"ok"``, 4xx ``"refused"``, 5x
 **Traces.** Tracing is on when OpenTelemetry's API is importable and a tracer provider is
 given: an SDK ``TracerProvider`` of your own, or ``"global"`` for the one set globally
 (``opentelemetry.trace.set_tracer_provider``). None (the default): logs only, and nothing of
-OpenTelemetry is imported. Each request opens a SERVER span whose parent is the W3C
+OpenTelemetry is imported. With ``"global"`` while no provider is set globally (or a no-op
+one is), no span is made, since none would record: the downstream request's
+``traceparent`` (and ``tracestate``) go upstream as a span that records nothing would
+carry them, at a tenth of the cost. Each request opens a SERVER span whose parent is the W3C
 ``traceparent`` (and ``tracestate``) of the downstream request (an invalid or missing one
 starts a new trace); it is the current span while the block runs, and the current `Trace`
 (a contextvar: tasks started inside the block see it). `Telemetry.upstream_hook` writes the
@@ -197,8 +200,9 @@ class Trace:
     """One relayed request, while `Telemetry.request` runs: what is noted of it, its span
     (tracing on), its resets and resumptions."""
 
-    def __init__(self, telemetry: Telemetry, http_method: str, span: Any = None) -> None:
+    def __init__(self, telemetry: Telemetry, http_method: str, span: Any = None, parent: Any = None) -> None:
         self.telemetry, self.span = telemetry, span
+        self.parent = parent  # no span made (none would record): the downstream's trace context
         self.http_method = _word(http_method) or "other"
         self.mcp_method: str | None = None
         self._sid: str | None = None  # as noted: hashed only when a log line or a span names it
@@ -333,10 +337,27 @@ class _Otel:
         self.context, self.trace = context, trace
         self.SpanKind, self.Status, self.StatusCode = SpanKind, Status, StatusCode
         self.propagator = TraceContextTextMapPropagator()
+        self.silent = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # no span of theirs records
 
 
 _loaded: list[_Otel | None] = []
 _loading = threading.Lock()
+
+
+def _carrier(headers: Mapping[str, str]) -> dict[str, str]:
+    return {
+        name.lower(): value
+        for name, value in headers.items()
+        if name.lower() in ("traceparent", "tracestate") and isinstance(value, str)
+    }
+
+
+def _forwarded(otel: _Otel, headers: Mapping[str, str]) -> Any:
+    """The downstream request's trace context, for a request that gets no span (none would
+    record); None without a ``traceparent`` (what nearly every request costs then: one
+    scan of its headers). An invalid one: an empty context, from which nothing goes up."""
+    carrier = _carrier(headers)
+    return otel.propagator.extract(carrier) if "traceparent" in carrier else None
 
 
 def _otel() -> _Otel | None:
@@ -371,9 +392,10 @@ class Telemetry:
     ) -> None:
         self.route, self.key, self.clock = route, key, clock
         self.tracer: Any = None
+        self._global = tracer_provider == "global"
         otel = _otel() if tracer_provider is not None else None
         if otel is not None:
-            provider = otel.trace.get_tracer_provider() if tracer_provider == "global" else tracer_provider
+            provider = otel.trace.get_tracer_provider() if self._global else tracer_provider
             self.tracer = provider.get_tracer("ssewire.mcp.gateway")
         self._notices: dict[
             str, tuple[float, int]
@@ -387,15 +409,15 @@ class Telemetry:
     def request(self, http_method: str, headers: Mapping[str, str]) -> Iterator[Trace]:
         """One relayed request: its `Trace` is the current one while the block runs (its
         span the current span); at the end, the access line, and the span ended."""
-        span, attached = None, None
+        span, attached, forwarded = None, None, None
         otel = _otel() if self.tracer is not None else None
-        if otel is not None:
-            carrier = {
-                name.lower(): value
-                for name, value in headers.items()
-                if name.lower() in ("traceparent", "tracestate") and isinstance(value, str)
-            }
-            parent = otel.propagator.extract(carrier)  # invalid or none: an empty context, a new trace
+        if otel is not None and self._global and isinstance(otel.trace.get_tracer_provider(), otel.silent):
+            # no span (the global provider is looked up at each request: it may be set later)
+            forwarded = _forwarded(otel, headers)
+            if forwarded is not None:  # current while the block runs, as such a span would be
+                attached = otel.context.attach(forwarded)
+        elif otel is not None:
+            parent = otel.propagator.extract(_carrier(headers))  # invalid or none: a new trace
             span = self.tracer.start_span(
                 _word(http_method) or "other",
                 context=parent,
@@ -406,7 +428,7 @@ class Telemetry:
                 },
             )
             attached = otel.context.attach(otel.trace.set_span_in_context(span))
-        trace = Trace(self, http_method, span)
+        trace = Trace(self, http_method, span, forwarded)
         named = next(
             (v for k, v in headers.items() if k.lower() == "mcp-method" and isinstance(v, str)), None
         )
@@ -429,12 +451,13 @@ class Telemetry:
         """An httpx request event hook: the current span's ``traceparent`` (and
         ``tracestate``) on the upstream request; nothing when no traced request is open."""
         trace = _current.get()
-        if trace is None or trace.span is None or not trace.open:
+        if trace is None or (trace.span is None and trace.parent is None) or not trace.open:
             return
         otel = _otel()
         assert otel is not None
         carrier: dict[str, str] = {}
-        otel.propagator.inject(carrier, context=otel.trace.set_span_in_context(trace.span))
+        context = trace.parent if trace.parent is not None else otel.trace.set_span_in_context(trace.span)
+        otel.propagator.inject(carrier, context=context)
         for name in ("traceparent", "tracestate"):
             if name in carrier:
                 request.headers[name] = carrier[name]
