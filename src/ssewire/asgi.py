@@ -8,14 +8,15 @@ Items may be [`Event`][ssewire.Event] / [`RawEvent`][ssewire.RawEvent] (written 
 buffer is not copied). A sync iterable is
 pulled in a worker thread. After ``keepalive`` idle seconds a comment is sent so proxies
 keep the connection open (0 turns it off). When the client disconnects, the iterator is
-closed and the response ends.
+closed and the response ends (noticed from `WATCH_AFTER` seconds into a response on: one
+over sooner makes no task of its own).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncGenerator, AsyncIterable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from ._deadline import within
@@ -34,14 +35,19 @@ _HEADERS = (
 _DONE = object()
 
 
-async def _aiter(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncGenerator[Any, None]:
-    """Items of an async iterable, or of a sync one pulled in a worker thread (so a slow
-    or blocking generator never stalls the event loop, keep-alives or disconnects)."""
+WATCH_AFTER = 0.25  # seconds: a response over by then is served without a watcher task
+
+
+def _iterator(items: AsyncIterable[Any] | Iterable[Any]) -> AsyncIterator[Any]:
+    """The items as an async iterator: an async iterable's own (no layer of ours per item),
+    or a sync one's pulled in a worker thread (so a slow or blocking generator never stalls
+    the event loop, keep-alives or disconnects)."""
     if hasattr(items, "__aiter__"):
-        async for item in items:
-            yield item
-        return
-    iterator = iter(items)
+        return items.__aiter__()
+    return _pulled(iter(items))
+
+
+async def _pulled(iterator: Iterator[Any]) -> AsyncGenerator[Any, None]:
     try:
         while (item := await asyncio.to_thread(next, iterator, _DONE)) is not _DONE:
             yield item
@@ -68,12 +74,15 @@ class _Watch:
 
 
 class _Pace:
-    """When a response last wrote, and the lock that keeps a keep-alive out of an item."""
+    """When a response last wrote, and what it is writing: an item (a keep-alive waits
+    for its end) or a keep-alive (the next item waits for it), never one inside the other.
+    Two flags, not a lock: most responses never have a keep-alive to keep out."""
 
-    def __init__(self, now: float) -> None:
-        self.now = asyncio.get_running_loop().time
-        self.last = now
-        self.writing = asyncio.Lock()
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.now = loop.time
+        self.last = loop.time()
+        self.writing = False  # an item is being written
+        self.pinging: asyncio.Future[None] | None = None  # a keep-alive is: done at its end
 
 
 class EventStreamResponse:
@@ -114,19 +123,27 @@ class EventStreamResponse:
         raise TypeError(f"cannot send {type(item).__name__} as an event")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Two tasks for the whole response, none per item: this one pumps the items and
-        writes each (one hop from whoever produces an item to its write); a watcher waits
-        for the client's disconnect (then stops this one) and, while the pump waits for an
-        item, writes the keep-alives."""
+        """This task pumps the items and writes each (one hop from whoever produces an item
+        to its write, no task per item). A response still going after `WATCH_AFTER` seconds
+        gets a watcher task, which waits for the client's disconnect (then stops this one)
+        and, while the pump waits for an item, writes the keep-alives; one over sooner (a
+        relayed call's, mostly) costs a timer instead, and a client that left meanwhile is
+        noticed that much later at most."""
         if scope["type"] != "http":
             raise RuntimeError(f"EventStreamResponse serves http, not {scope['type']}")
         await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
-        iterator = _aiter(self.events)
-        pace = _Pace(asyncio.get_running_loop().time())
+        iterator = _iterator(self.events)
+        loop = asyncio.get_running_loop()
+        pace = _Pace(loop)
         host = asyncio.current_task()
         assert host is not None
         watch = _Watch(host)
-        watcher = asyncio.ensure_future(self._watch(receive, send, pace, watch))
+        watchers: list[asyncio.Future[None]] = []
+
+        def start_watching() -> None:
+            watchers.append(asyncio.ensure_future(self._watch(receive, send, pace, watch)))
+
+        timer = loop.call_later(min(self.keepalive or WATCH_AFTER, WATCH_AFTER), start_watching)
         try:
             try:
                 await self._pump(iterator, send, pace)
@@ -138,24 +155,34 @@ class EventStreamResponse:
                 if watch.failed is not None:
                     raise watch.failed from None
         finally:
-            watcher.cancel()  # (before any await: a watcher stops this task only while it pumps)
-            await asyncio.gather(watcher, return_exceptions=True)
-            await iterator.aclose()
-            closer = getattr(self.events, "aclose", None)
-            if closer is not None:
-                await closer()
+            timer.cancel()  # (before any await: a watcher stops this task only while it pumps)
+            for watcher in watchers:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            for closing in (iterator, self.events):
+                closer = getattr(closing, "aclose", None)
+                if closer is not None:
+                    await closer()  # (an async generator's is its own iterator: closed twice is once)
 
-    async def _pump(self, iterator: AsyncGenerator[Any, None], send: Any, pace: _Pace) -> None:
+    async def _pump(self, iterator: AsyncIterator[Any], send: Any, pace: _Pace) -> None:
         """Each item written as it comes, then the body's end (unless a write failed: the
         client is gone)."""
         async for item in iterator:
             body = self._encode(item)
-            async with pace.writing:
-                if not await self._send(send, body, more=True):
-                    return
+            while pace.pinging is not None:
+                await pace.pinging
+            pace.writing = True
+            try:
+                sent = await self._send(send, body, more=True)
+            finally:
+                pace.writing = False
+            if not sent:
+                return
             pace.last = pace.now()
-        async with pace.writing:
-            await self._send(send, b"", more=False)
+        while pace.pinging is not None:
+            await pace.pinging
+        pace.writing = True  # (the end too: no keep-alive after it)
+        await self._send(send, b"", more=False)
 
     async def _watch(self, receive: Any, send: Any, pace: _Pace, watch: _Watch) -> None:
         """Until the client disconnects (or its receive fails), then the pump is stopped;
@@ -163,21 +190,25 @@ class EventStreamResponse:
         while True:
             if not self.keepalive:
                 wait = None
-            elif pace.writing.locked():  # an item is being written: its end resets the pace
+            elif pace.writing:  # an item is being written: its end resets the pace
                 wait = self.keepalive
             else:
                 wait = max(pace.last + self.keepalive - pace.now(), 0.0)
             try:
                 message = await within(receive(), wait)
             except asyncio.TimeoutError:
-                if pace.now() - pace.last < self.keepalive or pace.writing.locked():
+                if pace.now() - pace.last < self.keepalive or pace.writing:
                     continue
+                pinging = pace.pinging = asyncio.get_running_loop().create_future()
                 try:
-                    async with pace.writing:
-                        sent = await self._send(send, self._ping, more=True)
+                    sent = await self._send(send, self._ping, more=True)
                 except Exception as failed:  # a write that failed its caller's way: the pump raises it
                     watch.failed = failed
                     break
+                finally:
+                    pace.pinging = None
+                    if not pinging.done():  # (an item waiting for it may have been cancelled)
+                        pinging.set_result(None)
                 if not sent:
                     break  # the client is gone
                 pace.last = pace.now()

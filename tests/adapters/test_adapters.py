@@ -406,6 +406,46 @@ def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_bet
     assert b": keep-alive\n" in bodies[1001:-1] and bodies[-1] == b"data: last\n\n"
 
 
+def test_asgi_a_response_over_at_once_makes_no_task_and_asks_the_client_nothing():
+    """A relayed short call's stream: its items come and it ends before `WATCH_AFTER`, so
+    no watcher task is made (a timer stands in for it) and the client is never asked."""
+    asked = tasks = 0
+
+    async def receive():
+        nonlocal asked
+        asked += 1
+        return {"type": "http.disconnect"}
+
+    sent: list[bytes] = []
+
+    async def send(message):
+        sent.append(message.get("body", b""))
+
+    async def items():
+        for n in range(3):
+            await asyncio.sleep(0)  # each item a step of its own, as a relay's come
+            yield Event("message", str(n))
+
+    async def main() -> None:
+        nonlocal tasks
+        loop = asyncio.get_running_loop()
+
+        def counting(loop, coro, **kwargs):
+            nonlocal tasks
+            tasks += 1
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(counting)
+        try:
+            await EventStreamResponse(items(), keepalive=15)({"type": "http"}, receive, send)
+        finally:
+            loop.set_task_factory(None)
+
+    asyncio.run(main())
+    assert (tasks, asked) == (0, 0)
+    assert sent[1:] == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
+
+
 def _client_leaving_at(left: asyncio.Event):
     """An ASGI client that reads everything and disconnects once ``left`` is set."""
 
