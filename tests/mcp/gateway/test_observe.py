@@ -499,7 +499,10 @@ def test_with_no_provider_set_the_downstream_trace_context_goes_up_as_it_came(no
     telemetry = Telemetry("default", tracer_provider="global")
     assert telemetry.tracing
     came = {"Traceparent": TRACEPARENT, "tracestate": "vendor=1"}
-    assert _forwarded_upstream(telemetry, echo, came) == {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}
+    assert _forwarded_upstream(telemetry, echo, came) == {
+        "traceparent": TRACEPARENT,
+        "tracestate": "vendor=1",
+    }
     # none, or one that does not parse: nothing goes up (no trace is made up)
     assert _forwarded_upstream(telemetry, echo, {}) == {"traceparent": None, "tracestate": None}
     invalid = {"traceparent": "00-not-a-trace-id-01"}
