@@ -132,7 +132,7 @@ class EventStreamResponse:
         if scope["type"] != "http":
             raise RuntimeError(f"EventStreamResponse serves http, not {scope['type']}")
         await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
-        iterator = _iterator(self.events)
+        iterator: AsyncIterator[Any] | None = None
         loop = asyncio.get_running_loop()
         pace = _Pace(loop)
         host = asyncio.current_task()
@@ -146,6 +146,7 @@ class EventStreamResponse:
         timer = loop.call_later(min(self.keepalive or WATCH_AFTER, WATCH_AFTER), start_watching)
         try:
             try:
+                iterator = _iterator(self.events)
                 await self._pump(iterator, send, pace)
             except asyncio.CancelledError:
                 if not watch.stopped:
@@ -159,15 +160,19 @@ class EventStreamResponse:
             for watcher in watchers:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)
-            for closing in (iterator, self.events):
+            for closing in (iterator, self.events) if iterator is not self.events else (iterator,):
                 closer = getattr(closing, "aclose", None)
                 if closer is not None:
-                    await closer()  # (an async generator's is its own iterator: closed twice is once)
+                    await closer()
 
     async def _pump(self, iterator: AsyncIterator[Any], send: Any, pace: _Pace) -> None:
         """Each item written as it comes, then the body's end (unless a write failed: the
         client is gone)."""
-        async for item in iterator:
+        while True:
+            try:  # (not `async for`: an iterator need not have an __aiter__ of its own)
+                item = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
             body = self._encode(item)
             while pace.pinging is not None:
                 await pace.pinging

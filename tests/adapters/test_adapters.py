@@ -446,6 +446,48 @@ def test_asgi_a_response_over_at_once_makes_no_task_and_asks_the_client_nothing(
     assert sent[1:] == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
 
 
+def test_asgi_takes_any_async_iterable_and_closes_it_once():
+    """An iterable whose iterator has only ``__anext__`` (``async for`` takes it), and an
+    iterator of its own with an ``aclose`` that must not run twice."""
+    closed = 0
+
+    class Numbers:  # the iterator: __anext__ alone
+        def __init__(self) -> None:
+            self.left = 2
+
+        async def __anext__(self) -> Event:
+            if not self.left:
+                raise StopAsyncIteration
+            self.left -= 1
+            return Event("message", str(self.left))
+
+    class Source:
+        def __aiter__(self) -> Numbers:
+            return Numbers()
+
+    class Closing(Numbers):  # its own iterator, closed once
+        def __aiter__(self) -> Closing:
+            return self
+
+        async def aclose(self) -> None:
+            nonlocal closed
+            closed += 1
+
+    async def receive():
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    for source in (Source(), Closing()):
+        sent: list[bytes] = []
+
+        async def send(message, sent=sent):
+            sent.append(message.get("body", b""))
+
+        asyncio.run(EventStreamResponse(source, keepalive=0)({"type": "http"}, receive, send))
+        assert sent[1:] == [b"data: 1\n\n", b"data: 0\n\n", b""]
+    assert closed == 1
+
+
 def _client_leaving_at(left: asyncio.Event):
     """An ASGI client that reads everything and disconnects once ``left`` is set."""
 

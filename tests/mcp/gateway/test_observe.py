@@ -515,6 +515,16 @@ def test_with_no_provider_set_the_downstream_trace_context_goes_up_as_it_came(no
     context = asyncio.run(current_inside())  # current while the request runs, as a span would be
     assert format(context.trace_id, "032x") == TRACE_ID and format(context.span_id, "016x") == PARENT_ID
 
+    from opentelemetry import baggage
+    from opentelemetry import context as otel_context
+
+    outer = otel_context.attach(baggage.set_baggage("tenant", "t1"))  # an outer middleware's
+    try:
+        with telemetry.request("POST", came):
+            assert baggage.get_baggage("tenant") == "t1"  # what else the context held stays
+    finally:
+        otel_context.detach(outer)
+
 
 def test_a_provider_set_globally_after_the_start_gets_the_spans(no_global_provider, spans, echo):
     provider, exporter = spans

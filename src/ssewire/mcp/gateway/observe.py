@@ -357,7 +357,12 @@ def _forwarded(otel: _Otel, headers: Mapping[str, str]) -> Any:
     record); None without a ``traceparent`` (what nearly every request costs then: one
     scan of its headers). An invalid one: an empty context, from which nothing goes up."""
     carrier = _carrier(headers)
-    return otel.propagator.extract(carrier) if "traceparent" in carrier else None
+    if "traceparent" not in carrier:
+        return None
+    # its span (one that records nothing) in the current context, as a span of a no-op
+    # tracer was: what else the context holds (baggage) stays while the request runs
+    span = otel.trace.get_current_span(otel.propagator.extract(carrier))
+    return otel.trace.set_span_in_context(span)
 
 
 def _otel() -> _Otel | None:
