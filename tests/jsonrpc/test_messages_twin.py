@@ -23,7 +23,16 @@ VALUE = st.recursive(
     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
     max_leaves=4,
 )
-WRONG = st.one_of(VALUE, st.booleans(), st.floats(0, 2), st.sampled_from(["2.0", "1.0", 7, None, [], {}]))
+# (an empty list or object made anew each time: one shared by sampled_from would be filled by
+# the fields set into it, and the next example's data would not be what its choices say)
+WRONG = st.one_of(
+    VALUE,
+    st.booleans(),
+    st.floats(0, 2),
+    st.sampled_from(["2.0", "1.0", 7, None]),
+    st.builds(list),
+    st.builds(dict),
+)
 VALID = {
     "request": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}},
     "notification": {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}},
