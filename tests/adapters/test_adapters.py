@@ -359,12 +359,33 @@ def test_asgi_refuses_an_unserialisable_item_and_never_ends_the_stream_cleanly()
         EventStreamResponse([], keepalive=-1)
 
 
+def _tasks_made(response: EventStreamResponse, receive, send) -> int:
+    """Run ``response`` to its end (5 s at most); the tasks made while it ran."""
+    tasks = 0
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def counting(loop, coro, **kwargs):
+            nonlocal tasks
+            tasks += 1
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(counting)
+        try:
+            await response({"type": "http"}, receive, send)
+        finally:
+            loop.set_task_factory(None)
+
+    asyncio.run(asyncio.wait_for(main(), 5))
+    return tasks
+
+
 def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_between_items():
     """A relay's hot path: the tasks a response makes do not grow with its items (the
     caller's own pumps them, one more waits for the disconnect), and a keep-alive never
     lands inside an item whose write is held up by a slow client."""
     sent: list[bytes] = []
-    tasks = 0
 
     async def receive():
         await asyncio.sleep(10)
@@ -383,22 +404,7 @@ def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_bet
         await asyncio.sleep(0.3)  # idle: now keep-alives go
         yield Event("message", "last")
 
-    async def main() -> None:
-        nonlocal tasks
-        loop = asyncio.get_running_loop()
-
-        def counting(loop, coro, **kwargs):
-            nonlocal tasks
-            tasks += 1
-            return asyncio.Task(coro, loop=loop, **kwargs)
-
-        loop.set_task_factory(counting)
-        try:
-            await EventStreamResponse(items(), keepalive=0.1)({"type": "http"}, receive, send)
-        finally:
-            loop.set_task_factory(None)
-
-    asyncio.run(asyncio.wait_for(main(), 5))
+    tasks = _tasks_made(EventStreamResponse(items(), keepalive=0.1), receive, send)
     assert tasks == 1  # the disconnect's watch: not one per item, none to pump
     bodies = [body for body in sent if body]
     assert bodies[:1000] == [f"data: {n}\n\n".encode() for n in range(1000)]
@@ -409,7 +415,7 @@ def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_bet
 def test_asgi_a_response_over_at_once_makes_no_task_and_asks_the_client_nothing():
     """A relayed short call's stream: its items come and it ends before `WATCH_AFTER`, so
     no watcher task is made (a timer stands in for it) and the client is never asked."""
-    asked = tasks = 0
+    asked = 0
 
     async def receive():
         nonlocal asked
@@ -426,22 +432,7 @@ def test_asgi_a_response_over_at_once_makes_no_task_and_asks_the_client_nothing(
             await asyncio.sleep(0)  # each item a step of its own, as a relay's come
             yield Event("message", str(n))
 
-    async def main() -> None:
-        nonlocal tasks
-        loop = asyncio.get_running_loop()
-
-        def counting(loop, coro, **kwargs):
-            nonlocal tasks
-            tasks += 1
-            return asyncio.Task(coro, loop=loop, **kwargs)
-
-        loop.set_task_factory(counting)
-        try:
-            await EventStreamResponse(items(), keepalive=15)({"type": "http"}, receive, send)
-        finally:
-            loop.set_task_factory(None)
-
-    asyncio.run(main())
+    tasks = _tasks_made(EventStreamResponse(items(), keepalive=15), receive, send)
     assert (tasks, asked) == (0, 0)
     assert sent[1:] == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
 
