@@ -487,6 +487,33 @@ def test_a_waiter_woken_then_cancelled_passes_the_room_on():
     assert run(main)
 
 
+def test_at_the_cap_a_request_that_comes_while_another_waits_goes_after_it():
+    """Room goes in the order requests asked: one that comes as a connection is given back
+    (its first step runs before the waiter told of the room) waits behind that waiter, where
+    it took the connection and sent the waiter to the back of the line."""
+    done: list[str] = []
+
+    async def get(name: str, http: httpx.AsyncClient, url: str) -> None:
+        assert await _get(http, url) == (200, b"ok")
+        done.append(name)
+
+    async def main() -> object:
+        upstream = Upstream(_serve_each(OK))
+        async with upstream.running() as url, h1.httpx_client(max_connections=1) as http:
+            async with http.stream("GET", url) as first:
+                waiting = asyncio.ensure_future(get("waiting", http, url))
+                await asyncio.sleep(0.05)  # it waits for room
+                later = asyncio.ensure_future(get("later", http, url))  # its first step comes next...
+                async for _ in first.aiter_raw():  # ...after the connection is given back here
+                    pass
+            await asyncio.wait_for(asyncio.gather(waiting, later), 5)
+            assert upstream.connections == 1
+        return True
+
+    assert run(main)
+    assert done == ["waiting", "later"]
+
+
 @pytest.mark.parametrize(
     "interim",
     [

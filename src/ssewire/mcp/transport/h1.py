@@ -349,7 +349,10 @@ def _reset(transport: asyncio.Transport) -> None:
 
 class _Pool:
     """Connections by (scheme, host, port): idle ones kept for ``keepalive_expiry`` seconds,
-    at most ``max_connections`` open at once (0: no limit), the last one parked taken first."""
+    at most ``max_connections`` open at once (0: no limit), the last one parked taken first.
+    At the cap, requests get room in the order they asked: one that comes while others wait
+    (or one was just told of room) waits behind them, so none can be outrun until its pool
+    timeout."""
 
     def __init__(self, max_connections: int, keepalive_expiry: float, max_head_size: int) -> None:
         self.max_connections, self.keepalive_expiry = max_connections, keepalive_expiry
@@ -357,8 +360,13 @@ class _Pool:
         self.read_ahead = read_buffer(max_connections)
         self.open: set[_Connection] = set()
         self.idle: dict[tuple[str, str, int], list[_Connection]] = {}
-        self.waiting: deque[asyncio.Future[None]] = deque()
+        self.waiting: deque[asyncio.Future[None]] = deque()  # in the order they came
+        self.told = 0  # requests woken to room that have not taken their turn yet
         self.sweep: asyncio.TimerHandle | None = None
+
+    def queued(self) -> bool:
+        """Whether a request must wait behind others for its turn."""
+        return bool(self.waiting) or self.told > 0
 
     def take(self, key: tuple[str, str, int]) -> _Connection | None:
         """A kept connection to ``key`` still fit to carry a request, if one is idle."""
@@ -404,6 +412,7 @@ class _Pool:
             waiter = self.waiting.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                self.told += 1
                 return
 
     def _swept(self) -> None:
@@ -571,25 +580,38 @@ class H1Transport(httpx.AsyncBaseTransport):
         """A kept connection to ``key``, or a new one once the pool has room."""
         pool = self._pool
         deadline = None if timeouts.get("pool") is None else time.monotonic() + timeouts["pool"]
+        woken = False
         while True:
-            kept = pool.take(key)
-            if kept is not None:
-                return kept
-            if pool.has_room():
-                break
+            if woken or not pool.queued():
+                kept = pool.take(key)
+                room = kept is not None or pool.has_room()
+                if room and woken and pool.waiting:
+                    pool.wake()  # the next in line looks for room too (or keeps its place)
+                if kept is not None:
+                    return kept
+                if room:
+                    break
             waiter = asyncio.get_running_loop().create_future()
-            pool.waiting.append(waiter)
+            if woken:
+                pool.waiting.appendleft(waiter)  # (the room went elsewhere: its place is kept)
+            else:
+                pool.waiting.append(waiter)
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
                 await within(waiter, left)
             except BaseException as failed:
-                if waiter.done() and not waiter.cancelled():
+                if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                    pool.told -= 1
                     pool.wake()  # (woken, then gone: the room it was told of goes to the next)
-                else:
+                else:  # (its place given up; the pool's closing took it already)
                     waiter.cancel()
+                    with contextlib.suppress(ValueError):
+                        pool.waiting.remove(waiter)
                 if isinstance(failed, asyncio.TimeoutError):
                     raise httpx.PoolTimeout("no connection was free in time", request=request) from None
                 raise
+            pool.told -= 1
+            woken = True
         connection = _Connection(pool, key)
         pool.open.add(connection)
         scheme, host, port = key
