@@ -772,7 +772,11 @@ def test_upstream_sessions_are_bounded_and_a_working_one_is_never_taken() -> Non
             slow = asyncio.ensure_future(
                 post(http, url, "tools/call", {"name": "slow", "arguments": {"tag": "t2"}}, client="alice")
             )
-            await asyncio.sleep(0.5)
+            for _ in range(200):  # once the call runs upstream (a loaded machine may take past a
+                if "t2" in STARTED:  # fixed time to open alice's session: bob's would then fit)
+                    break
+                await asyncio.sleep(0.05)
+            assert "t2" in STARTED and not slow.done()
             status, found = await post(http, url, "server/discover", client="bob")
             assert status == 503
             assert last(found)["error"]["data"]["bridge"] == "busy"
