@@ -250,6 +250,9 @@ class _CutIsAborted:
 
     def __init__(self, transport: asyncio.Transport, protocol: _Bounded) -> None:
         self._transport, self._protocol = transport, protocol
+        # what uvicorn calls for every request and write, bound once (not looked up each time)
+        self.write, self.get_extra_info = transport.write, transport.get_extra_info
+        self.pause_reading, self.resume_reading = transport.pause_reading, transport.resume_reading
 
     def close(self) -> None:
         cycle = self._protocol.cycle
