@@ -22,7 +22,7 @@ from ssewire.mcp.gateway import outbox as outbox_module
 from ssewire.mcp.gateway.metrics import Metrics
 from ssewire.mcp.gateway.outbox import Outbox
 from ssewire.mcp.gateway.relay import Relay
-from ssewire.mcp.gateway.stores import CallRecord, MemoryStore, SessionRecord, Store, StoreFailed
+from ssewire.mcp.gateway.stores import CallRecord, MemoryStore, Position, SessionRecord, Store, StoreFailed
 from tests.support.redis_server import RedisControl, controlled_redis
 
 LEASE = 0.6  # seconds: a short lease, so a lapse shows within a test
@@ -109,6 +109,38 @@ def test_an_outbox_tries_a_failed_write_again_and_stores_everything_once():
         assert values == [1, 2, 3, 4, 5] and error is None and store.calls > 3 and outbox.task.done()
 
     asyncio.run(main())
+
+
+def test_an_outbox_keeps_the_upstream_position_only_where_another_replica_could_read_it():
+    """Where the upstream answer stands is stored with the events of a store written
+    through its task (a replica's), for whoever takes the call over; a store in memory,
+    one process's, is written in the caller's step without it (never read there)."""
+
+    class Client:
+        asked = 0
+
+        def position(self, ident: Any) -> str:
+            Client.asked += 1
+            return "up-7"
+
+    async def main() -> list[tuple[Any, int]]:
+        found = []
+        for store in (MemoryStore(), Failing(failures=0)):  # in the step / through the task
+            Client.asked = 0
+            stream = await store.open_stream("s", CallRecord(1, "tools/call"))
+            outbox = Outbox(store, "s", stream, client=Client())  # type: ignore[arg-type]
+            outbox.upstream = 41
+            for n in range(3):
+                outbox.put({"n": n})
+            await asyncio.wait_for(outbox.close(), 2)
+            found.append((await store.state("s", stream), Client.asked))
+        return found
+
+    (in_memory, asked_in_memory), (through_task, asked_through_task) = asyncio.run(main())
+    assert in_memory.done and in_memory.next == 4 and in_memory.position is None
+    assert asked_in_memory == 0  # not even computed
+    assert through_task.done and through_task.next == 4
+    assert through_task.position == Position(41, "up-7", None) and asked_through_task >= 1
 
 
 def test_an_outbox_whose_store_keeps_failing_ends_its_call_with_an_explicit_error(deadline):
