@@ -405,7 +405,10 @@ def test_asgi_writes_each_item_without_a_task_of_its_own_and_keepalives_only_bet
         yield Event("message", "last")
 
     tasks = _tasks_made(EventStreamResponse(items(), keepalive=0.1), receive, send)
-    assert tasks == 1  # the disconnect's watch: not one per item, none to pump
+    if sys.version_info >= (3, 11):
+        assert tasks == 1  # the disconnect's watch: not one per item, none to pump
+    else:  # (before 3.11 each of the watch's timed waits is a task of asyncio.wait_for's)
+        assert 1 < tasks < 20
     bodies = [body for body in sent if body]
     assert bodies[:1000] == [f"data: {n}\n\n".encode() for n in range(1000)]
     assert bodies[1000] == b"data: slow\n\n"  # no keep-alive went in while it was being written

@@ -249,7 +249,7 @@ class _Connection(asyncio.Protocol):
                 raise self.failure
             waiter = self.waiter = asyncio.get_running_loop().create_future()
             try:
-                await within(waiter, timeout)
+                await _until(waiter, timeout)
             except asyncio.TimeoutError:
                 raise httpx.ReadTimeout(f"no byte of the body came within {timeout} s") from None
             finally:
@@ -336,6 +336,26 @@ class _Connection(asyncio.Protocol):
     def _fail(self, failure: BaseException) -> None:
         self._set_failure(failure)
         self.close()
+
+
+async def _until(future: asyncio.Future[Any], seconds: float | None) -> Any:
+    """``await future`` (one of the connection's or the pool's own), failed with
+    ``asyncio.TimeoutError`` past ``seconds`` by a timer on the future itself: a cancellation
+    is never lost to a result that came first (``asyncio.wait_for``'s, before Python 3.12,
+    which `within` is before 3.11), and no layer is added to the wait."""
+    if seconds is None:
+        return await future
+    timer = asyncio.get_running_loop().call_later(seconds, _expire, future)
+    try:
+        return await future
+    finally:
+        timer.cancel()
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(asyncio.TimeoutError())
+        future.exception()  # (retrieved: its waiter may be gone)
 
 
 def _reset(transport: asyncio.Transport) -> None:
@@ -506,7 +526,7 @@ class H1Transport(httpx.AsyncBaseTransport):
                 else:
                     drained.result()  # (the connection's failure, if it broke meanwhile)
             try:
-                await within(connection.head, timeouts.get("read"))
+                await _until(connection.head, timeouts.get("read"))
             except asyncio.TimeoutError:
                 raise httpx.ReadTimeout("no answer came in time", request=request) from None
         except _Lost as lost:
@@ -598,7 +618,7 @@ class H1Transport(httpx.AsyncBaseTransport):
                 pool.waiting.append(waiter)
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
-                await within(waiter, left)
+                await _until(waiter, left)
             except BaseException as failed:
                 if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                     pool.told -= 1
