@@ -61,14 +61,19 @@ async def _pulled(iterator: Iterator[Any]) -> AsyncGenerator[Any, None]:
 
 
 class _Watch:
-    """How the watcher of a response stops its pump: once, with why."""
+    """How the watcher of a response stops its pump: once, with why; never once the
+    response is over (before 3.11 the watcher's cancellation can be lost in
+    ``asyncio.wait_for``, which then goes on as if none came)."""
 
     def __init__(self, host: asyncio.Task[Any]) -> None:
         self.host = host
         self.stopped = False
+        self.over = False  # the response ended: nothing is left to watch or stop
         self.failed: Exception | None = None
 
     def stop(self) -> None:
+        if self.over:
+            return
         self.stopped = True
         self.host.cancel()
 
@@ -156,7 +161,8 @@ class EventStreamResponse:
                 if watch.failed is not None:
                     raise watch.failed from None
         finally:
-            timer.cancel()  # (before any await: a watcher stops this task only while it pumps)
+            watch.over = True  # (before any await: a watcher stops this task only while it pumps)
+            timer.cancel()
             for watcher in watchers:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)
@@ -192,7 +198,7 @@ class EventStreamResponse:
     async def _watch(self, receive: Any, send: Any, pace: _Pace, watch: _Watch) -> None:
         """Until the client disconnects (or its receive fails), then the pump is stopped;
         while nothing is written for `keepalive` seconds, a comment (never inside an item)."""
-        while True:
+        while not watch.over:
             if not self.keepalive:
                 wait = None
             elif pace.writing:  # an item is being written: its end resets the pace
@@ -202,6 +208,8 @@ class EventStreamResponse:
             try:
                 message = await within(receive(), wait)
             except asyncio.TimeoutError:
+                if watch.over:
+                    break
                 if pace.now() - pace.last < self.keepalive or pace.writing:
                     continue
                 pinging = pace.pinging = asyncio.get_running_loop().create_future()

@@ -19,7 +19,7 @@ import pytest
 import ssewire
 from ssewire import Event, UnexpectedContentType
 from ssewire.aiohttp import aiter_sse as aiohttp_aiter_sse
-from ssewire.asgi import EventStreamResponse
+from ssewire.asgi import WATCH_AFTER, EventStreamResponse
 from ssewire.httpx import aconnect_sse, connect_sse, iter_sse
 from tests.support.uvicorn_servers import uvicorn_server
 
@@ -480,6 +480,35 @@ def test_asgi_takes_any_async_iterable_and_closes_it_once():
         asyncio.run(EventStreamResponse(source, keepalive=0)({"type": "http"}, receive, send))
         assert sent[1:] == [b"data: 1\n\n", b"data: 0\n\n", b""]
     assert closed == 1
+
+
+def test_asgi_a_watcher_that_outlives_its_cancellation_never_stops_a_finished_response():
+    """Before 3.12 ``asyncio.wait_for`` (what the watcher's waits are before 3.11) can lose a
+    cancellation to a result already there, so a watcher told to end may go on and see the
+    client leave: a response already over is not cancelled for it (its caller got a
+    CancelledError out of a response that had ended cleanly)."""
+    sent: list[dict] = []
+
+    async def receive():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass  # lost, as wait_for may lose it: the client's message "came" instead
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    async def items():
+        yield Event("message", "a")
+        await asyncio.sleep(WATCH_AFTER + 0.15)  # the watcher is running by now
+        yield Event("message", "b")
+
+    asyncio.run(
+        asyncio.wait_for(EventStreamResponse(items(), keepalive=0)({"type": "http"}, receive, send), 5)
+    )
+    assert [m.get("body") for m in sent[1:]] == [b"data: a\n\n", b"data: b\n\n", b""]
+    assert sent[-1]["more_body"] is False  # ended cleanly
 
 
 def _client_leaving_at(left: asyncio.Event):
