@@ -127,6 +127,30 @@ def test_a_server_request_reaches_the_downstream_client_and_its_answer_goes_up(g
     assert "forty-two" in result["content"][0]["text"]
 
 
+def test_a_server_request_goes_down_only_once_its_answer_would_be_taken(upstream):
+    """A store that takes time to begin waiting for an answer (Redis: a round trip): the
+    request goes down only then, so a client answering at once is never refused for being
+    early (at a replica under load, the answer came first and was refused: 400)."""
+    from ssewire.mcp.gateway.stores import MemoryStore
+
+    class SlowToWait(MemoryStore):
+        async def expect(self, session, ident, timeout, registered=None):
+            await asyncio.sleep(0.2)
+            return await super().expect(session, ident, timeout, registered)
+
+    def sample(params):
+        return {"role": "assistant", "content": {"type": "text", "text": "in time"}, "model": "m"}
+
+    async def calls():
+        handlers = {"sampling/createMessage": sample}
+        async with Client(gw.url, profile="2025-11-25", listen=False, handlers=handlers) as client:
+            return await client.call_tool("ask", {"question": "?"})
+
+    with gateway_over(upstream, store=SlowToWait()) as gw:
+        result = asyncio.run(calls())
+    assert "in time" in result["content"][0]["text"]
+
+
 def test_metrics_are_served_in_the_prometheus_text_format(gateway):
     asyncio.run(_echo(gateway.url))
     answer = httpx.get(gateway.url.removesuffix("/mcp") + "/metrics")

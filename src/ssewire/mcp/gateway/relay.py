@@ -493,9 +493,18 @@ class Relay:
                     {"code": GATEWAY_ERROR, "message": f"gateway: no downstream stream to carry {method}"}
                 )
             ident = f"gw-{self._asker_id}-{next(self._asks)}"
-            expected = asyncio.ensure_future(self.store.expect(self.record.ident, ident, self.timeout))
-            await asyncio.sleep(0)  # the wait begins before the request goes down: no answer is missed
-            target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            registered = asyncio.get_running_loop().create_future()
+            expected = asyncio.ensure_future(
+                self.store.expect(self.record.ident, ident, self.timeout, registered)
+            )
+            try:  # the request goes down once its answer would be taken (in Redis, a round trip
+                # on): a client answering at once, at any replica, is never refused for being early
+                await asyncio.wait((registered, expected), return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                expected.cancel()
+                raise
+            if registered.done():  # (else the store failed before: its error, from `expected`)
+                target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
             reply = await expected
             if reply is None:
                 raise RPCError(

@@ -180,6 +180,20 @@ def test_an_answer_to_a_servers_request_reaches_whoever_expects_it(store_factory
     run(store_factory, scenario)
 
 
+def test_an_answer_posted_once_its_wait_is_registered_is_taken(store_factory):
+    """``registered`` says when an answer would be taken: the gateway sends the server's
+    request down only then (no sleep: a client may answer at once)."""
+
+    async def scenario(store: Store) -> None:
+        registered = asyncio.get_running_loop().create_future()
+        waiting = asyncio.ensure_future(store.expect("s", "gw-1", WAIT, registered))
+        await registered
+        assert await store.answered("s", {"jsonrpc": "2.0", "id": "gw-1", "result": {"ok": 1}})
+        assert (await waiting)["result"] == {"ok": 1}
+
+    run(store_factory, scenario)
+
+
 def test_one_process_never_adopts_a_stream_it_writes(store_factory):
     async def scenario(store: Store) -> None:
         stream = await store.open_stream("s")

@@ -17,6 +17,7 @@ credential): what a gateway logs of a store never carries one (`redacted`).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
@@ -221,7 +222,18 @@ class Store(Protocol):
 
     async def adopt(self, session: str, stream: int) -> Lease | None: ...
 
-    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None: ...
+    async def expect(
+        self,
+        session: str,
+        ident: str,
+        timeout: float,
+        registered: asyncio.Future[None] | None = None,
+    ) -> dict[str, Any] | None:
+        """The downstream answer to the server's request ``ident``, posted at any replica;
+        None after ``timeout`` seconds. ``registered`` is set once an answer would be taken
+        (in Redis, a round trip on): send the request down only then, or an answer that
+        comes first is refused."""
+        ...
 
     async def answered(self, session: str, message: dict[str, Any]) -> bool:
         """Hand a downstream answer to the replica that `expect`s it; False (nothing stored)

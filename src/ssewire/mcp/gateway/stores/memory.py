@@ -169,11 +169,15 @@ class MemoryStore:
 
     # -- answers to the server's requests ----------------------------------------------
 
-    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None:
+    async def expect(
+        self, session: str, ident: str, timeout: float, registered: asyncio.Future[None] | None = None
+    ) -> dict[str, Any] | None:
         """The downstream answer to request ``ident`` sent down a stream of ``session``,
-        wherever it is posted; None after ``timeout`` seconds."""
+        wherever it is posted; None after ``timeout`` seconds (`Store.expect`)."""
         waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.waiting[(session, ident)] = waiting
+        if registered is not None and not registered.done():
+            registered.set_result(None)
         try:
             return await asyncio.wait_for(waiting, timeout)
         except asyncio.TimeoutError:

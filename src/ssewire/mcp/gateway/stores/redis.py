@@ -480,10 +480,12 @@ class RedisStore:
 
     # -- answers to the server's requests ----------------------------------------------
 
-    async def expect(self, session: str, ident: str, timeout: float) -> dict[str, Any] | None:
+    async def expect(
+        self, session: str, ident: str, timeout: float, registered: asyncio.Future[None] | None = None
+    ) -> dict[str, Any] | None:
         """The downstream answer to request ``ident``, posted at any replica; None after
         ``timeout`` seconds. While it waits, a marker says so (`answered` stores nothing
-        without it); both go when it returns."""
+        without it; ``registered`` is set once it is stored); both go when it returns."""
         marker, box = self._key("w", session) + f":{ident}", self._key("a", session) + f":{ident}"
         keys = self._key("k", session)
         with _failing("awaiting an answer", session):
@@ -492,6 +494,8 @@ class RedisStore:
                 pipe.sadd(keys, marker, box)
                 pipe.pexpire(keys, self.ttl_ms)
                 await pipe.execute()
+        if registered is not None and not registered.done():
+            registered.set_result(None)
         deadline = time.monotonic() + timeout
         try:
             while True:
