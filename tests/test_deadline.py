@@ -162,6 +162,41 @@ def test_an_async_generators_next_item_is_awaited_under_the_deadline(run):
     run(scenario())
 
 
+class _BareSteps:
+    """What some ASGI servers' ``receive()`` gives (Granian's): an awaitable whose steps are
+    an iterator with ``__next__`` alone, no send, throw or close, which ``await`` takes."""
+
+    def __init__(self, future: asyncio.Future[str]) -> None:
+        self.future = future
+
+    def __await__(self) -> Any:
+        return self
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        if not self.future.done():
+            self.future._asyncio_future_blocking = True  # (how a future asks its task to wait on it)
+            return self.future
+        raise StopIteration(self.future.result())
+
+
+def test_an_awaitable_whose_steps_have_no_send_is_awaited_under_the_deadline(run):
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        there = loop.create_future()
+        there.set_result("there")
+        assert await within(_BareSteps(there), 1.0) == "there"
+        later = loop.create_future()
+        loop.call_later(0.01, later.set_result, "later")
+        assert await within(_BareSteps(later), 1.0) == "later"
+        with pytest.raises(asyncio.TimeoutError):
+            await within(_BareSteps(loop.create_future()), 0.02)
+
+    run(scenario())
+
+
 @needs_timeout
 def test_a_cancellation_of_the_callers_that_meets_the_deadline_stays_a_cancellation(run):
     """The deadline's cancellation is taken back (``uncancel``); the caller's, come at the

@@ -27,9 +27,11 @@ async def within(work: Awaitable[T], seconds: float | None) -> T:
         return await asyncio.wait_for(work, seconds)
     if seconds is None:
         return await work
-    steps = work.__await__()  # (a coroutine's, an async generator's next, a future's)
+    # (a coroutine's, an async generator's next, a future's; or an iterator with no more
+    # than ``__next__``, as an ASGI server's own awaitable may be: ``await`` takes that too)
+    steps = work.__await__()
     try:
-        waiting = steps.send(None)  # its first step: done already, or what it waits on
+        waiting = next(steps)  # its first step: done already, or what it waits on
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     # asyncio.timeout's rule (from its first wait: the step took no time to speak of), with
@@ -79,20 +81,26 @@ class _Rest:
         self.work, self.waiting = work, waiting
 
     def __await__(self) -> Generator[Any, Any, Any]:
+        # (``yield from``'s rules, for an iterator that may lack send, throw and close)
         work, waiting = self.work, self.waiting
         while True:
             try:
                 sent = yield waiting
             except GeneratorExit:
-                work.close()
+                close = getattr(work, "close", None)
+                if close is not None:
+                    close()
                 raise
             except BaseException as thrown:  # a cancellation (the deadline's), into the work
+                throw = getattr(work, "throw", None)
+                if throw is None:
+                    raise
                 try:
-                    waiting = work.throw(thrown)
+                    waiting = throw(thrown)
                 except StopIteration as done:
                     return done.value
             else:
                 try:
-                    waiting = work.send(sent)
+                    waiting = next(work) if sent is None else work.send(sent)
                 except StopIteration as done:
                     return done.value
