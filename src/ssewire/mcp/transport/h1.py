@@ -239,18 +239,23 @@ class _Connection(asyncio.Protocol):
 
     # -- the answer's reader ---------------------------------------------------------------
 
-    async def next_piece(self, timeout: float | None) -> bytes:
+    async def next_piece(self, timeout: float | None, wait: float | None = None) -> bytes:
         """The body's next bytes (several pieces that wait together as one), b"" at its end;
-        the connection's failure once what came before it is handed over."""
+        the connection's failure once what came before it is handed over. Past ``timeout``
+        seconds, ``httpx.ReadTimeout``; past the reader's own ``wait``, where it comes
+        first, ``asyncio.TimeoutError`` (nothing taken: the reader may read on)."""
         while not self.pieces:
             if self.complete:
                 return b""
             if self.failure is not None:
                 raise self.failure
             waiter = self.waiter = asyncio.get_running_loop().create_future()
+            own = wait is not None and (timeout is None or wait < timeout)
             try:
-                await _until(waiter, timeout)
+                await _until(waiter, wait if own else timeout)
             except asyncio.TimeoutError:
+                if own:
+                    raise
                 raise httpx.ReadTimeout(f"no byte of the body came within {timeout} s") from None
             finally:
                 self.waiter = None
@@ -683,19 +688,26 @@ class _Body(httpx.AsyncByteStream):
         self.released = False  # its connection may be carrying another request by now
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        connection = self.connection
-        while not self.released:
-            try:
-                piece = await connection.next_piece(self.timeout)
-            except _Lost as lost:
-                raise httpx.RemoteProtocolError(_said(lost), request=self.request) from lost
-            except httpx.TransportError as failed:
-                failed.request = self.request
-                raise
-            if not piece:
-                self.release()  # (its connection back in the pool at once)
-                return
+        while piece := await self.read_within(None):
             yield piece
+
+    async def read_within(self, wait: float | None) -> bytes:
+        """The body's next bytes, b"" at its end (its connection back in the pool at once);
+        ``asyncio.TimeoutError`` past ``wait`` seconds, the read left as it was. A reader's
+        one await a piece (`ssewire.mcp.transport.http.Answer` reads the body so), where an
+        iterator under a deadline costs an async generator's step and the deadline's own."""
+        if self.released:
+            return b""
+        try:
+            piece = await self.connection.next_piece(self.timeout, wait)
+        except _Lost as lost:
+            raise httpx.RemoteProtocolError(_said(lost), request=self.request) from lost
+        except httpx.TransportError as failed:
+            failed.request = self.request
+            raise
+        if not piece:
+            self.release()
+        return piece
 
     def release(self) -> None:
         if not self.released:

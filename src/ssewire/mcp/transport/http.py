@@ -22,7 +22,7 @@ import functools
 import http.cookiejar
 import time
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -160,8 +160,8 @@ async def send(
     )
     # nothing for httpx's decoders to undo, and nothing read yet (a hook may have read it)
     plain = "content-encoding" not in response.headers and not response.is_stream_consumed
-    chunks = _as_sent(response) if plain else None
-    return Answer(response, start=start, max_message_size=max_message_size, record=record, chunks=chunks)
+    read = _as_sent(response) if plain else None
+    return Answer(response, start=start, max_message_size=max_message_size, record=record, read=read)
 
 
 def _direct(http: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
@@ -247,14 +247,29 @@ async def _sent_directly(
     return response
 
 
-def _as_sent(response: httpx.Response) -> AsyncIterator[bytes]:
-    """A body sent directly, with no content-encoding, as its transport reads it (what
+def _as_sent(response: httpx.Response) -> Reader | None:
+    """A body sent directly, with no content-encoding, read as its transport reads it (what
     ``aiter_bytes`` gives then, without its decoder, chunker and checks, and with no layer
-    of its own per chunk). The transport gives the connection back to its pool at the body's
-    end, as ``aiter_raw`` would by closing the response; `Answer.aclose` closes it."""
-    stream = response.stream
-    assert isinstance(stream, httpx.AsyncByteStream)
-    return stream.__aiter__()
+    of its own per chunk): `H1Transport`'s read with a deadline, or None (another
+    transport: its iterator). The transport gives the connection back to its pool at the
+    body's end, as ``aiter_raw`` would by closing the response; `Answer.aclose` closes it."""
+    read: Reader | None = getattr(response.stream, "read_within", None)
+    return read
+
+
+async def _stepped(chunks: AsyncIterator[bytes], wait: float | None) -> bytes:
+    """The iterator's next chunk within ``wait`` seconds, before Python 3.11: a task and
+    ``asyncio.wait``, the step abandoned past the deadline or at a cancellation."""
+    step = asyncio.ensure_future(chunks.__anext__())
+    try:
+        done, _ = await asyncio.wait((step,), timeout=wait)
+    except asyncio.CancelledError:
+        _abandon(step)
+        raise
+    if not done:
+        _abandon(step)
+        raise asyncio.TimeoutError
+    return step.result()
 
 
 def _abandon(step: asyncio.Future[Any]) -> None:
@@ -262,6 +277,11 @@ def _abandon(step: asyncio.Future[Any]) -> None:
     as an exception nobody saw)."""
     step.cancel()
     step.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+Reader = Callable[[float | None], Awaitable[bytes]]
+"""A body's read: its next bytes within the seconds given (``asyncio.TimeoutError`` past
+them, nothing taken), b"" at its end."""
 
 
 class Answer:
@@ -278,7 +298,7 @@ class Answer:
         start: float,
         max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE,
         record: Recording | None = None,
-        chunks: AsyncIterator[bytes] | None = None,
+        read: Reader | None = None,
     ) -> None:
         self.response = response
         self.status = response.status_code
@@ -293,7 +313,8 @@ class Answer:
         self.received = 0  # bytes of the body read so far (after content decoding)
         self.retry: int | None = None  # the SSE retry field, if one came
         self.kept = bytearray()
-        self._chunks = response.aiter_bytes() if chunks is None else chunks
+        self._read = self._next_chunk if read is None else read
+        self._chunks = response.aiter_bytes() if read is None else None
         self._decoder: MessageDecoder | None = None
         self._hurry: float | None = None  # a deadline set while reading (`hurry`)
 
@@ -330,18 +351,18 @@ class Answer:
                     return
                 wait = left if wait is None else min(wait, left)
             try:
-                chunk = await self._next_chunk(wait)
-            except StopAsyncIteration:
-                self.ended = True
-                if self.record is not None:
-                    self.record.end()
-                return
+                chunk = await self._read(wait)
             except asyncio.TimeoutError:
                 if until is not None and time.monotonic() >= until:
                     return
                 raise Idle(wait or 0.0) from None
             except (httpx.HTTPError, OSError) as exc:
                 raise Broken(type(exc).__name__, self.elapsed()) from None
+            if not chunk:
+                self.ended = True
+                if self.record is not None:
+                    self.record.end()
+                return
             if self.first_byte is None:
                 self.first_byte = self.elapsed()
             self.received += len(chunk)
@@ -358,24 +379,25 @@ class Answer:
         self._hurry = until if self._hurry is None else min(until, self._hurry)
 
     async def _next_chunk(self, wait: float | None) -> bytes:
-        """The next chunk within ``wait`` seconds (``asyncio.TimeoutError`` past it). Never
+        """The next chunk of httpx's iterator within ``wait`` seconds (``asyncio.TimeoutError``
+        past it), b"" at the body's end: a `Reader` for a body not sent directly. Never
         ``asyncio.wait_for``: before Python 3.12 it swallows a cancellation that meets a chunk
         already there, so a peer that never pauses would make the caller's deadline
         unreachable. From 3.11, `within` (no task per chunk: a tenth of the cost, which counts on
         a body of a thousand chunks, and no timer for a chunk already there); before, a task
         and ``asyncio.wait``."""
-        if _timeout is not None:  # (its timer set only if the chunk is not there yet)
-            return await within(self._chunks.__anext__(), wait)
-        step = asyncio.ensure_future(self._chunks.__anext__())
-        try:
-            done, _ = await asyncio.wait((step,), timeout=wait)
-        except asyncio.CancelledError:
-            _abandon(step)
-            raise
-        if not done:
-            _abandon(step)
-            raise asyncio.TimeoutError
-        return step.result()
+        chunks = self._chunks
+        assert chunks is not None
+        while True:
+            try:
+                if _timeout is not None:  # (its timer set only if the chunk is not there yet)
+                    chunk: bytes = await within(chunks.__anext__(), wait)
+                else:
+                    chunk = await _stepped(chunks, wait)
+            except StopAsyncIteration:
+                return b""
+            if chunk:  # (b"" says the end here)
+                return chunk
 
     async def events(
         self,
