@@ -59,7 +59,8 @@ class ClientStats:
         """One call's progress notifications came at ``times`` (monotonic seconds): the
         gaps between them, the newest kept."""
         times = list(times)[-FIGURES_KEPT - 1 :]
-        _keep(self.progress_gaps_s, [round(b - a, 4) for a, b in itertools.pairwise(times)])
+        # to 0.1 ms in float arithmetic: round(gap, 4) goes through decimal digits (2.6x the cost)
+        _keep(self.progress_gaps_s, [round((b - a) * 1e4) / 1e4 for a, b in itertools.pairwise(times)])
 
     def dropped_request(self) -> bool:
         """A server's request dropped (a flood past ``MAX_SERVING``): counted; True when it

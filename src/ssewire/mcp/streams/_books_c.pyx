@@ -12,6 +12,9 @@ tests (tests/mcp/streams/test_books.py) keep them so.
 
 from cpython.object cimport PyObject_Hash
 
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object)
+
 from ...jsonrpc import Kind, Message, Priming, TornTail
 from .verdicts import ANSWERS, MIXED, EventVerdict, identifiable
 
@@ -168,6 +171,9 @@ cdef class _Books:
             self.writer = self.root if self.writer is None else _MIXED
         if self.owner is None:
             self.owner = (self.root, self.position)
+            # (a str and an int hold no cycle: untracked now, where the collector would pass
+            # over each one kept, a live reader's event each, before untracking it itself)
+            PyObject_GC_UnTrack(self.owner)
         return self.owner
 
 
