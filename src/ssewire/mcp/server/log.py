@@ -79,7 +79,8 @@ class Stream:
     def wake(self) -> None:
         """Tell its followers something changed; once it is done, seal it (after each
         append or end, never inside one: an eviction's unsealing is not undone each time)."""
-        self._notify()
+        if self._changed is not None:  # (`_notify`, inline: every relayed message comes here)
+            self._changed.set()
         if self.done:
             self._changed = None  # a follower that comes now finds it done: it never waits
             if type(self.events) is not tuple:
@@ -157,7 +158,8 @@ class EventLog:
         while len(stream.events) > stream.max_events:
             self.stored -= stream._drop_oldest()
         stream.done = stream.done or final
-        self._keep_within_budget(stream)
+        if self.stored > self.max_bytes:  # (`_keep_within_budget`'s check, inline)
+            self._keep_within_budget(stream)
         stream.wake()
         return stream.next_seq - 1
 

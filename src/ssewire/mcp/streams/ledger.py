@@ -287,11 +287,17 @@ class StreamLedger:
 
     def _hold(self, chain: Chain, *tables: dict[Any, Any]) -> None:
         """Hold the tables a booking wrote to ``bound`` (once a chunk, so a table may pass
-        it by one chunk's events in between)."""
+        it by one chunk's events in between). `_trim` and `_keep_recent`'s rules, their
+        checks inline: a live reader's every chunk comes here (8 calls a chunk, otherwise)."""
+        bound = self.bound
+        if bound is None:
+            return
         for table in (*tables, chain.delivered_ids):
-            self._trim(table)
-        self._keep_recent(chain.owned_ids)
-        self._keep_recent(chain.owned_messages)
+            if len(table) > bound:
+                trim(table, bound)
+        for indices in (chain.owned_ids, chain.owned_messages):
+            if len(indices) > 2 * bound:
+                del indices[:bound]
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
         """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
