@@ -151,6 +151,38 @@ def test_a_server_request_goes_down_only_once_its_answer_would_be_taken(upstream
     assert "in time" in result["content"][0]["text"]
 
 
+def test_a_server_request_the_store_cannot_wait_for_never_goes_down(upstream):
+    """A store that fails as it begins the wait: the request is not sent down (no answer
+    to it could be taken), and the upstream hears of the failure at once, not at its
+    deadline."""
+    from ssewire.mcp.gateway.stores import MemoryStore, StoreFailed
+
+    class Failing(MemoryStore):
+        async def expect(self, session, ident, timeout, registered=None):
+            raise StoreFailed("the store is down")
+
+    asked = []
+
+    def sample(params):
+        asked.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "never"}, "model": "m"}
+
+    async def calls():
+        handlers = {"sampling/createMessage": sample}
+        async with Client(gw.url, profile="2025-11-25", listen=False, handlers=handlers) as client:
+            started = time.monotonic()
+            try:
+                result = await client.call_tool("ask", {"question": "?"})
+            except RPCError as refused:
+                result = {"error": refused}
+            return result, time.monotonic() - started
+
+    with gateway_over(upstream, store=Failing()) as gw:
+        result, took = asyncio.run(calls())
+    assert asked == [] and took < 5
+    assert "never" not in str(result)
+
+
 def test_metrics_are_served_in_the_prometheus_text_format(gateway):
     asyncio.run(_echo(gateway.url))
     answer = httpx.get(gateway.url.removesuffix("/mcp") + "/metrics")

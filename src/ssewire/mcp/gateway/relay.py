@@ -486,12 +486,8 @@ class Relay:
 
     def _asker(self, method: str) -> Callable[[dict[str, Any]], Any]:
         async def ask(params: dict[str, Any]) -> Any:
-            target = self._target()
-            if target is None:
-                self.metrics.add("undeliverable_total")
-                raise RPCError(
-                    {"code": GATEWAY_ERROR, "message": f"gateway: no downstream stream to carry {method}"}
-                )
+            if self._target() is None:
+                raise self._undeliverable(method)
             ident = f"gw-{self._asker_id}-{next(self._asks)}"
             registered = asyncio.get_running_loop().create_future()
             expected = asyncio.ensure_future(
@@ -501,9 +497,13 @@ class Relay:
                 # on): a client answering at once, at any replica, is never refused for being early
                 await asyncio.wait((registered, expected), return_when=asyncio.FIRST_COMPLETED)
             except BaseException:
-                expected.cancel()
+                _abandon(expected)
                 raise
             if registered.done():  # (else the store failed before: its error, from `expected`)
+                target = self._target()  # (again: the stream may have ended during that wait)
+                if target is None:
+                    _abandon(expected)
+                    raise self._undeliverable(method)
                 target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
             reply = await expected
             if reply is None:
@@ -518,6 +518,12 @@ class Relay:
             return reply.get("result")
 
         return ask
+
+    def _undeliverable(self, method: str) -> RPCError:
+        self.metrics.add("undeliverable_total")
+        return RPCError(
+            {"code": GATEWAY_ERROR, "message": f"gateway: no downstream stream to carry {method}"}
+        )
 
     async def answered(self, message: dict[str, Any]) -> bool:
         """A downstream response to one of the server's requests: to the replica that asked
@@ -536,6 +542,13 @@ class Relay:
             **{f"reissues_total:{why}": count for why, count in stats["reissue_reasons"].items()},
             "upstream_reinitializations_total": stats["reinitializations"],
         }
+
+
+def _abandon(waiting: asyncio.Future[Any]) -> None:
+    """Stop a wait no one will read; its end, an error included, is retrieved (never logged
+    as an exception nobody saw)."""
+    waiting.cancel()
+    waiting.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def _notified(sending: asyncio.Future[None]) -> None:

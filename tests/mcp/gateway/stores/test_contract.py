@@ -187,7 +187,7 @@ def test_an_answer_posted_once_its_wait_is_registered_is_taken(store_factory):
     async def scenario(store: Store) -> None:
         registered = asyncio.get_running_loop().create_future()
         waiting = asyncio.ensure_future(store.expect("s", "gw-1", WAIT, registered))
-        await registered
+        await asyncio.wait_for(registered, WAIT)
         assert await store.answered("s", {"jsonrpc": "2.0", "id": "gw-1", "result": {"ok": 1}})
         assert (await waiting)["result"] == {"ok": 1}
 

@@ -230,9 +230,10 @@ class Store(Protocol):
         registered: asyncio.Future[None] | None = None,
     ) -> dict[str, Any] | None:
         """The downstream answer to the server's request ``ident``, posted at any replica;
-        None after ``timeout`` seconds. ``registered`` is set once an answer would be taken
-        (in Redis, a round trip on): send the request down only then, or an answer that
-        comes first is refused."""
+        None after ``timeout`` seconds. A store sets ``registered`` once an answer would be
+        taken (in Redis, a round trip on): the gateway sends the request down only then (an
+        answer that came first would be refused), so a store that never sets it carries no
+        server request."""
         ...
 
     async def answered(self, session: str, message: dict[str, Any]) -> bool:
