@@ -614,3 +614,38 @@ def test_an_answer_that_comes_before_the_body_is_all_sent_is_the_answer(then):
         return True
 
     assert run(main)
+
+
+def test_a_readers_own_deadline_times_out_apart_from_the_read_timeout_and_takes_nothing():
+    """`_Body.read_within`, how `Answer` reads a body sent directly: past the reader's own
+    ``wait`` an ``asyncio.TimeoutError`` (an idle stream: the reader decides), past the
+    transport's read timeout, where it comes first, httpx's ``ReadTimeout``; the piece that
+    comes after a timed-out wait is read whole, and b"" says the end."""
+    sent = asyncio.Event()
+
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        await sent.wait()
+        writer.write(b"5\r\nlater\r\n0\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async def main() -> object:
+        async with Upstream(slow).running() as url, h1.httpx_client() as http:
+            request = http.build_request("GET", url, timeout=httpx.Timeout(5.0, read=1.0))
+            response = await http._transport.handle_async_request(request)  # (as the direct path sends)
+            body = response.stream
+            assert isinstance(body, h1._Body)
+            with pytest.raises(asyncio.TimeoutError) as own:
+                await body.read_within(0.05)
+            assert not isinstance(own.value, httpx.ReadTimeout)
+            with pytest.raises(httpx.ReadTimeout):
+                await body.read_within(3.0)  # the transport's 1 s comes first
+            sent.set()
+            assert await body.read_within(2.0) == b"later"
+            assert await body.read_within(2.0) == b""
+            await response.aclose()
+        return True
+
+    assert run(main)
