@@ -143,6 +143,27 @@ def test_an_outbox_keeps_the_upstream_position_only_where_another_replica_could_
     assert through_task.position == Position(41, "up-7", None) and asked_through_task >= 1
 
 
+def test_an_outbox_in_memory_ends_once_its_stream_is_forgotten_and_writes_nowhere():
+    """A store in memory looks a stream up once, at its first message: when the store's
+    budget forgets the stream later, the next message ends the outbox (`Gap`), and
+    nothing is written to the stream it held, nor to a new one of the same session."""
+
+    async def main() -> None:
+        store = MemoryStore()
+        stream = await store.open_stream("s", CallRecord(1, "tools/call"))
+        outbox = Outbox(store, "s", stream)
+        outbox.put({"n": 1})
+        kept = store.log.get(("s", stream))
+        assert kept is not None and kept.next_seq == 2 and not outbox.ended
+        store.log.forget(kept)
+        other = await store.open_stream("s", CallRecord(2, "tools/call"))
+        outbox.put({"n": 2})
+        assert outbox.ended and kept.next_seq == 2 and not kept.events
+        assert store.log.get(("s", other)).next_seq == 1  # (nothing went to the new one)
+
+    asyncio.run(main())
+
+
 def test_an_outbox_whose_store_keeps_failing_ends_its_call_with_an_explicit_error(deadline):
     async def main() -> None:
         store = Failing(failures=10**6)

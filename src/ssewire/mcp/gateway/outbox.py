@@ -65,6 +65,7 @@ class Outbox:
         # a store that takes events in the caller's step (in memory): no hop through a task,
         # and no task at all unless the stream's end needs one (a hand-over)
         self._now = MemoryStore.immediate(store)
+        self._kept: Any = None  # its log's stream, looked up at the first message
         self.task: asyncio.Future[None] | None = None
         if self._now is None:
             self._start()
@@ -117,7 +118,9 @@ class Outbox:
                 # no position: a store in memory is one process's, whose streams no replica
                 # adopts or is handed (a hand-over stores its own, through the task), so where
                 # the upstream answer stands would never be read (8% of a notification's cost)
-                self._now.append_now(self.session, self.stream, items, None, final=final)
+                if self._kept is None:
+                    self._kept = self._now.kept(self.session, self.stream)
+                self._now.append_to(self._kept, items, final=final)
             else:
                 self._now.finish_now(self.session, self.stream)
         except Gap as gone:

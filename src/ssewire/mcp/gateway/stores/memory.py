@@ -108,6 +108,16 @@ class MemoryStore:
         if position is not None:
             self.positions[(session, stream)] = tuple(position)  # a plain tuple: see positions
 
+    def kept(self, session: str, stream: int) -> Stream:
+        """The log's stream (`Gap` when it is no longer kept), for `append_to`: looked up
+        once by a writer that appends a message at a time."""
+        return self._stream(session, stream)
+
+    def append_to(self, kept: Stream, items: list[tuple[bytes, float]], *, final: bool = False) -> None:
+        """`append_now` (no position) on a stream `kept` gave: `Gap` once the log no longer
+        keeps it."""
+        self.log.append(kept, items, final=final)
+
     async def finish(self, session: str, stream: int) -> None:
         self.finish_now(session, stream)
 
