@@ -7,7 +7,9 @@ manager and state machine around them: those were 7% of a relayed short call's s
 
 The relay's writes and stores mostly finish without waiting (a socket with room, a store in
 memory): the first step of the work runs before any timer is set, and the deadline is set
-only when the work has to wait, so a message that waits for nothing costs no timer."""
+only when the work has to wait, so a message that waits for nothing costs no timer.
+
+`abandon` is the other end of a wait: one given up, whose outcome nobody reads."""
 
 from __future__ import annotations
 
@@ -57,6 +59,13 @@ async def within(work: Awaitable[T], seconds: float | None) -> T:
     if expiry.fired:  # (it fired as the work finished: its cancellation taken back)
         task.uncancel()
     return result
+
+
+def abandon(waiting: asyncio.Future[Any]) -> None:
+    """Cancel a wait no one will read; its end, whatever it is (an error that came first
+    included), is retrieved, never logged as an exception nobody saw."""
+    waiting.cancel()
+    waiting.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 class _Expiry:

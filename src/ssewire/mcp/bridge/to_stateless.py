@@ -34,6 +34,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._deadline import abandon
 from ..client import learn_tool_hints
 from ..protocol.bridging import (
     ACKNOWLEDGED,
@@ -547,8 +548,7 @@ class ToStateless:
         finally:
             changed.cancel()
             if step is not None and not step.done():
-                step.cancel()
-                step.add_done_callback(lambda s: s.cancelled() or s.exception())
+                abandon(step)
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await reading.aclose()
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ..._deadline import abandon
 from ..._secrets import scrub_urls
 from ...jsonrpc import parsed
 from ..client import Client, MessageTooLarge, RequestTimeout, RPCError, StreamBroken, Unauthorized, delivering
@@ -497,12 +498,12 @@ class Relay:
                 # on): a client answering at once, at any replica, is never refused for being early
                 await asyncio.wait((registered, expected), return_when=asyncio.FIRST_COMPLETED)
             except BaseException:
-                _abandon(expected)
+                abandon(expected)
                 raise
             if registered.done():  # (else the store failed before: its error, from `expected`)
                 target = self._target()  # (again: the stream may have ended during that wait)
                 if target is None:
-                    _abandon(expected)
+                    abandon(expected)
                     raise self._undeliverable(method)
                 target.put({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
             reply = await expected
@@ -542,13 +543,6 @@ class Relay:
             **{f"reissues_total:{why}": count for why, count in stats["reissue_reasons"].items()},
             "upstream_reinitializations_total": stats["reinitializations"],
         }
-
-
-def _abandon(waiting: asyncio.Future[Any]) -> None:
-    """Stop a wait no one will read; its end, an error included, is retrieved (never logged
-    as an exception nobody saw)."""
-    waiting.cancel()
-    waiting.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def _notified(sending: asyncio.Future[None]) -> None:

@@ -30,7 +30,7 @@ import httpx
 import orjson
 
 from ... import _env
-from ..._deadline import _timeout, within
+from ..._deadline import _timeout, abandon, within
 from ..._envelope import read as read_envelope
 from ..._envelope import require as require_envelopes
 from ..._http import media_type
@@ -264,19 +264,12 @@ async def _stepped(chunks: AsyncIterator[bytes], wait: float | None) -> bytes:
     try:
         done, _ = await asyncio.wait((step,), timeout=wait)
     except asyncio.CancelledError:
-        _abandon(step)
+        abandon(step)
         raise
     if not done:
-        _abandon(step)
+        abandon(step)
         raise asyncio.TimeoutError
     return step.result()
-
-
-def _abandon(step: asyncio.Future[Any]) -> None:
-    """Cancel a read no one waits for; its end, whatever it is, is retrieved (never logged
-    as an exception nobody saw)."""
-    step.cancel()
-    step.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 Reader = Callable[[float | None], Awaitable[bytes]]
