@@ -287,17 +287,16 @@ class StreamLedger:
 
     def _hold(self, chain: Chain, *tables: dict[Any, Any]) -> None:
         """Hold the tables a booking wrote to ``bound`` (once a chunk, so a table may pass
-        it by one chunk's events in between). `_trim` and `_keep_recent`'s rules, their
-        checks inline: a live reader's every chunk comes here (8 calls a chunk, otherwise)."""
+        it by one chunk's events in between). A live reader's every chunk comes here: the
+        bound is read once, and a table within it costs no call."""
         bound = self.bound
         if bound is None:
             return
         for table in (*tables, chain.delivered_ids):
             if len(table) > bound:
                 trim(table, bound)
-        for indices in (chain.owned_ids, chain.owned_messages):
-            if len(indices) > 2 * bound:
-                del indices[:bound]
+        keep_recent(chain.owned_ids, bound)
+        keep_recent(chain.owned_messages, bound)
 
     def repeat(self, name: str, event_id: str, content: Any) -> EventVerdict | None:
         """Whether the next event on ``name`` repeats an id its chain delivered: ``REPLAY``
@@ -368,8 +367,8 @@ class StreamLedger:
             trim(table, self.bound)
 
     def _keep_recent(self, indices: list[Any]) -> None:
-        if self.bound is not None and len(indices) > 2 * self.bound:
-            del indices[: self.bound]
+        if self.bound is not None:
+            keep_recent(indices, self.bound)
 
     @property
     def books(self) -> int:
@@ -486,6 +485,13 @@ def _repeat(chain: Chain, own_id: str, content: Any) -> EventVerdict | None:
     if delivered is None:
         return None
     return EventVerdict.REPLAY if delivered == content else EventVerdict.CHANGED_PAYLOAD
+
+
+def keep_recent(indices: list[Any], bound: int) -> None:
+    """The newest of a list that only grows at its end: past twice ``bound``, the oldest
+    ``bound`` go (in bulk, so an append costs no copy)."""
+    if len(indices) > 2 * bound:
+        del indices[:bound]
 
 
 def trim(table: dict[Any, Any], bound: int) -> None:
