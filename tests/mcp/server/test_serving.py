@@ -36,6 +36,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 415, "headers": headers})
         await send({"type": "http.response.body", "body": b"refused"})
         return
+    if scope["path"] == "/large":
+        await large(send)
+        return
     slow = scope["path"] == "/slow"
     headers = [(b"content-type", b"text/plain")] + ([] if slow else [(b"content-length", b"2")])
     await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -43,6 +46,23 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         for _ in range(4):
             await send({"type": "http.response.body", "body": b"tick\n", "more_body": True})
             await asyncio.sleep(0.5)
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+PIECE = bytes(range(256)) * 1024  # 256 KiB, every byte value
+FILLER = PIECE * 64  # 16 MiB: more than the socket buffers of both ends hold
+
+
+async def large(send: Any) -> None:
+    """A chunked answer of large pieces: bytes (filling the socket buffers, so what comes
+    next waits in the server's), a view of bytes, then a bytearray changed as soon as its
+    send returns (what was sent must not change with it), and "ok"."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": FILLER, "more_body": True})
+    await send({"type": "http.response.body", "body": memoryview(PIECE)[1:], "more_body": True})
+    mutable = bytearray(PIECE)
+    await send({"type": "http.response.body", "body": mutable, "more_body": True})
+    mutable[:] = bytes(len(mutable))
     await send({"type": "http.response.body", "body": b"ok"})
 
 
@@ -333,3 +353,75 @@ def test_the_fast_path_is_taken_where_installed_and_switched_off_by_no_extension
         assert fast.http is serving.protocol_class("httptools")
     if _env.accelerated("uvloop"):
         assert fast.loop == "uvloop"
+
+
+def test_large_streamed_pieces_arrive_whole_and_a_mutable_one_as_it_was_sent(monkeypatch):
+    framed: list[Any] = []
+
+    def spy(cycle: Any) -> Any:
+        framed.append(cycle)
+        return original(cycle)
+
+    original = serving._framed_in_place
+    monkeypatch.setattr(serving, "_framed_in_place", spy)
+    with served() as port, httpx.Client(timeout=30) as client:
+        with client.stream("GET", f"http://127.0.0.1:{port}/large") as answer:
+            time.sleep(0.5)  # the server fills both socket buffers and keeps the rest
+            body = answer.read()
+    assert body == FILLER + PIECE[1:] + PIECE + b"ok"
+    # the httptools protocol writes them in place; h11 (the pure path) keeps uvicorn's send
+    assert len(framed) == (PROTOCOL["http"] == "httptools")
+
+
+class _Cycle:
+    """What `_framed_in_place` reads of uvicorn's cycle, and a transport that keeps writes."""
+
+    def __init__(self, method: str = "GET") -> None:
+        self.scope = {"method": method}
+        self.flow = type("Flow", (), {"write_paused": False})()
+        self.disconnected = False
+        self.response_started, self.response_complete, self.chunked_encoding = True, False, True
+        self.lines: list[tuple[Any, ...]] = []
+        self.sent: list[dict[str, Any]] = []
+        self.transport = type(
+            "Transport", (), {"writelines": lambda _, pieces: self.lines.append(tuple(pieces))}
+        )()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+
+def test_a_large_chunk_is_framed_around_the_body_itself_and_anything_else_goes_to_uvicorn():
+    body = bytes(serving.IN_PLACE + 1)
+    view = memoryview(body)[1:]  # IN_PLACE bytes
+    cycle = _Cycle()
+    framed = serving._framed_in_place(cycle)
+    asyncio.run(framed({"type": "http.response.body", "body": body, "more_body": True}))
+    asyncio.run(framed({"type": "http.response.body", "body": view, "more_body": True}))
+    assert [(size, tail) for size, _, tail in cycle.lines] == [
+        (b"10001\r\n", b"\r\n"),
+        (b"10000\r\n", b"\r\n"),
+    ]
+    assert cycle.lines[0][1] is body and cycle.lines[1][1] is view  # not copied
+    assert cycle.sent == []
+    others = [
+        {"type": "http.response.body", "body": body[2:], "more_body": True},  # below IN_PLACE
+        {"type": "http.response.body", "body": bytearray(body), "more_body": True},  # mutable
+        {"type": "http.response.body", "body": memoryview(bytearray(body)).toreadonly(), "more_body": True},
+        {"type": "http.response.body", "body": memoryview(body + body)[::2], "more_body": True},  # strided
+        {"type": "http.response.body", "body": body},  # the last: uvicorn ends the answer
+    ]
+    for message in others:
+        asyncio.run(framed(message))
+    assert cycle.sent == others and len(cycle.lines) == 2
+    head = _Cycle("HEAD")
+    asyncio.run(
+        serving._framed_in_place(head)({"type": "http.response.body", "body": body, "more_body": True})
+    )
+    assert head.lines == [] and len(head.sent) == 1
+    gone = _Cycle()
+    gone.disconnected = True
+    asyncio.run(
+        serving._framed_in_place(gone)({"type": "http.response.body", "body": body, "more_body": True})
+    )
+    assert gone.lines == [] and gone.sent == []  # nothing is written to a client that left
