@@ -329,10 +329,11 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
         def on_headers_complete(self) -> None:
             before = self.cycle
             super().on_headers_complete()
+            cycle: Any = self.cycle  # (Any: its send is replaced on the instance)
             # (its task, created just now or queued behind a pipelined one, reads
             # ``cycle.send`` when it first runs: after this)
-            if self.cycle is not before and self.cycle is not None:
-                self.cycle.send = _framed_in_place(self.cycle)
+            if cycle is not before and cycle is not None:
+                cycle.send = _framed_in_place(cycle)
 
     return BoundedHttpToolsProtocol
 
