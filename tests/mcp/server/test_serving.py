@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -355,31 +357,91 @@ def test_the_fast_path_is_taken_where_installed_and_switched_off_by_no_extension
         assert fast.loop == "uvloop"
 
 
-def test_large_streamed_pieces_arrive_whole_and_a_mutable_one_as_it_was_sent(monkeypatch):
-    framed: list[Any] = []
+class _Recorded:
+    """A cycle's transport, forwarded, its ``writelines`` calls kept (and the cycle, weakly)."""
+
+    def __init__(self, transport: Any, cycle: Any) -> None:
+        self._transport, self.cycle, self.lines = transport, weakref.ref(cycle), []
+
+    def writelines(self, pieces: Any) -> None:
+        pieces = tuple(pieces)
+        self.lines.append(pieces)
+        self._transport.writelines(pieces)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list[_Recorded]:
+    """Every cycle `_framed_in_place` is installed on, its transport recorded."""
+    recorded: list[_Recorded] = []
+    original = serving._framed_in_place
 
     def spy(cycle: Any) -> Any:
-        framed.append(cycle)
+        cycle.transport = _Recorded(cycle.transport, cycle)
+        recorded.append(cycle.transport)
         return original(cycle)
 
-    original = serving._framed_in_place
     monkeypatch.setattr(serving, "_framed_in_place", spy)
-    with served() as port, httpx.Client(timeout=30) as client:
+    return recorded
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_large_streamed_pieces_arrive_whole_and_in_place_on_uvloop_only(monkeypatch, loop):
+    if loop == "uvloop":
+        pytest.importorskip("uvloop")  # (not on Windows: the servers run asyncio's loop there)
+    recorded = _spied(monkeypatch)
+    with served(loop=loop) as port, httpx.Client(timeout=30) as client:
         with client.stream("GET", f"http://127.0.0.1:{port}/large") as answer:
             time.sleep(0.5)  # the server fills both socket buffers and keeps the rest
             body = answer.read()
     assert body == FILLER + PIECE[1:] + PIECE + b"ok"
-    # the httptools protocol writes them in place; h11 (the pure path) keeps uvicorn's send
-    assert len(framed) == (PROTOCOL["http"] == "httptools")
+    # httptools on uvloop writes the bytes and the view of bytes by reference, the bytearray
+    # by uvicorn's copy; h11, and asyncio's transports, keep uvicorn's send
+    in_place = PROTOCOL["http"] == "httptools" and loop == "uvloop"
+    assert len(recorded) == in_place
+    if in_place:
+        bodies = [pieces[1] for pieces in recorded[0].lines]
+        assert len(bodies) == 2 and bodies[0] is FILLER
+        assert isinstance(bodies[1], memoryview) and bodies[1].obj is PIECE
+
+
+def test_a_cycle_written_in_place_is_freed_without_the_collector(monkeypatch):
+    pytest.importorskip("uvloop")
+    recorded = _spied(monkeypatch)
+    gc.disable()  # (the server's thread too: the collector is the process's)
+    try:
+        with served(loop="uvloop") as port, httpx.Client(timeout=10) as client:
+            for _ in range(3):  # one kept connection: each request's cycle replaces the last
+                assert client.get(f"http://127.0.0.1:{port}/").text == "ok"
+            time.sleep(0.2)
+            freed = [each.cycle() is None for each in recorded]
+    finally:
+        gc.enable()
+    if PROTOCOL["http"] == "httptools":
+        # the last is still its connection's; the ones before went with their references
+        assert freed == [True, True, False]
+    else:
+        assert freed == []  # h11 keeps uvicorn's send
+
+
+class _Flow:
+    def __init__(self, cycle: _Cycle, paused: bool) -> None:
+        self.cycle, self.write_paused, self.drains = cycle, paused, 0
+
+    async def drain(self) -> None:
+        self.drains += 1
+        self.write_paused = False
+        self.cycle.disconnected = self.cycle.leaves_while_paused
 
 
 class _Cycle:
     """What `_framed_in_place` reads of uvicorn's cycle, and a transport that keeps writes."""
 
-    def __init__(self, method: str = "GET") -> None:
+    def __init__(self, method: str = "GET", *, paused: bool = False, leaves: bool = False) -> None:
         self.scope = {"method": method}
-        self.flow = type("Flow", (), {"write_paused": False})()
-        self.disconnected = False
+        self.flow = _Flow(self, paused)
+        self.disconnected, self.leaves_while_paused = False, leaves
         self.response_started, self.response_complete, self.chunked_encoding = True, False, True
         self.lines: list[tuple[Any, ...]] = []
         self.sent: list[dict[str, Any]] = []
@@ -391,13 +453,17 @@ class _Cycle:
         self.sent.append(message)
 
 
+def _framed(cycle: _Cycle, body: Any, **more: Any) -> None:
+    message = {"type": "http.response.body", "body": body, "more_body": True, **more}
+    asyncio.run(serving._framed_in_place(cycle)(message))
+
+
 def test_a_large_chunk_is_framed_around_the_body_itself_and_anything_else_goes_to_uvicorn():
     body = bytes(serving.IN_PLACE + 1)
     view = memoryview(body)[1:]  # IN_PLACE bytes
     cycle = _Cycle()
-    framed = serving._framed_in_place(cycle)
-    asyncio.run(framed({"type": "http.response.body", "body": body, "more_body": True}))
-    asyncio.run(framed({"type": "http.response.body", "body": view, "more_body": True}))
+    _framed(cycle, body)
+    _framed(cycle, view)
     assert [(size, tail) for size, _, tail in cycle.lines] == [
         (b"10001\r\n", b"\r\n"),
         (b"10000\r\n", b"\r\n"),
@@ -405,23 +471,43 @@ def test_a_large_chunk_is_framed_around_the_body_itself_and_anything_else_goes_t
     assert cycle.lines[0][1] is body and cycle.lines[1][1] is view  # not copied
     assert cycle.sent == []
     others = [
-        {"type": "http.response.body", "body": body[2:], "more_body": True},  # below IN_PLACE
-        {"type": "http.response.body", "body": bytearray(body), "more_body": True},  # mutable
-        {"type": "http.response.body", "body": memoryview(bytearray(body)).toreadonly(), "more_body": True},
-        {"type": "http.response.body", "body": memoryview(body + body)[::2], "more_body": True},  # strided
-        {"type": "http.response.body", "body": body},  # the last: uvicorn ends the answer
+        body[2:],  # below IN_PLACE
+        bytearray(body),  # mutable
+        memoryview(bytearray(body)).toreadonly(),  # a read-only view of mutable memory
+        memoryview(body + body)[::2],  # strided
+        memoryview(bytes(4 * serving.IN_PLACE)).cast("I"),  # items of 4 bytes: len is not its size
     ]
-    for message in others:
-        asyncio.run(framed(message))
-    assert cycle.sent == others and len(cycle.lines) == 2
-    head = _Cycle("HEAD")
-    asyncio.run(
-        serving._framed_in_place(head)({"type": "http.response.body", "body": body, "more_body": True})
-    )
-    assert head.lines == [] and len(head.sent) == 1
+    for other in others:
+        _framed(cycle, other)
+    _framed(cycle, body, more_body=False)  # the last: uvicorn ends the answer
+    assert [message["body"] for message in cycle.sent] == [*others, body] and len(cycle.lines) == 2
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"scope": {"method": "HEAD"}},
+        {"response_started": False},
+        {"response_complete": True},
+        {"chunked_encoding": False},
+    ],
+)
+def test_a_large_chunk_goes_to_uvicorn_outside_a_chunked_answer_under_way(state):
+    cycle = _Cycle()
+    for name, value in state.items():
+        setattr(cycle, name, value)
+    _framed(cycle, bytes(serving.IN_PLACE))
+    assert cycle.lines == [] and len(cycle.sent) == 1
+
+
+def test_a_paused_write_waits_for_the_drain_and_a_client_gone_meanwhile_gets_nothing():
+    paused = _Cycle(paused=True)
+    _framed(paused, bytes(serving.IN_PLACE))
+    assert paused.flow.drains == 1 and len(paused.lines) == 1 and paused.sent == []
+    leaving = _Cycle(paused=True, leaves=True)
+    _framed(leaving, bytes(serving.IN_PLACE))
+    assert leaving.flow.drains == 1 and leaving.lines == [] and leaving.sent == []
     gone = _Cycle()
     gone.disconnected = True
-    asyncio.run(
-        serving._framed_in_place(gone)({"type": "http.response.body", "body": body, "more_body": True})
-    )
+    _framed(gone, bytes(serving.IN_PLACE))
     assert gone.lines == [] and gone.sent == []  # nothing is written to a client that left

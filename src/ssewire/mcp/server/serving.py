@@ -32,8 +32,9 @@ What uvicorn (read at 0.54; the same since 0.29) does and does not do, and what 
   chunk's size line, the body and its CRLF into new bytes. For a large body that cannot
   change under it (bytes, or a view of them: a gateway's stored message, written in
   slices), the httptools protocol hands the three pieces to the transport instead
-  (`_framed_in_place`): uvloop writes them with one ``writev``, the message copied once
-  (by the kernel), not twice.
+  (`_framed_in_place`) on uvloop's transports, which write them with one ``writev``: the
+  message is copied once (by the kernel), not twice. On asyncio's own, uvicorn's join
+  stays (its ``writelines`` joins too, or in some releases skips its flow control).
 
 The protocol class is uvicorn's own for ``http`` ("auto": httptools when installed, else
 h11; "h11"; "httptools"), subclassed. WebSocket is off unless ``ws`` is given (the
@@ -51,6 +52,7 @@ import math
 import socket
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -119,6 +121,7 @@ class _Bounded(_Base):
     _refused = False
     _upgraded = False
     _lingering = False
+    _in_place = False  # large streamed chunks written in place (`_framed_in_place`)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         config = self.config
@@ -131,6 +134,10 @@ class _Bounded(_Base):
         if share is not None and _peer_connections(self.connections, transport) >= share:
             self._refuse(transport)
             return
+        # writes in place on uvloop's transports only: asyncio's selector transport joins
+        # what writelines gets (3.11), or, in some 3.12 and 3.13 releases, never pauses
+        # its protocol for what writelines buffers (the flow control a slow client needs)
+        self._in_place = type(transport).__module__.startswith("uvloop.")
         super().connection_made(_CutIsAborted(transport, self))  # type: ignore[arg-type]
         self._arm_head_timer()
 
@@ -283,17 +290,23 @@ IN_PLACE = 64 * 1024  # bytes: a streamed body from this size is written without
 
 def _framed_in_place(cycle: Any) -> Callable[[dict[str, Any]], Awaitable[None]]:
     """``cycle.send``, but a chunk of a chunked answer with more to come, at least
-    `IN_PLACE` bytes of immutable memory (bytes, or a contiguous view of bytes), is written as its size line, itself and its CRLF
-    (``writelines``: one ``writev`` on uvloop, no join), with uvicorn's own steps around
-    that write (wait while writing is paused, nothing once the client left). Anything else,
-    a mutable buffer included (it could change before the transport sends it), is uvicorn's
-    own send. It rests on the cycle's attributes as in uvicorn >= 0.29 (``flow``,
-    ``disconnected``, ``response_started``, ``response_complete``, ``chunked_encoding``)."""
-    send = cycle.send
-    transport = cycle.transport
+    `IN_PLACE` bytes of immutable memory (bytes, or a C-contiguous byte view of bytes), is
+    written as its size line, itself and its CRLF (``writelines``: one ``writev`` on
+    uvloop, no join), with uvicorn's own steps around that write (wait while writing is
+    paused, nothing once the client left). Anything else, a mutable buffer included (it
+    could change before the transport sends it), is uvicorn's own send. It rests on the
+    cycle's attributes as in uvicorn >= 0.29 (``flow``, ``disconnected``,
+    ``response_started``, ``response_complete``, ``chunked_encoding``), and holds the cycle
+    weakly: the cycle holds it (its ``send``), and a cycle of references would leave every
+    request's cycle to the collector."""
+    own_send = type(cycle).send
+    held = weakref.ref(cycle)
     head = cycle.scope["method"] == "HEAD"
 
     async def framed(message: dict[str, Any]) -> None:
+        cycle = held()
+        if cycle is None:  # (its connection is gone, and with it whoever could still call this)
+            return
         body = message.get("body", b"")
         if (
             len(body) >= IN_PLACE
@@ -305,15 +318,20 @@ def _framed_in_place(cycle: Any) -> Callable[[dict[str, Any]], Awaitable[None]]:
             and not head
             and (
                 type(body) is bytes
-                or (type(body) is memoryview and type(body.obj) is bytes and body.contiguous)
+                or (
+                    type(body) is memoryview
+                    and type(body.obj) is bytes
+                    and body.c_contiguous
+                    and body.itemsize == 1  # (len counts items: its size line must count bytes)
+                )
             )
         ):
             if cycle.flow.write_paused and not cycle.disconnected:
                 await cycle.flow.drain()
             if not cycle.disconnected:
-                transport.writelines((b"%x\r\n" % len(body), body, b"\r\n"))
+                cycle.transport.writelines((b"%x\r\n" % len(body), body, b"\r\n"))
             return
-        await send(message)
+        await own_send(cycle, message)
 
     return framed
 
@@ -331,8 +349,9 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
             super().on_headers_complete()
             cycle: Any = self.cycle  # (Any: its send is replaced on the instance)
             # (its task, created just now or queued behind a pipelined one, reads
-            # ``cycle.send`` when it first runs: after this)
-            if cycle is not before and cycle is not None:
+            # ``cycle.send`` when it first runs: after this; a task factory that runs
+            # tasks eagerly would have read it already, and keeps uvicorn's send)
+            if self._in_place and cycle is not before and cycle is not None:
                 cycle.send = _framed_in_place(cycle)
 
     return BoundedHttpToolsProtocol
