@@ -303,10 +303,12 @@ def _framed_in_place(cycle: Any) -> Callable[[dict[str, Any]], Awaitable[None]]:
     held = weakref.ref(cycle)
     head = cycle.scope["method"] == "HEAD"
 
-    async def framed(message: dict[str, Any]) -> None:
+    def framed(message: dict[str, Any]) -> Awaitable[None]:
+        # (not a coroutine of its own: uvicorn's send, most messages' way, is returned to
+        # be awaited, one call and no second coroutine a message)
         cycle = held()
         if cycle is None:  # (its connection is gone, and with it whoever could still call this)
-            return
+            return _nothing()
         body = message.get("body", b"")
         if (
             len(body) >= IN_PLACE
@@ -326,14 +328,22 @@ def _framed_in_place(cycle: Any) -> Callable[[dict[str, Any]], Awaitable[None]]:
                 )
             )
         ):
-            if cycle.flow.write_paused and not cycle.disconnected:
-                await cycle.flow.drain()
-            if not cycle.disconnected:
-                cycle.transport.writelines((b"%x\r\n" % len(body), body, b"\r\n"))
-            return
-        await own_send(cycle, message)
+            return _written_in_place(cycle, body)
+        return own_send(cycle, message)  # type: ignore[no-any-return]
 
     return framed
+
+
+async def _written_in_place(cycle: Any, body: bytes | memoryview) -> None:
+    """uvicorn's steps around a chunk's write, the chunk written as its three pieces."""
+    if cycle.flow.write_paused and not cycle.disconnected:
+        await cycle.flow.drain()
+    if not cycle.disconnected:
+        cycle.transport.writelines((b"%x\r\n" % len(body), body, b"\r\n"))
+
+
+async def _nothing() -> None:
+    return None
 
 
 @cache
