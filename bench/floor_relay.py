@@ -32,6 +32,7 @@ from ssewire.jsonrpc import Message, MessageDecoder
 DROPPED = (b"connection", b"content-length", b"transfer-encoding", b"host", b"date", b"server")
 STREAMS = itertools.count(1)  # each answer's stream number, in its event ids
 UPSTREAM_IDS = itertools.count(1)
+UPSTREAM_PORT = 0  # the upstream's port on 127.0.0.1, set by `run`
 
 
 class Upstream(asyncio.Protocol):
@@ -160,6 +161,13 @@ async def main(port: int) -> None:
     await server.serve_forever()
 
 
+def run(port: int, upstream_port: int) -> None:
+    """Serve on 127.0.0.1:``port`` in front of 127.0.0.1:``upstream_port`` (also the entry
+    of this module compiled, as ``floor_compiled.py`` runs it)."""
+    global UPSTREAM_PORT
+    UPSTREAM_PORT = upstream_port
+    uvloop.run(main(port))
+
+
 if __name__ == "__main__":
-    UPSTREAM_PORT = int(sys.argv[2])
-    uvloop.run(main(int(sys.argv[1])))
+    run(int(sys.argv[1]), int(sys.argv[2]))
