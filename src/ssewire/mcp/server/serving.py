@@ -121,7 +121,6 @@ class _Bounded(_Base):
     _refused = False
     _upgraded = False
     _lingering = False
-    _in_place = False  # large streamed chunks written in place (`_framed_in_place`)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         config = self.config
@@ -134,10 +133,6 @@ class _Bounded(_Base):
         if share is not None and _peer_connections(self.connections, transport) >= share:
             self._refuse(transport)
             return
-        # writes in place on uvloop's transports only: asyncio's selector transport joins
-        # what writelines gets (3.11), or, in some 3.12 and 3.13 releases, never pauses
-        # its protocol for what writelines buffers (the flow control a slow client needs)
-        self._in_place = type(transport).__module__.startswith("uvloop.")
         super().connection_made(_CutIsAborted(transport, self))  # type: ignore[arg-type]
         self._arm_head_timer()
 
@@ -352,7 +347,16 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
 
     class BoundedHttpToolsProtocol(_Bounded, HttpToolsProtocol):  # type: ignore[misc]
         """uvicorn's httptools protocol with `Bounds`, its large streamed chunks written
-        in place (`_framed_in_place`)."""
+        in place (`_framed_in_place`) on uvloop's transports."""
+
+        _in_place = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            # uvloop's only: asyncio's selector transport joins what writelines gets (3.11),
+            # or, in some 3.12 and 3.13 releases, never pauses its protocol for what
+            # writelines buffers (the flow control a slow client needs)
+            self._in_place = type(transport).__module__.startswith("uvloop.")
+            super().connection_made(transport)
 
         def on_headers_complete(self) -> None:
             before = self.cycle
