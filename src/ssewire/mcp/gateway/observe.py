@@ -35,9 +35,10 @@ given: an SDK ``TracerProvider`` of your own, or ``"global"`` for the one set gl
 OpenTelemetry is imported. With ``"global"`` while no provider is set globally (or a no-op
 one is), no span is made, since none would record: the downstream request's
 ``traceparent`` (and ``tracestate``) go upstream as a span that records nothing would
-carry them, without that span's work (31 function calls a request). Each request opens a SERVER span whose parent is the W3C
-``traceparent`` (and ``tracestate``) of the downstream request (an invalid or missing one
-starts a new trace); it is the current span while the block runs, and the current `Trace`
+carry them, without that span's work (31 function calls a request). Each request opens a
+SERVER span whose parent is the W3C ``traceparent`` (and ``tracestate``) of the downstream
+request (an invalid or missing one starts a new trace); it is the current span while the
+block runs, and the current `Trace`
 (a contextvar: tasks started inside the block see it). `Telemetry.upstream_hook` writes the
 current span's ``traceparent`` (and ``tracestate``) into every upstream request (an httpx
 request event hook); `Telemetry.transport_event` (the upstream `Client`'s
